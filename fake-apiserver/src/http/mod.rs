@@ -1,0 +1,252 @@
+//! The HTTP face of the server: one entry point per request that authenticates, applies
+//! injected faults, routes, and turns every error into a `Status` reply.
+//!
+//! # Layout
+//! - `route`: URL path to route.
+//! - `query`: query parameters.
+//! - `objects`: resource verbs (get, list, create, update, patch, delete, deletecollection).
+//! - `watch`: watch streams.
+//! - `discovery`, `openapi`: what clients read to find resources and validate.
+//! - `table`: server-side printing for kubectl.
+
+mod discovery;
+mod objects;
+mod openapi;
+mod query;
+mod route;
+mod table;
+mod watch;
+
+pub use query::IGNORED_PARAMETERS;
+
+use crate::auth::{CertAuth, Identity};
+use crate::error::ApiError;
+use crate::faults::Fault;
+use crate::server::Shared;
+use bytes::Bytes;
+use http::{Method, Request, Response, StatusCode, header};
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use route::Route;
+use serde_json::Value;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Instant;
+
+pub type Body = BoxBody<Bytes, Infallible>;
+
+pub(crate) fn json_response(code: StatusCode, bytes: Bytes) -> Response<Body> {
+    bytes_response(code, "application/json", bytes)
+}
+
+fn bytes_response(code: StatusCode, content_type: &str, bytes: Bytes) -> Response<Body> {
+    Response::builder()
+        .status(code)
+        .header(header::CONTENT_TYPE, content_type)
+        .body(Full::new(bytes).boxed())
+        .expect("valid static headers")
+}
+
+fn value_response(code: StatusCode, value: &Value) -> Response<Body> {
+    json_response(code, objects_bytes(value))
+}
+
+fn objects_bytes(value: &Value) -> Bytes {
+    Bytes::from(serde_json::to_vec(value).expect("serialises"))
+}
+
+pub(crate) fn status_response(error: &ApiError) -> Response<Body> {
+    let code = StatusCode::from_u16(error.code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    value_response(code, &error.status())
+}
+
+/// A request body, read whole under the size limit.
+pub(crate) struct RequestBody {
+    pub content_type: Option<String>,
+    pub bytes: Bytes,
+}
+
+pub(crate) async fn read_body(req: Request<Incoming>, limit: usize) -> Result<RequestBody, ApiError> {
+    let content_type = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > limit) {
+        return Err(ApiError::TooLarge(limit));
+    }
+    match Limited::new(req.into_body(), limit).collect().await {
+        Ok(collected) => Ok(RequestBody {
+            content_type,
+            bytes: collected.to_bytes(),
+        }),
+        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
+            Err(ApiError::TooLarge(limit))
+        }
+        Err(e) => Err(ApiError::BadRequest(format!("reading the request body: {e}"))),
+    }
+}
+
+/// Serve one request. Never fails: errors become Status replies.
+pub(crate) async fn serve(
+    shared: Arc<Shared>,
+    cert: Arc<CertAuth>,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, Infallible> {
+    let started = Instant::now();
+    let (method, path) = (req.method().clone(), req.uri().path().to_string());
+    let response = match dispatch(&shared, &cert, req).await {
+        Ok(r) => r,
+        Err(e) => status_response(&e),
+    };
+    if shared.log_requests {
+        eprintln!(
+            "{method} {path} {} {:?}",
+            response.status().as_u16(),
+            started.elapsed()
+        );
+    }
+    Ok(response)
+}
+
+/// The verb and resource a request addresses, as fault rules match them.
+fn fault_target(method: &Method, route: &Route, raw_query: Option<&str>) -> (String, String) {
+    match route {
+        Route::Resource(p) => {
+            let watch = query::Query::parse(raw_query).map(|q| q.watch).unwrap_or(false);
+            let verb = objects::verb(method, p.name.is_some(), watch).unwrap_or("unknown");
+            (verb.to_string(), p.resource.clone())
+        }
+        _ => (method.as_str().to_ascii_lowercase(), String::new()),
+    }
+}
+
+async fn dispatch(
+    shared: &Arc<Shared>,
+    cert: &CertAuth,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, ApiError> {
+    let route = route::parse(req.uri().path());
+    let authorization = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let who = shared
+        .authenticator()
+        .authenticate(cert, authorization.as_deref())?;
+    if route != Route::Faults {
+        let (verb, resource) = fault_target(req.method(), &route, req.uri().query());
+        let (delay, failure) = shared.faults.on_request(&verb, &resource);
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        if let Some(e) = failure {
+            return Err(e);
+        }
+    }
+    let public = matches!(route, Route::Health | Route::Version);
+    if !public && who.is_anonymous() {
+        return Err(ApiError::Forbidden {
+            message: format!(
+                "forbidden: User \"system:anonymous\" cannot get path \"{}\"",
+                req.uri().path()
+            ),
+            resource: String::new(),
+            name: None,
+        });
+    }
+    if !matches!(route, Route::Resource(_) | Route::Faults) && req.method() != Method::GET {
+        return Err(ApiError::MethodNotAllowed);
+    }
+    let ok = |v: Value| Ok(value_response(StatusCode::OK, &v));
+    match route {
+        Route::Health => Ok(bytes_response(
+            StatusCode::OK,
+            "text/plain; charset=utf-8",
+            Bytes::from_static(b"ok"),
+        )),
+        Route::Version => ok(discovery::version()),
+        Route::CoreVersions | Route::Groups => {
+            let shape = discovery::shape(req.headers());
+            let registry = shared.store.registry();
+            let doc = if route == Route::Groups {
+                discovery::groups(&registry, shape)
+            } else {
+                discovery::core_versions(&registry, shape, &shared.addr.to_string())
+            };
+            Ok(match shape {
+                discovery::Shape::Aggregated(v) => bytes_response(
+                    StatusCode::OK,
+                    &discovery::aggregated_content_type(v),
+                    objects_bytes(&doc),
+                ),
+                discovery::Shape::Legacy => value_response(StatusCode::OK, &doc),
+            })
+        }
+        Route::Group(g) => ok(discovery::group(&shared.store.registry(), &g)?),
+        Route::ResourceList { group, version } => ok(discovery::resource_list(
+            &shared.store.registry(),
+            &group,
+            &version,
+        )?),
+        Route::OpenApiV3Root => ok(openapi::v3_root(&shared.store.registry())),
+        Route::OpenApiV3 { group, version } => {
+            ok(openapi::v3_group(&shared.store.registry(), &group, &version)?)
+        }
+        Route::OpenApiV2 => {
+            let accept = req
+                .headers()
+                .get(header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            Ok(if accept.contains("protobuf") {
+                bytes_response(
+                    StatusCode::OK,
+                    "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
+                    Bytes::from(openapi::v2_protobuf()),
+                )
+            } else {
+                value_response(StatusCode::OK, &openapi::v2_json())
+            })
+        }
+        Route::Faults => faults(shared, &who, req).await,
+        Route::Resource(path) => objects::handle(shared, &who, path, req).await,
+        Route::Unknown => Err(ApiError::NoSuchResource),
+    }
+}
+
+async fn faults(
+    shared: &Arc<Shared>,
+    who: &Identity,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, ApiError> {
+    if !who.in_group("system:masters") {
+        return Err(ApiError::Forbidden {
+            message: format!("forbidden: User {:?} cannot inject faults", who.user),
+            resource: String::new(),
+            name: None,
+        });
+    }
+    if req.method() != Method::POST {
+        return Err(ApiError::MethodNotAllowed);
+    }
+    let body = read_body(req, shared.body_limit).await?;
+    let fault: Fault = serde_json::from_slice(&body.bytes)
+        .map_err(|e| ApiError::BadRequest(format!("invalid fault: {e}")))?;
+    shared.inject(fault.clone())?;
+    ok_status()
+}
+
+fn ok_status() -> Result<Response<Body>, ApiError> {
+    Ok(value_response(
+        StatusCode::OK,
+        &serde_json::json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}),
+    ))
+}

@@ -1,0 +1,441 @@
+//! Resource requests: from a parsed path and an HTTP request to a store call and its reply.
+//!
+//! This file maps HTTP onto the store (verbs, bodies, patch types, reply shapes); the store
+//! decides semantics. Watches are in `watch.rs`, Table printing in `table.rs`.
+
+use super::query::Query;
+use super::route::ResourcePath;
+use super::{Body, json_response, read_body, table, watch};
+use crate::auth::{Identity, RequestAttributes};
+use crate::error::{ApiError, success_status};
+use crate::patch::{self, PatchError};
+use crate::resource::ResourceInfo;
+use crate::selector::{FieldSelector, LabelSelector};
+use crate::server::Shared;
+use crate::store::{DeleteOutcome, Filter, Preconditions, StoredObject, Subresource};
+use bytes::{BufMut, Bytes, BytesMut};
+use http::{Method, Request, Response, StatusCode};
+use hyper::body::Incoming;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// The Kubernetes verb for a method on a collection or an object.
+pub fn verb(method: &Method, named: bool, watch: bool) -> Result<&'static str, ApiError> {
+    Ok(match (method.as_str(), named) {
+        ("GET", false) if watch => "watch",
+        ("GET", false) => "list",
+        ("GET", true) if watch => "watch",
+        ("GET", true) => "get",
+        ("POST", false) => "create",
+        ("PUT", true) => "update",
+        ("PATCH", true) => "patch",
+        ("DELETE", true) => "delete",
+        ("DELETE", false) => "deletecollection",
+        _ => return Err(ApiError::MethodNotAllowed),
+    })
+}
+
+pub async fn handle(
+    shared: &Arc<Shared>,
+    who: &Identity,
+    path: ResourcePath,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, ApiError> {
+    let info = shared
+        .store
+        .resolve(&path.group, &path.version, &path.resource)
+        .ok_or(ApiError::NoSuchResource)?;
+    let scoped_wrong = (!info.namespaced && path.namespace.is_some())
+        || (info.namespaced && path.name.is_some() && path.namespace.is_none());
+    if scoped_wrong {
+        return Err(ApiError::NoSuchResource);
+    }
+    let sub = match path.subresource.as_deref() {
+        None => Subresource::Main,
+        Some("status") if info.status_subresource => Subresource::Status,
+        Some(_) => return Err(ApiError::NoSuchResource),
+    };
+    let query = Query::parse(req.uri().query())?;
+    let verb = verb(req.method(), path.name.is_some(), query.watch)?;
+    if sub == Subresource::Status && !matches!(verb, "get" | "update" | "patch") {
+        return Err(ApiError::MethodNotAllowed);
+    }
+    shared.policy.check(
+        who,
+        &RequestAttributes {
+            verb: verb.into(),
+            group: info.group.clone(),
+            resource: info.resource.clone(),
+            subresource: path.subresource.clone(),
+            namespace: path.namespace.clone(),
+            name: path.name.clone(),
+        },
+    )?;
+    let ns = path.namespace.as_deref();
+    let name = path.name.as_deref().unwrap_or("");
+    let wants_table = table::wanted(req.headers());
+    match verb {
+        "get" => {
+            let object = shared.store.get(&info, ns, name)?;
+            if wants_table {
+                return Ok(json_response(
+                    StatusCode::OK,
+                    table::render(&info, &[object], None),
+                ));
+            }
+            Ok(json_response(StatusCode::OK, object.json.clone()))
+        }
+        "list" => list(shared, &info, ns, &query, wants_table),
+        "watch" => {
+            let filter = filter_for(&info, ns, path.name.as_deref(), &query)?;
+            watch::start(shared, &info, filter, &query, wants_table)
+        }
+        "create" => {
+            let body = read_body(req, shared.body_limit).await?;
+            let value = decode_object(&info, &body)?;
+            let object = shared.store.create(&info, ns, value, query.dry_run)?;
+            Ok(json_response(StatusCode::CREATED, object.json.clone()))
+        }
+        "update" => {
+            let body = read_body(req, shared.body_limit).await?;
+            let value = decode_object(&info, &body)?;
+            let object = shared.store.update(&info, ns, name, value, sub, query.dry_run)?;
+            Ok(json_response(StatusCode::OK, object.json.clone()))
+        }
+        "patch" => {
+            let body = read_body(req, shared.body_limit).await?;
+            patch_object(shared, &info, ns, name, sub, &query, &body)
+        }
+        "delete" => {
+            let body = read_body(req, shared.body_limit).await?;
+            let (preconditions, dry_run) = delete_options(&body.bytes)?;
+            let outcome = shared
+                .store
+                .delete(&info, ns, name, &preconditions, dry_run || query.dry_run)?;
+            Ok(match outcome {
+                DeleteOutcome::Finalizing(o) => json_response(StatusCode::ACCEPTED, o.json.clone()),
+                DeleteOutcome::Deleted(o) if info.builtin => {
+                    let uid = o
+                        .value
+                        .pointer("/metadata/uid")
+                        .and_then(Value::as_str)
+                        .unwrap_or("");
+                    json_response(
+                        StatusCode::OK,
+                        to_bytes(&success_status(&info.resource, name, uid)),
+                    )
+                }
+                DeleteOutcome::Deleted(o) => json_response(StatusCode::OK, o.json.clone()),
+            })
+        }
+        "deletecollection" => {
+            let body = read_body(req, shared.body_limit).await?;
+            let (_, dry_run) = delete_options(&body.bytes)?;
+            let filter = filter_for(&info, ns, None, &query)?;
+            let deleted = shared
+                .store
+                .delete_collection(&info, &filter, dry_run || query.dry_run)?;
+            let rv = shared.store.current_rv();
+            Ok(json_response(
+                StatusCode::OK,
+                list_body(&info, rv, &deleted, None, None),
+            ))
+        }
+        _ => Err(ApiError::MethodNotAllowed),
+    }
+}
+
+pub fn filter_for(
+    info: &ResourceInfo,
+    ns: Option<&str>,
+    name: Option<&str>,
+    query: &Query,
+) -> Result<Filter, ApiError> {
+    let mut fields = FieldSelector::parse(query.field_selector.as_deref().unwrap_or(""), &info.kind)?;
+    if let Some(name) = name {
+        let pinned = FieldSelector::parse(&format!("metadata.name={name}"), &info.kind)?;
+        fields = FieldSelector::and(fields, pinned);
+    }
+    Ok(Filter {
+        namespace: ns.map(str::to_string),
+        labels: LabelSelector::parse(query.label_selector.as_deref().unwrap_or(""))?,
+        fields,
+    })
+}
+
+fn list(
+    shared: &Arc<Shared>,
+    info: &ResourceInfo,
+    ns: Option<&str>,
+    query: &Query,
+    wants_table: bool,
+) -> Result<Response<Body>, ApiError> {
+    let filter = filter_for(info, ns, None, query)?;
+    let current = shared.store.current_rv();
+    if let Some(matching) = query.resource_version_match.as_deref() {
+        let Some(rv) = query.resource_version_number()? else {
+            if query.resource_version.is_none() {
+                return Err(ApiError::invalid(
+                    "ListOptions",
+                    "",
+                    "FieldValueForbidden",
+                    "resourceVersionMatch",
+                    "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided".into(),
+                ));
+            }
+            return list_now(shared, info, &filter, query, wants_table);
+        };
+        match matching {
+            "NotOlderThan" if rv <= current => {}
+            "Exact" if rv == current => {}
+            "Exact" if rv < current => {
+                return Err(ApiError::Gone(format!(
+                    "too old resource version: {rv} ({current})"
+                )));
+            }
+            "NotOlderThan" | "Exact" => return Err(too_large(rv, current)),
+            other => {
+                return Err(ApiError::invalid(
+                    "ListOptions",
+                    "",
+                    "FieldValueNotSupported",
+                    "resourceVersionMatch",
+                    format!("Unsupported value: {other:?}: supported values: \"Exact\", \"NotOlderThan\""),
+                ));
+            }
+        }
+    } else if let Some(rv) = query.resource_version_number()?
+        && rv > current
+    {
+        return Err(too_large(rv, current));
+    }
+    list_now(shared, info, &filter, query, wants_table)
+}
+
+fn too_large(rv: u64, current: u64) -> ApiError {
+    ApiError::Injected {
+        code: 504,
+        message: format!("Too large resource version: {rv}, current: {current}"),
+    }
+}
+
+fn list_now(
+    shared: &Arc<Shared>,
+    info: &ResourceInfo,
+    filter: &Filter,
+    query: &Query,
+    wants_table: bool,
+) -> Result<Response<Body>, ApiError> {
+    let page = shared
+        .store
+        .list(info, filter, query.limit, query.continue_token.as_deref())?;
+    if wants_table {
+        return Ok(json_response(
+            StatusCode::OK,
+            table::render(info, &page.items, Some(page.rv)),
+        ));
+    }
+    Ok(json_response(
+        StatusCode::OK,
+        list_body(
+            info,
+            page.rv,
+            &page.items,
+            page.continue_token.as_deref(),
+            page.remaining,
+        ),
+    ))
+}
+
+/// A `<Kind>List`, assembled from the stored bytes of its items.
+pub fn list_body(
+    info: &ResourceInfo,
+    rv: u64,
+    items: &[Arc<StoredObject>],
+    continue_token: Option<&str>,
+    remaining: Option<usize>,
+) -> Bytes {
+    let mut metadata = json!({"resourceVersion": rv.to_string()});
+    if let Some(token) = continue_token {
+        metadata["continue"] = json!(token);
+    }
+    if let Some(n) = remaining {
+        metadata["remainingItemCount"] = json!(n);
+    }
+    let head = json!({"kind": info.list_kind, "apiVersion": info.api_version(), "metadata": metadata});
+    let head = serde_json::to_vec(&head).expect("serialises");
+    let size: usize = items.iter().map(|i| i.json.len() + 1).sum();
+    let mut out = BytesMut::with_capacity(head.len() + size + 16);
+    out.put_slice(&head[..head.len() - 1]); // drop the closing brace
+    out.put_slice(b",\"items\":[");
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.put_u8(b',');
+        }
+        out.put_slice(&item.json);
+    }
+    out.put_slice(b"]}");
+    out.freeze()
+}
+
+pub(super) fn to_bytes(v: &Value) -> Bytes {
+    Bytes::from(serde_json::to_vec(v).expect("serialises"))
+}
+
+/// The media type of a request body, without parameters.
+fn media_type(content_type: Option<&str>) -> String {
+    content_type
+        .unwrap_or("application/json")
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase()
+}
+
+/// An object body (create, update) in JSON or YAML.
+fn decode_object(info: &ResourceInfo, body: &super::RequestBody) -> Result<Value, ApiError> {
+    let unrecognized = |why: String| {
+        ApiError::BadRequest(format!(
+            "the object provided is unrecognized (must be of type {}): couldn't get version/kind; {why}",
+            info.kind
+        ))
+    };
+    match media_type(body.content_type.as_deref()).as_str() {
+        "application/json" | "" | "*/*" => {
+            serde_json::from_slice(&body.bytes).map_err(|e| unrecognized(format!("json parse error: {e}")))
+        }
+        "application/yaml" | "application/x-yaml" | "text/yaml" => {
+            serde_yaml::from_slice(&body.bytes).map_err(|e| unrecognized(format!("yaml parse error: {e}")))
+        }
+        other => Err(ApiError::UnsupportedMediaType(format!(
+            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {other})"
+        ))),
+    }
+}
+
+/// Applies one patch document to an object.
+type ApplyPatch = fn(&mut Value, &Value) -> Result<(), PatchError>;
+
+fn patch_object(
+    shared: &Arc<Shared>,
+    info: &ResourceInfo,
+    ns: Option<&str>,
+    name: &str,
+    sub: Subresource,
+    query: &Query,
+    body: &super::RequestBody,
+) -> Result<Response<Body>, ApiError> {
+    let kind = media_type(body.content_type.as_deref());
+    let accepted = if info.builtin {
+        "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json"
+    } else {
+        "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+    };
+    let unsupported = || {
+        ApiError::UnsupportedMediaType(format!(
+            "the body of the request was in an unknown format - accepted media types include: {accepted}"
+        ))
+    };
+    let parse_json = || -> Result<Value, ApiError> {
+        serde_json::from_slice(&body.bytes)
+            .map_err(|e| ApiError::BadRequest(format!("error decoding patch: {e}")))
+    };
+    let (patch_doc, apply): (Value, ApplyPatch) = match kind.as_str() {
+        "application/merge-patch+json" => (parse_json()?, |t, p| {
+            patch::merge_patch(t, p);
+            Ok(())
+        }),
+        "application/json-patch+json" => (parse_json()?, patch::json_patch),
+        "application/strategic-merge-patch+json" if info.builtin => {
+            (parse_json()?, patch::strategic_merge_patch)
+        }
+        "application/apply-patch+yaml" => {
+            if query.field_manager.is_none() {
+                return Err(ApiError::invalid(
+                    &info.kind,
+                    name,
+                    "FieldValueRequired",
+                    "fieldManager",
+                    "Required value: is required for apply patch".into(),
+                ));
+            }
+            let doc: Value = serde_yaml::from_slice(&body.bytes)
+                .map_err(|e| ApiError::BadRequest(format!("error decoding YAML: {e}")))?;
+            return server_side_apply(shared, info, ns, name, sub, query, doc);
+        }
+        _ => return Err(unsupported()),
+    };
+    let object = shared
+        .store
+        .modify(info, ns, name, sub, query.dry_run, |current| {
+            let mut next = current.clone();
+            apply(&mut next, &patch_doc).map_err(patch_error)?;
+            Ok(next)
+        })?;
+    Ok(json_response(StatusCode::OK, object.json.clone()))
+}
+
+fn patch_error(e: PatchError) -> ApiError {
+    match e {
+        PatchError::Malformed(m) => ApiError::BadRequest(m),
+        PatchError::NotApplicable(_) => ApiError::InvalidRequest,
+    }
+}
+
+/// Server-side apply without field ownership: create the object if it is missing, else merge
+/// the applied configuration into it (strategically for built-in types).
+fn server_side_apply(
+    shared: &Arc<Shared>,
+    info: &ResourceInfo,
+    ns: Option<&str>,
+    name: &str,
+    sub: Subresource,
+    query: &Query,
+    doc: Value,
+) -> Result<Response<Body>, ApiError> {
+    if !doc.is_object() {
+        return Err(ApiError::BadRequest("an apply patch must be an object".into()));
+    }
+    let merge = |current: &Value| -> Result<Value, ApiError> {
+        let mut next = current.clone();
+        if info.builtin {
+            patch::strategic_merge_patch(&mut next, &doc).map_err(patch_error)?;
+        } else {
+            patch::merge_patch(&mut next, &doc);
+        }
+        Ok(next)
+    };
+    match shared.store.modify(info, ns, name, sub, query.dry_run, merge) {
+        Ok(object) => Ok(json_response(StatusCode::OK, object.json.clone())),
+        Err(ApiError::NotFound { .. }) if sub == Subresource::Main => {
+            let mut fresh = doc.clone();
+            if fresh.pointer("/metadata/name").is_none() {
+                fresh["metadata"]["name"] = json!(name);
+            }
+            let object = shared.store.create(info, ns, fresh, query.dry_run)?;
+            Ok(json_response(StatusCode::CREATED, object.json.clone()))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// `DeleteOptions` from a DELETE body (which may be empty).
+fn delete_options(body: &[u8]) -> Result<(Preconditions, bool), ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok((Preconditions::default(), false));
+    }
+    let opts: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::BadRequest(format!("error decoding DeleteOptions: {e}")))?;
+    let text = |p: &str| opts.pointer(p).and_then(Value::as_str).map(str::to_string);
+    let dry_run = opts["dryRun"]
+        .as_array()
+        .is_some_and(|d| d.iter().any(|v| v == "All"));
+    Ok((
+        Preconditions {
+            uid: text("/preconditions/uid"),
+            resource_version: text("/preconditions/resourceVersion"),
+        },
+        dry_run,
+    ))
+}

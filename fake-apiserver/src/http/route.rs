@@ -1,0 +1,176 @@
+//! URL paths to routes: discovery, health, OpenAPI, the admin endpoint, and resource paths
+//! in their core (`/api/v1/...`) and group (`/apis/{group}/{version}/...`) shapes.
+//!
+//! Parsing is purely syntactic; whether a resource exists is the registry's answer.
+
+/// A resource path, split into its parts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourcePath {
+    pub group: String,
+    pub version: String,
+    pub namespace: Option<String>,
+    pub resource: String,
+    pub name: Option<String>,
+    pub subresource: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    Version,
+    Health,
+    /// `/api`
+    CoreVersions,
+    /// `/apis`
+    Groups,
+    /// `/apis/{group}`
+    Group(String),
+    /// `/api/v1` or `/apis/{group}/{version}`
+    ResourceList {
+        group: String,
+        version: String,
+    },
+    OpenApiV2,
+    OpenApiV3Root,
+    /// `/openapi/v3/api/v1` or `/openapi/v3/apis/{group}/{version}`
+    OpenApiV3 {
+        group: String,
+        version: String,
+    },
+    /// `/_fake/v1/faults`: fault injection for tests.
+    Faults,
+    Resource(ResourcePath),
+    Unknown,
+}
+
+/// Subresources of a namespace, told apart from the resources inside it.
+const NAMESPACE_SUBRESOURCES: &[&str] = &["status", "finalize"];
+
+pub fn parse(path: &str) -> Route {
+    let trimmed = path.strip_suffix('/').filter(|p| !p.is_empty()).unwrap_or(path);
+    let segments: Vec<&str> = trimmed.split('/').skip(1).collect();
+    if segments.iter().any(|s| s.is_empty()) {
+        return Route::Unknown;
+    }
+    match segments.as_slice() {
+        ["version"] => Route::Version,
+        ["healthz" | "livez" | "readyz", ..] => Route::Health,
+        ["api"] => Route::CoreVersions,
+        ["apis"] => Route::Groups,
+        ["apis", group] => Route::Group(group.to_string()),
+        ["openapi", "v2"] => Route::OpenApiV2,
+        ["openapi", "v3"] => Route::OpenApiV3Root,
+        ["openapi", "v3", "api", version] => Route::OpenApiV3 {
+            group: String::new(),
+            version: version.to_string(),
+        },
+        ["openapi", "v3", "apis", group, version] => Route::OpenApiV3 {
+            group: group.to_string(),
+            version: version.to_string(),
+        },
+        ["_fake", "v1", "faults"] => Route::Faults,
+        ["api", version, rest @ ..] => resource_route("", version, rest),
+        ["apis", group, version, rest @ ..] => resource_route(group, version, rest),
+        _ => Route::Unknown,
+    }
+}
+
+fn resource_route(group: &str, version: &str, rest: &[&str]) -> Route {
+    let (namespace, rest): (Option<&str>, &[&str]) = match rest {
+        ["namespaces", ns, resource, tail @ ..]
+            if !NAMESPACE_SUBRESOURCES.contains(resource) || !tail.is_empty() =>
+        {
+            (Some(ns), &rest[2..])
+        }
+        _ => (None, rest),
+    };
+    let path = |resource: &str, name: Option<&str>, sub: Option<&str>| {
+        Route::Resource(ResourcePath {
+            group: group.to_string(),
+            version: version.to_string(),
+            namespace: namespace.map(str::to_string),
+            resource: resource.to_string(),
+            name: name.map(str::to_string),
+            subresource: sub.map(str::to_string),
+        })
+    };
+    match rest {
+        [] => Route::ResourceList {
+            group: group.to_string(),
+            version: version.to_string(),
+        },
+        [resource] => path(resource, None, None),
+        [resource, name] => path(resource, Some(name), None),
+        [resource, name, sub] => path(resource, Some(name), Some(sub)),
+        _ => Route::Unknown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn res(group: &str, ns: Option<&str>, resource: &str, name: Option<&str>, sub: Option<&str>) -> Route {
+        Route::Resource(ResourcePath {
+            group: group.into(),
+            version: "v1".into(),
+            namespace: ns.map(Into::into),
+            resource: resource.into(),
+            name: name.map(Into::into),
+            subresource: sub.map(Into::into),
+        })
+    }
+
+    #[test]
+    fn paths() {
+        let cases = [
+            ("/api/v1/nodes", res("", None, "nodes", None, None)),
+            (
+                "/api/v1/nodes/n1/status",
+                res("", None, "nodes", Some("n1"), Some("status")),
+            ),
+            ("/api/v1/namespaces", res("", None, "namespaces", None, None)),
+            (
+                "/api/v1/namespaces/default",
+                res("", None, "namespaces", Some("default"), None),
+            ),
+            (
+                "/api/v1/namespaces/default/status",
+                res("", None, "namespaces", Some("default"), Some("status")),
+            ),
+            (
+                "/api/v1/namespaces/default/configmaps",
+                res("", Some("default"), "configmaps", None, None),
+            ),
+            (
+                "/api/v1/namespaces/ns/pods/p/status",
+                res("", Some("ns"), "pods", Some("p"), Some("status")),
+            ),
+            (
+                "/apis/machineconfiguration.openshift.io/v1/machineconfigpools/worker/status",
+                res(
+                    "machineconfiguration.openshift.io",
+                    None,
+                    "machineconfigpools",
+                    Some("worker"),
+                    Some("status"),
+                ),
+            ),
+            (
+                "/api/v1",
+                Route::ResourceList {
+                    group: "".into(),
+                    version: "v1".into(),
+                },
+            ),
+            ("/apis/example.com", Route::Group("example.com".into())),
+            ("/readyz/ping", Route::Health),
+            ("/api/v1//configmaps", Route::Unknown),
+            ("/api/v1/a/b/c/d", Route::Unknown),
+            ("/nope", Route::Unknown),
+            ("", Route::Unknown),
+        ];
+        for (path, want) in cases {
+            assert_eq!(parse(path), want, "{path}");
+        }
+    }
+}

@@ -1,0 +1,233 @@
+//! Watch streams: HTTP 200, chunked, one JSON event per line.
+//!
+//! Order of a stream: synthetic ADDED events (resourceVersion unset or "0", or a streaming
+//! list), the BOOKMARK annotated `k8s.io/initial-events-end` for a streaming list, the replay
+//! of every change after the requested resourceVersion, then live events. Bookmarks, when
+//! allowed, carry the resourceVersion of the last event this stream has seen from the store's
+//! feed, so a client that resumes from one cannot skip an event. A watch from a
+//! resourceVersion older than the history answers 200 with one `ERROR` event holding a 410
+//! `Expired` Status, which is what makes kube's watcher relist. The stream ends at
+//! `timeoutSeconds`, when the client goes, when the store's feed overruns it (the client
+//! resumes from its last resourceVersion), or when the server closes every watch.
+
+use super::Body;
+use super::query::Query;
+use crate::error::ApiError;
+use crate::resource::ResourceInfo;
+use crate::server::Shared;
+use crate::store::{Event, EventType, Filter, StoredObject, WatchFrom};
+use bytes::Bytes;
+use http::{Response, StatusCode};
+use http_body_util::{BodyExt, StreamBody};
+use hyper::body::Frame;
+use serde_json::{Value, json};
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{broadcast, mpsc};
+
+/// kube-apiserver's default when a client sets no timeout (its `--min-request-timeout`).
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
+
+pub fn start(
+    shared: &Arc<Shared>,
+    info: &ResourceInfo,
+    filter: Filter,
+    query: &Query,
+    table: bool,
+) -> Result<Response<Body>, ApiError> {
+    let from = if query.send_initial_events {
+        if query.resource_version_match.as_deref() != Some("NotOlderThan") {
+            return Err(ApiError::invalid(
+                "ListOptions",
+                "",
+                "FieldValueInvalid",
+                "resourceVersionMatch",
+                "Invalid value: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"
+                    .into(),
+            ));
+        }
+        if !query.allow_watch_bookmarks {
+            return Err(ApiError::invalid(
+                "ListOptions",
+                "",
+                "FieldValueForbidden",
+                "allowWatchBookmarks",
+                "Forbidden: allowWatchBookmarks must be true when sendInitialEvents is set".into(),
+            ));
+        }
+        WatchFrom::InitialEvents
+    } else {
+        match query.resource_version_number()? {
+            None => WatchFrom::Current,
+            Some(rv) => WatchFrom::After(rv),
+        }
+    };
+    let started = match shared.store.watch(info, &filter, from) {
+        Ok(s) => s,
+        Err(gone @ ApiError::Gone(_)) => {
+            let line = event_line("ERROR", &gone.status());
+            return Ok(stream_response(futures::stream::once(async move { line })));
+        }
+        Err(e) => return Err(e),
+    };
+    let (tx, rx) = mpsc::channel::<Bytes>(256);
+    let stream = Stream {
+        info: info.clone(),
+        filter,
+        bookmarks: query.allow_watch_bookmarks,
+        table,
+        first_table: true,
+        tx,
+    };
+    let timeout = query
+        .timeout_seconds
+        .filter(|s| *s > 0)
+        .map(Duration::from_secs)
+        .unwrap_or(DEFAULT_TIMEOUT);
+    let closing = shared.watches_closing();
+    let bookmark_every = shared.bookmark_interval;
+    tokio::spawn(stream.run(started, from, timeout, bookmark_every, closing));
+    Ok(stream_response(futures::stream::unfold(
+        rx,
+        |mut rx| async move { rx.recv().await.map(|line| (line, rx)) },
+    )))
+}
+
+fn stream_response(lines: impl futures::Stream<Item = Bytes> + Send + Sync + 'static) -> Response<Body> {
+    use futures::StreamExt;
+    let body = StreamBody::new(lines.map(|b| Ok::<_, Infallible>(Frame::data(b))));
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .header(http::header::CACHE_CONTROL, "no-cache, private")
+        .body(BodyExt::boxed(body))
+        .expect("static headers are valid")
+}
+
+fn event_line(type_: &str, object: &Value) -> Bytes {
+    let mut line = serde_json::to_vec(&json!({"type": type_, "object": object})).expect("serialises");
+    line.push(b'\n');
+    Bytes::from(line)
+}
+
+/// The line for a stored object, reusing its serialised bytes.
+fn object_line(type_: &str, object: &StoredObject) -> Bytes {
+    let mut line = Vec::with_capacity(object.json.len() + 32);
+    line.extend_from_slice(b"{\"type\":\"");
+    line.extend_from_slice(type_.as_bytes());
+    line.extend_from_slice(b"\",\"object\":");
+    line.extend_from_slice(&object.json);
+    line.extend_from_slice(b"}\n");
+    Bytes::from(line)
+}
+
+struct Stream {
+    info: ResourceInfo,
+    filter: Filter,
+    bookmarks: bool,
+    table: bool,
+    first_table: bool,
+    tx: mpsc::Sender<Bytes>,
+}
+
+impl Stream {
+    async fn run(
+        mut self,
+        started: crate::store::WatchStart,
+        from: WatchFrom,
+        timeout: Duration,
+        bookmark_every: Duration,
+        closing: tokio_util::sync::CancellationToken,
+    ) {
+        let mut live = started.live;
+        let mut seen = started.start_rv;
+        for (type_, object) in &started.initial {
+            if !self.send_object(*type_, object).await {
+                return;
+            }
+        }
+        if from == WatchFrom::InitialEvents && !self.send_bookmark(seen, true).await {
+            return;
+        }
+        for event in &started.replay {
+            if !self.send_event(event).await {
+                return;
+            }
+        }
+        let deadline = tokio::time::sleep(timeout);
+        tokio::pin!(deadline);
+        let mut ticker = tokio::time::interval(bookmark_every);
+        ticker.tick().await;
+        loop {
+            tokio::select! {
+                _ = &mut deadline => {
+                    if self.bookmarks {
+                        self.send_bookmark(seen, false).await;
+                    }
+                    return;
+                }
+                _ = closing.cancelled() => return,
+                _ = self.tx.closed() => return,
+                _ = ticker.tick(), if self.bookmarks => {
+                    if !self.send_bookmark(seen, false).await {
+                        return;
+                    }
+                }
+                received = live.recv() => match received {
+                    Ok(event) => {
+                        if event.rv <= seen {
+                            continue;
+                        }
+                        seen = event.rv;
+                        if !self.send_event(&event).await {
+                            return;
+                        }
+                    }
+                    // Overrun or shut down: end the stream; the client resumes from the last
+                    // resourceVersion it saw and the history replays the rest.
+                    Err(broadcast::error::RecvError::Lagged(_) | broadcast::error::RecvError::Closed) => return,
+                },
+            }
+        }
+    }
+
+    /// Send an event as this watch's filter sees it; false once the client has gone.
+    async fn send_event(&mut self, event: &Event) -> bool {
+        if event.resource != self.info.group_resource() {
+            return true;
+        }
+        let now = self.filter.matches(&event.object);
+        let before = event.previous.as_ref().is_some_and(|p| self.filter.matches(p));
+        let type_ = match (event.type_, before, now) {
+            (EventType::Added, _, true) => EventType::Added,
+            (EventType::Deleted, _, true) => EventType::Deleted,
+            (EventType::Modified, true, true) => EventType::Modified,
+            (EventType::Modified, false, true) => EventType::Added,
+            (EventType::Modified, true, false) => EventType::Deleted,
+            _ => return true,
+        };
+        self.send_object(type_, &event.object).await
+    }
+
+    async fn send_object(&mut self, type_: EventType, object: &StoredObject) -> bool {
+        let line = if self.table {
+            let table = super::table::render_event(&self.info, object, self.first_table);
+            self.first_table = false;
+            event_line(type_.as_str(), &table)
+        } else {
+            object_line(type_.as_str(), object)
+        };
+        self.tx.send(line).await.is_ok()
+    }
+
+    async fn send_bookmark(&mut self, rv: u64, initial_events_end: bool) -> bool {
+        let mut metadata = json!({"resourceVersion": rv.to_string()});
+        if initial_events_end {
+            metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+        }
+        let object =
+            json!({"kind": self.info.kind, "apiVersion": self.info.api_version(), "metadata": metadata});
+        self.tx.send(event_line("BOOKMARK", &object)).await.is_ok()
+    }
+}

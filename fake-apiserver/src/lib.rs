@@ -1,0 +1,46 @@
+//! An in-memory Kubernetes API server that real clients (kube-rs, client-go, kubectl) cannot
+//! tell from kube-apiserver for what mco-conformance does: HTTPS with client certificates,
+//! monotonic resourceVersions, 409 on stale writes, watches that replay from a version and
+//! answer 410 when it is gone, bookmarks and streaming lists, the status subresource, CRDs,
+//! discovery and OpenAPI for kubectl, and `Status` bodies for every error.
+//!
+//! ```no_run
+//! # async fn demo() -> anyhow::Result<()> {
+//! let server = fake_apiserver::FakeApiServer::builder().start().await?;
+//! let client = server.admin_client().await?;
+//! let kubeconfig = server.kubeconfig(server.admin_identity());
+//! # Ok(()) }
+//! ```
+//!
+//! # Layout
+//! - `server`: builder, accept loop, and the handle (identities, kubeconfigs, rotation, faults).
+//! - `http`: per-request handling: routing, verbs, watch streams, discovery, OpenAPI, tables.
+//! - `store`: objects, resourceVersions, history and the watch feed; all semantics live here.
+//! - `resource`: the registry of built-in and CRD-defined resources.
+//! - `patch`, `selector`, `validation`: pure functions the store and handlers use.
+//! - `auth`, `tls`, `pki`: identities, authorization (with NodeRestriction), TLS configuration.
+//! - `faults`: fault injection.
+//! - `error`: every failure as a Kubernetes `Status`.
+
+pub mod auth;
+pub mod error;
+pub mod faults;
+mod http;
+pub mod manifests;
+pub mod patch;
+pub mod pki;
+pub mod resource;
+pub mod selector;
+pub mod server;
+pub mod store;
+pub mod tls;
+pub mod validation;
+
+pub use auth::{Authorizer, Identity, RequestAttributes};
+pub use error::ApiError;
+pub use faults::Fault;
+pub use http::IGNORED_PARAMETERS;
+pub use pki::{CertificateAuthority, ClientIdentity, ServingCert};
+pub use server::{
+    FakeApiServer, FakeApiServerBuilder, ServerHandle, StartError, client_from_kubeconfig, kubeconfig,
+};

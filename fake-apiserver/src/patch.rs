@@ -1,0 +1,284 @@
+//! The four patch types kube-apiserver takes, applied to a JSON document.
+//!
+//! - JSON merge patch (RFC 7386): maps merge, `null` deletes, everything else replaces.
+//! - JSON patch (RFC 6902, `test` included), through the `json-patch` crate.
+//! - Strategic merge patch, for built-in types only: as merge patch, plus lists merged by their
+//!   key (`containers` by `name`, `conditions` by `type`, ...), the set-merged `finalizers`, the
+//!   `$patch: delete|replace` directives and `$deleteFromPrimitiveList/<field>`;
+//!   `$setElementOrder/` and `$retainKeys` (sent by kubectl) are accepted and dropped.
+//! - Server-side apply, which this server applies as a merge (strategic for built-in types)
+//!   without tracking field ownership; the caller decides that, this module only patches.
+
+use serde_json::{Map, Value};
+
+/// Why a patch could not be applied.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PatchError {
+    /// The body is not a patch of the declared type (400).
+    #[error("{0}")]
+    Malformed(String),
+    /// The patch is well formed but cannot be applied (422): a failed `test`, a bad path.
+    #[error("{0}")]
+    NotApplicable(String),
+}
+
+/// RFC 7386.
+pub fn merge_patch(target: &mut Value, patch: &Value) {
+    let Value::Object(patch) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = Value::Object(Map::new());
+    }
+    let map = target.as_object_mut().expect("made an object above");
+    for (k, v) in patch {
+        if v.is_null() {
+            map.remove(k);
+        } else {
+            merge_patch(map.entry(k.clone()).or_insert(Value::Null), v);
+        }
+    }
+}
+
+/// RFC 6902. A body that is not an array of operations is `Malformed`; an operation that fails
+/// (including `test`) is `NotApplicable`, and the document is left as it was.
+pub fn json_patch(target: &mut Value, patch: &Value) -> Result<(), PatchError> {
+    let ops: json_patch::Patch = serde_json::from_value(patch.clone())
+        .map_err(|e| PatchError::NotApplicable(format!("invalid JSON patch: {e}")))?;
+    json_patch::patch(target, &ops).map_err(|e| PatchError::NotApplicable(e.to_string()))
+}
+
+/// Lists that strategic merge patch merges by a key instead of replacing
+/// (the `patchMergeKey` tags of the core/v1 types this server serves).
+const MERGE_KEYS: &[(&str, &str)] = &[
+    ("containers", "name"),
+    ("initContainers", "name"),
+    ("ephemeralContainers", "name"),
+    ("env", "name"),
+    ("volumes", "name"),
+    ("volumeMounts", "mountPath"),
+    ("volumeDevices", "devicePath"),
+    ("ports", "containerPort"),
+    ("conditions", "type"),
+    ("addresses", "type"),
+    ("ownerReferences", "uid"),
+    ("imagePullSecrets", "name"),
+    ("hostAliases", "ip"),
+];
+
+/// Lists of scalars that strategic merge patch merges as a set (`patchStrategy:"merge"`).
+const SET_LISTS: &[&str] = &["finalizers"];
+
+const DIRECTIVE: &str = "$patch";
+const DELETE_FROM_PRIMITIVE: &str = "$deleteFromPrimitiveList/";
+
+/// Strategic merge patch over a document of a built-in type.
+pub fn strategic_merge_patch(target: &mut Value, patch: &Value) -> Result<(), PatchError> {
+    let Value::Object(patch) = patch else {
+        return Err(PatchError::Malformed(
+            "a strategic merge patch must be a JSON object".into(),
+        ));
+    };
+    if !target.is_object() {
+        *target = Value::Object(Map::new());
+    }
+    merge_map(target.as_object_mut().expect("object"), patch)
+}
+
+fn merge_map(target: &mut Map<String, Value>, patch: &Map<String, Value>) -> Result<(), PatchError> {
+    match patch.get(DIRECTIVE).and_then(Value::as_str) {
+        Some("replace") => {
+            *target = without_directives(patch);
+            return Ok(());
+        }
+        Some("delete") => {
+            target.clear();
+            return Ok(());
+        }
+        Some(other) => {
+            return Err(PatchError::Malformed(format!(
+                "unknown patch type {other:?} in strategic merge patch"
+            )));
+        }
+        None => {}
+    }
+    for (key, value) in patch {
+        if key == "$retainKeys" || key.starts_with("$setElementOrder/") {
+            continue;
+        }
+        if let Some(field) = key.strip_prefix(DELETE_FROM_PRIMITIVE) {
+            let remove = value.as_array().cloned().unwrap_or_default();
+            if let Some(Value::Array(items)) = target.get_mut(field) {
+                items.retain(|i| !remove.contains(i));
+            }
+            continue;
+        }
+        if value.is_null() {
+            target.remove(key);
+            continue;
+        }
+        if let Value::Object(inner) = value {
+            if inner.get(DIRECTIVE).and_then(Value::as_str) == Some("delete") {
+                target.remove(key);
+                continue;
+            }
+            let slot = target
+                .entry(key.clone())
+                .or_insert_with(|| Value::Object(Map::new()));
+            if !slot.is_object() {
+                *slot = Value::Object(Map::new());
+            }
+            merge_map(slot.as_object_mut().expect("object"), inner)?;
+            continue;
+        }
+        if let Value::Array(items) = value {
+            let merged = merge_list(key, target.get(key), items)?;
+            target.insert(key.clone(), merged);
+            continue;
+        }
+        target.insert(key.clone(), value.clone());
+    }
+    Ok(())
+}
+
+fn merge_list(field: &str, current: Option<&Value>, patch: &[Value]) -> Result<Value, PatchError> {
+    let current: Vec<Value> = current.and_then(Value::as_array).cloned().unwrap_or_default();
+    if patch
+        .iter()
+        .any(|i| i.get(DIRECTIVE).and_then(Value::as_str) == Some("replace"))
+    {
+        return Ok(Value::Array(
+            patch
+                .iter()
+                .filter(|i| i.get(DIRECTIVE).is_none())
+                .cloned()
+                .collect(),
+        ));
+    }
+    if SET_LISTS.contains(&field) {
+        let mut out = current;
+        for item in patch {
+            if !out.contains(item) {
+                out.push(item.clone());
+            }
+        }
+        return Ok(Value::Array(out));
+    }
+    let Some(&(_, merge_key)) = MERGE_KEYS.iter().find(|(f, _)| *f == field) else {
+        return Ok(Value::Array(patch.to_vec()));
+    };
+    let mut out = current;
+    for item in patch {
+        let Some(key_value) = item.get(merge_key) else {
+            return Err(PatchError::Malformed(format!(
+                "map: {item} does not contain declared merge key: {merge_key}"
+            )));
+        };
+        let position = out.iter().position(|c| c.get(merge_key) == Some(key_value));
+        let deleting = item.get(DIRECTIVE).and_then(Value::as_str) == Some("delete");
+        match (position, deleting) {
+            (Some(i), true) => {
+                out.remove(i);
+            }
+            (None, true) => {}
+            (Some(i), false) => {
+                let Value::Object(patch_item) = item else { continue };
+                if !out[i].is_object() {
+                    out[i] = Value::Object(Map::new());
+                }
+                merge_map(out[i].as_object_mut().expect("object"), patch_item)?;
+            }
+            (None, false) => out.push(Value::Object(without_directives(
+                item.as_object().expect("has a merge key, so it is an object"),
+            ))),
+        }
+    }
+    Ok(Value::Array(out))
+}
+
+fn without_directives(map: &Map<String, Value>) -> Map<String, Value> {
+    map.iter()
+        .filter(|(k, _)| !k.starts_with('$'))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn merge_patch_follows_rfc_7386() {
+        let mut doc = json!({"a": "b", "c": {"d": "e", "f": "g"}, "l": [1, 2]});
+        merge_patch(&mut doc, &json!({"a": "z", "c": {"f": null}, "l": [3]}));
+        assert_eq!(doc, json!({"a": "z", "c": {"d": "e"}, "l": [3]}));
+    }
+
+    #[test]
+    fn json_patch_test_failure_leaves_the_document() {
+        let mut doc = json!({"a": 1});
+        let err = json_patch(
+            &mut doc,
+            &json!([{"op": "replace", "path": "/a", "value": 2}, {"op": "test", "path": "/a", "value": 3}]),
+        )
+        .unwrap_err();
+        assert!(matches!(err, PatchError::NotApplicable(_)));
+        assert_eq!(doc, json!({"a": 1}));
+        json_patch(&mut doc, &json!([{"op": "replace", "path": "/a", "value": null}])).unwrap();
+        assert_eq!(doc, json!({"a": null}));
+    }
+
+    #[test]
+    fn strategic_merge_deletes_annotations_by_null_and_keeps_the_rest() {
+        // The upstream machine-config-daemon writes Node annotations this way
+        // (apiserver-wire.md, "Patch types by resource kind").
+        let mut node = json!({"metadata": {"annotations": {"x": "1", "y": "2"}}});
+        strategic_merge_patch(
+            &mut node,
+            &json!({"metadata": {"annotations": {"x": null, "z": "3"}}}),
+        )
+        .unwrap();
+        assert_eq!(node, json!({"metadata": {"annotations": {"y": "2", "z": "3"}}}));
+    }
+
+    #[test]
+    fn strategic_merge_merges_lists_by_key() {
+        let mut node = json!({"status": {"conditions": [
+            {"type": "Ready", "status": "True"}, {"type": "DiskPressure", "status": "False"}]}});
+        let patch = json!({"status": {"conditions": [
+            {"type": "Ready", "status": "False", "reason": "KubeletNotReady"},
+            {"type": "DiskPressure", "$patch": "delete"},
+            {"type": "PIDPressure", "status": "False"}],
+            "$setElementOrder/conditions": [{"type": "Ready"}]}});
+        strategic_merge_patch(&mut node, &patch).unwrap();
+        assert_eq!(
+            node,
+            json!({"status": {"conditions": [
+                {"type": "Ready", "status": "False", "reason": "KubeletNotReady"},
+                {"type": "PIDPressure", "status": "False"}]}})
+        );
+    }
+
+    #[test]
+    fn strategic_merge_directives() {
+        let mut doc = json!({"metadata": {"finalizers": ["a"], "labels": {"k": "v"}},
+                             "data": {"x": "1", "y": "2"}, "spec": {"taints": [{"key": "a"}]}});
+        let patch = json!({
+            "metadata": {"finalizers": ["b", "a"], "labels": {"$patch": "delete"}},
+            "data": {"$patch": "replace", "z": "3"},
+            "spec": {"taints": [{"key": "b"}]},
+        });
+        strategic_merge_patch(&mut doc, &patch).unwrap();
+        assert_eq!(
+            doc,
+            json!({"metadata": {"finalizers": ["a", "b"]}, "data": {"z": "3"},
+                   "spec": {"taints": [{"key": "b"}]}})
+        );
+        strategic_merge_patch(&mut doc, &json!({"$deleteFromPrimitiveList/x": [], "metadata": {"$deleteFromPrimitiveList/finalizers": ["a"]}})).unwrap();
+        assert_eq!(doc["metadata"]["finalizers"], json!(["b"]));
+        let err = strategic_merge_patch(&mut doc, &json!({"spec": {"containers": [{"image": "x"}]}}));
+        assert!(matches!(err, Err(PatchError::Malformed(_))));
+    }
+}

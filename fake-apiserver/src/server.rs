@@ -1,0 +1,528 @@
+//! The running server: its builder, the accept loop, and the handle tests hold.
+//!
+//! `serve` takes a bound listener, the shared state and a shutdown token (mini-redis's
+//! `server::run` shape), so callers choose the port. The handle mints client identities (as a
+//! kubeconfig or a `kube::Client`), swaps the serving certificate, injects faults and shuts
+//! the server down. Nothing here knows resource semantics; that is the store's.
+
+use crate::auth::{Authenticator, CertAuth, Identity, Policy};
+use crate::error::ApiError;
+use crate::faults::{Fault, Faults};
+use crate::pki::{CertificateAuthority, ClientIdentity, DEFAULT_SERVING_HOSTS, PkiError, ServingCert};
+use crate::store::{Store, StoreConfig, Subresource};
+use crate::tls::{TlsError, server_config};
+use base64::Engine;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use rustls::ServerConfig;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_rustls::TlsAcceptor;
+use tokio_util::sync::CancellationToken;
+
+/// Default request body limit, kube-apiserver's own (3 MiB).
+pub const DEFAULT_BODY_LIMIT: usize = 3 * 1024 * 1024;
+
+/// State every connection and request shares.
+pub struct Shared {
+    pub(crate) store: Store,
+    pub(crate) policy: Policy,
+    pub(crate) faults: Faults,
+    pub(crate) body_limit: usize,
+    pub(crate) bookmark_interval: Duration,
+    pub(crate) log_requests: bool,
+    pub(crate) addr: SocketAddr,
+    authenticator: RwLock<Arc<Authenticator>>,
+    tls: RwLock<Arc<ServerConfig>>,
+    serving: RwLock<ServingCert>,
+    tokens: HashMap<String, Identity>,
+    anonymous: bool,
+    connections: RwLock<CancellationToken>,
+    watches: RwLock<CancellationToken>,
+}
+
+fn read<T: Clone>(lock: &RwLock<T>) -> T {
+    lock.read().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
+fn replace<T>(lock: &RwLock<T>, value: T) -> T {
+    std::mem::replace(&mut *lock.write().unwrap_or_else(|p| p.into_inner()), value)
+}
+
+impl Shared {
+    pub(crate) fn authenticator(&self) -> Arc<Authenticator> {
+        read(&self.authenticator)
+    }
+
+    fn tls_config(&self) -> Arc<ServerConfig> {
+        read(&self.tls)
+    }
+
+    /// Cancelled when every open watch must end.
+    pub(crate) fn watches_closing(&self) -> CancellationToken {
+        read(&self.watches)
+    }
+
+    fn close_watches(&self) {
+        replace(&self.watches, CancellationToken::new()).cancel();
+    }
+
+    fn drop_connections(&self) {
+        replace(&self.connections, CancellationToken::new()).cancel();
+    }
+
+    /// Carry out a fault.
+    pub(crate) fn inject(&self, fault: Fault) -> Result<(), ApiError> {
+        match fault {
+            Fault::CloseWatches => self.close_watches(),
+            Fault::Compact => self.store.compact(),
+            Fault::Restart { keep_store } => {
+                if !keep_store {
+                    self.store.wipe();
+                }
+                self.close_watches();
+                self.drop_connections();
+            }
+            request_fault => self.faults.add(&request_fault)?,
+        }
+        Ok(())
+    }
+
+    fn rebuild_tls(&self, serving: &ServingCert, authenticator: &Authenticator) -> Result<(), TlsError> {
+        let config = server_config(
+            &serving.chain_pem,
+            &serving.key_pem,
+            authenticator.anchor_subjects(),
+        )?;
+        replace(&self.tls, config);
+        Ok(())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("binding {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Pki(#[from] PkiError),
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    #[error("client CA: {0}")]
+    ClientCa(String),
+    /// An initial object was refused; `index` is its position in the order given.
+    #[error("object {index} ({what}): {error}")]
+    Seed {
+        index: usize,
+        what: String,
+        error: ApiError,
+    },
+}
+
+/// Entry point: `FakeApiServer::builder()...start().await`.
+pub struct FakeApiServer;
+
+impl FakeApiServer {
+    pub fn builder() -> FakeApiServerBuilder {
+        FakeApiServerBuilder {
+            bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+            serving: None,
+            client_ca: None,
+            extra_client_cas: Vec::new(),
+            anonymous: false,
+            tokens: HashMap::new(),
+            store: StoreConfig::default(),
+            body_limit: DEFAULT_BODY_LIMIT,
+            bookmark_interval: Duration::from_secs(5),
+            policy: Policy::default(),
+            log_requests: false,
+            objects: Vec::new(),
+        }
+    }
+}
+
+/// Options for a server, all with working defaults.
+pub struct FakeApiServerBuilder {
+    bind: SocketAddr,
+    serving: Option<ServingCert>,
+    client_ca: Option<CertificateAuthority>,
+    extra_client_cas: Vec<String>,
+    anonymous: bool,
+    tokens: HashMap<String, Identity>,
+    store: StoreConfig,
+    body_limit: usize,
+    bookmark_interval: Duration,
+    policy: Policy,
+    log_requests: bool,
+    objects: Vec<Value>,
+}
+
+impl FakeApiServerBuilder {
+    /// Listen on this port of 127.0.0.1 (0, the default, lets the OS choose).
+    pub fn port(mut self, port: u16) -> Self {
+        self.bind.set_port(port);
+        self
+    }
+
+    /// Listen on this address (loopback only on shared machines).
+    pub fn bind(mut self, addr: SocketAddr) -> Self {
+        self.bind = addr;
+        self
+    }
+
+    /// The serving chain; by default a fresh CA and a certificate for `DEFAULT_SERVING_HOSTS`.
+    pub fn serving_cert(mut self, cert: ServingCert) -> Self {
+        self.serving = Some(cert);
+        self
+    }
+
+    /// The CA client certificates are issued from; by default a fresh one.
+    pub fn client_ca(mut self, ca: CertificateAuthority) -> Self {
+        self.client_ca = Some(ca);
+        self
+    }
+
+    /// Trust client certificates from another CA too (PEM).
+    pub fn trust_client_ca(mut self, pem: String) -> Self {
+        self.extra_client_cas.push(pem);
+        self
+    }
+
+    /// Requests without credentials become `system:anonymous` instead of 401.
+    pub fn anonymous(mut self, on: bool) -> Self {
+        self.anonymous = on;
+        self
+    }
+
+    /// Accept `Authorization: Bearer <token>` as `identity`.
+    pub fn token(mut self, token: &str, identity: Identity) -> Self {
+        self.tokens.insert(token.to_string(), identity);
+        self
+    }
+
+    /// Watch events kept for replay; a watch from an older resourceVersion gets 410.
+    pub fn history_limit(mut self, events: usize) -> Self {
+        self.store.history_limit = events.max(1);
+        self
+    }
+
+    pub fn body_limit(mut self, bytes: usize) -> Self {
+        self.body_limit = bytes;
+        self
+    }
+
+    /// How often open watches that allow bookmarks get one.
+    pub fn bookmark_interval(mut self, every: Duration) -> Self {
+        self.bookmark_interval = every.max(Duration::from_millis(10));
+        self
+    }
+
+    pub fn authorizer(mut self, authorizer: Arc<dyn crate::auth::Authorizer>) -> Self {
+        self.policy = Policy { authorizer };
+        self
+    }
+
+    /// Print one line per request (method, path, code, duration) on stderr.
+    pub fn log_requests(mut self, on: bool) -> Self {
+        self.log_requests = on;
+        self
+    }
+
+    /// An object to create before serving (CRDs are created before everything else). A
+    /// custom resource's `status` is written through its status subresource.
+    pub fn object(mut self, object: Value) -> Self {
+        self.objects.push(object);
+        self
+    }
+
+    pub async fn start(self) -> Result<ServerHandle, StartError> {
+        let serving = match self.serving {
+            Some(s) => s,
+            None => ServingCert::generate("fake-apiserver-serving-ca", DEFAULT_SERVING_HOSTS)?,
+        };
+        let client_ca = match self.client_ca {
+            Some(ca) => ca,
+            None => CertificateAuthority::generate("fake-apiserver-client-ca")?,
+        };
+        let mut ca_pems = vec![client_ca.cert_pem.clone()];
+        ca_pems.extend(self.extra_client_cas);
+        let authenticator = Authenticator::new(&ca_pems, self.tokens.clone(), self.anonymous)
+            .map_err(StartError::ClientCa)?;
+        let tls = server_config(
+            &serving.chain_pem,
+            &serving.key_pem,
+            authenticator.anchor_subjects(),
+        )?;
+        let listener = TcpListener::bind(self.bind)
+            .await
+            .map_err(|source| StartError::Bind {
+                addr: self.bind,
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(|source| StartError::Bind {
+            addr: self.bind,
+            source,
+        })?;
+        let shared = Arc::new(Shared {
+            store: Store::new(self.store),
+            policy: self.policy,
+            faults: Faults::default(),
+            body_limit: self.body_limit,
+            bookmark_interval: self.bookmark_interval,
+            log_requests: self.log_requests,
+            addr,
+            authenticator: RwLock::new(Arc::new(authenticator)),
+            tls: RwLock::new(tls),
+            serving: RwLock::new(serving),
+            tokens: self.tokens,
+            anonymous: self.anonymous,
+            connections: RwLock::new(CancellationToken::new()),
+            watches: RwLock::new(CancellationToken::new()),
+        });
+        seed(&shared.store, self.objects)?;
+        let admin = client_ca.issue_client("system:admin", &["system:masters"])?;
+        let shutdown = CancellationToken::new();
+        let task = tokio::spawn(serve(listener, shared.clone(), shutdown.clone()));
+        Ok(ServerHandle {
+            url: format!("https://{addr}"),
+            shared,
+            client_ca,
+            admin,
+            shutdown,
+            task: Some(task),
+        })
+    }
+}
+
+/// Create the initial objects: CRDs first, then the rest in the order given.
+fn seed(store: &Store, objects: Vec<Value>) -> Result<(), StartError> {
+    let is_crd = |o: &Value| o["kind"] == "CustomResourceDefinition";
+    let mut ordered: Vec<(usize, Value)> = objects.into_iter().enumerate().collect();
+    ordered.sort_by_key(|(_, o)| !is_crd(o));
+    for (index, object) in ordered {
+        let what = format!(
+            "{} {}",
+            object["kind"].as_str().unwrap_or("<no kind>"),
+            object
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("<no name>")
+        );
+        let fail = |error: ApiError| StartError::Seed {
+            index,
+            what: what.clone(),
+            error,
+        };
+        let api_version = object["apiVersion"].as_str().unwrap_or("");
+        let kind = object["kind"].as_str().unwrap_or("");
+        let info = store
+            .registry()
+            .by_kind(api_version, kind)
+            .cloned()
+            .ok_or_else(|| {
+                fail(ApiError::BadRequest(format!(
+                    "no resource serves kind {kind:?} in {api_version:?}"
+                )))
+            })?;
+        let ns = info.namespaced.then(|| {
+            object
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .unwrap_or("default")
+                .to_string()
+        });
+        let created = store
+            .create(&info, ns.as_deref(), object.clone(), false)
+            .map_err(fail)?;
+        if let Some(status) = object
+            .get("status")
+            .filter(|_| info.status_subresource && !info.builtin)
+        {
+            let mut with_status = created.value.clone();
+            with_status["status"] = status.clone();
+            store
+                .update(
+                    &info,
+                    ns.as_deref(),
+                    created.name(),
+                    with_status,
+                    Subresource::Status,
+                    false,
+                )
+                .map_err(fail)?;
+        }
+    }
+    Ok(())
+}
+
+/// Accept connections until `shutdown`; each gets TLS, its certificate judged once, and
+/// HTTP/1.1 or h2 as ALPN chose.
+pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: CancellationToken) {
+    loop {
+        let tcp = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            accepted = listener.accept() => match accepted {
+                Ok((tcp, _)) => tcp,
+                // Out of descriptors or a reset before accept: nothing to wait on, so back off.
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    continue;
+                }
+            },
+        };
+        let _ = tcp.set_nodelay(true);
+        let shared = shared.clone();
+        let dropped = read(&shared.connections);
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            let acceptor = TlsAcceptor::from(shared.tls_config());
+            let handshake = tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp));
+            let Ok(Ok(tls)) = handshake.await else { return };
+            let cert = match tls.get_ref().1.peer_certificates() {
+                Some(chain) => shared.authenticator().verify_chain(chain),
+                None => CertAuth::None,
+            };
+            let cert = Arc::new(cert);
+            let service =
+                hyper::service::service_fn(move |req| crate::http::serve(shared.clone(), cert.clone(), req));
+            let builder = auto::Builder::new(TokioExecutor::new());
+            let connection = builder.serve_connection(TokioIo::new(tls), service);
+            tokio::select! {
+                _ = connection => {}
+                _ = dropped.cancelled() => {}
+                _ = shutdown.cancelled() => {}
+            }
+        });
+    }
+}
+
+/// A running server. Dropping it stops the server.
+pub struct ServerHandle {
+    url: String,
+    shared: Arc<Shared>,
+    client_ca: CertificateAuthority,
+    admin: ClientIdentity,
+    shutdown: CancellationToken,
+    task: Option<JoinHandle<()>>,
+}
+
+impl ServerHandle {
+    /// `https://127.0.0.1:<port>`
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.shared.addr
+    }
+
+    /// The CA that clients must trust for the current serving certificate.
+    pub fn ca_pem(&self) -> String {
+        read(&self.shared.serving).ca_pem
+    }
+
+    /// The CA client identities are issued from.
+    pub fn client_ca(&self) -> &CertificateAuthority {
+        &self.client_ca
+    }
+
+    /// A new client identity: CN `user`, O `groups`.
+    pub fn identity(&self, user: &str, groups: &[&str]) -> Result<ClientIdentity, PkiError> {
+        self.client_ca.issue_client(user, groups)
+    }
+
+    /// `system:admin` in `system:masters`.
+    pub fn admin_identity(&self) -> &ClientIdentity {
+        &self.admin
+    }
+
+    /// A kubeconfig for `identity`, with CA data, an explicit port and a current context.
+    pub fn kubeconfig(&self, identity: &ClientIdentity) -> String {
+        kubeconfig(&self.url, &self.ca_pem(), identity)
+    }
+
+    /// A kube client authenticated as `identity`.
+    pub async fn client(&self, identity: &ClientIdentity) -> Result<kube::Client, kube::Error> {
+        client_from_kubeconfig(&self.kubeconfig(identity)).await
+    }
+
+    pub async fn admin_client(&self) -> Result<kube::Client, kube::Error> {
+        self.client(&self.admin).await
+    }
+
+    /// Inject a fault (see `Fault`).
+    pub fn inject(&self, fault: Fault) -> Result<(), ApiError> {
+        self.shared.inject(fault)
+    }
+
+    /// Serve a new certificate on new handshakes; with `drop_connections`, close every open
+    /// connection so clients must handshake again.
+    pub fn rotate_serving_cert(&self, cert: ServingCert, drop_connections: bool) -> Result<(), TlsError> {
+        self.shared.rebuild_tls(&cert, &self.shared.authenticator())?;
+        replace(&self.shared.serving, cert);
+        if drop_connections {
+            self.shared.close_watches();
+            self.shared.drop_connections();
+        }
+        Ok(())
+    }
+
+    /// Replace the trusted client CAs (PEM); applies to new connections.
+    pub fn set_client_cas(&self, pems: &[String]) -> Result<(), String> {
+        let authenticator = Authenticator::new(pems, self.shared.tokens.clone(), self.shared.anonymous)?;
+        self.shared
+            .rebuild_tls(&read(&self.shared.serving), &authenticator)
+            .map_err(|e| e.to_string())?;
+        replace(&self.shared.authenticator, Arc::new(authenticator));
+        Ok(())
+    }
+
+    /// Stop accepting, close every connection, and wait for the accept loop to end.
+    pub async fn shutdown(mut self) {
+        self.shutdown.cancel();
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+/// A kubeconfig document for one identity on one server.
+pub fn kubeconfig(url: &str, ca_pem: &str, identity: &ClientIdentity) -> String {
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    let context = format!("{}@fake-apiserver", identity.user);
+    let doc = json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "fake-apiserver", "cluster": {"server": url, "certificate-authority-data": b64(ca_pem)}}],
+        "users": [{"name": identity.user, "user": {
+            "client-certificate-data": b64(&identity.cert_pem),
+            "client-key-data": b64(&identity.key_pem)}}],
+        "contexts": [{"name": context, "context": {"cluster": "fake-apiserver", "user": identity.user}}],
+        "current-context": context,
+        "preferences": {},
+    });
+    serde_yaml::to_string(&doc).expect("a JSON value serialises as YAML")
+}
+
+/// A kube client from a kubeconfig document, the way any kube-rs user makes one.
+pub async fn client_from_kubeconfig(yaml: &str) -> Result<kube::Client, kube::Error> {
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(yaml).map_err(kube::Error::InferKubeconfig)?;
+    let config =
+        kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
+            .await
+            .map_err(kube::Error::InferKubeconfig)?;
+    kube::Client::try_from(config)
+}

@@ -1,0 +1,291 @@
+use super::*;
+use serde_json::json;
+
+fn store() -> Store {
+    Store::new(StoreConfig::default())
+}
+
+fn cm_info(s: &Store) -> ResourceInfo {
+    s.resolve("", "v1", "configmaps").unwrap()
+}
+
+fn cm(name: &str, data: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": {"app": "x"}}, "data": {"k": data}})
+}
+
+#[test]
+fn resource_versions_climb_and_stale_updates_conflict() {
+    let s = store();
+    let info = cm_info(&s);
+    let a = s.create(&info, Some("default"), cm("a", "1"), false).unwrap();
+    let mut stale = a.value.clone();
+    let b = s
+        .update(
+            &info,
+            Some("default"),
+            "a",
+            cm("a", "2"),
+            Subresource::Main,
+            false,
+        )
+        .unwrap();
+    assert!(b.rv > a.rv);
+    stale["data"]["k"] = json!("3");
+    let err = s
+        .update(&info, Some("default"), "a", stale, Subresource::Main, false)
+        .unwrap_err();
+    assert_eq!((err.code(), err.reason()), (409, "Conflict"));
+    assert_eq!(
+        s.get(&info, Some("default"), "a").unwrap().value["data"]["k"],
+        "2"
+    );
+}
+
+#[test]
+fn a_write_that_changes_nothing_commits_nothing() {
+    let s = store();
+    let info = cm_info(&s);
+    let a = s.create(&info, Some("default"), cm("a", "1"), false).unwrap();
+    let same = s
+        .update(
+            &info,
+            Some("default"),
+            "a",
+            cm("a", "1"),
+            Subresource::Main,
+            false,
+        )
+        .unwrap();
+    assert_eq!(same.rv, a.rv);
+    assert_eq!(s.current_rv(), a.rv);
+}
+
+#[test]
+fn watch_replays_every_change_after_a_version_in_order() {
+    let s = store();
+    let info = cm_info(&s);
+    let first = s.create(&info, Some("default"), cm("a", "1"), false).unwrap();
+    s.update(
+        &info,
+        Some("default"),
+        "a",
+        cm("a", "2"),
+        Subresource::Main,
+        false,
+    )
+    .unwrap();
+    s.create(&info, Some("default"), cm("b", "1"), false).unwrap();
+    s.delete(&info, Some("default"), "a", &Preconditions::default(), false)
+        .unwrap();
+    let w = s
+        .watch(&info, &Filter::default(), WatchFrom::After(first.rv))
+        .unwrap();
+    let seen: Vec<_> = w
+        .replay
+        .iter()
+        .map(|e| (e.type_, e.object.name().to_string()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (EventType::Modified, "a".to_string()),
+            (EventType::Added, "b".to_string()),
+            (EventType::Deleted, "a".to_string())
+        ]
+    );
+    let rvs: Vec<u64> = w.replay.iter().map(|e| e.rv).collect();
+    assert!(rvs.windows(2).all(|p| p[0] < p[1]));
+}
+
+#[test]
+fn history_past_its_limit_answers_410() {
+    let s = Store::new(StoreConfig {
+        history_limit: 3,
+        ..StoreConfig::default()
+    });
+    let info = cm_info(&s);
+    let first = s.create(&info, Some("default"), cm("a", "0"), false).unwrap();
+    for i in 1..6 {
+        s.update(
+            &info,
+            Some("default"),
+            "a",
+            cm("a", &i.to_string()),
+            Subresource::Main,
+            false,
+        )
+        .unwrap();
+    }
+    let err = s
+        .watch(&info, &Filter::default(), WatchFrom::After(first.rv))
+        .err()
+        .unwrap();
+    assert_eq!((err.code(), err.reason()), (410, "Expired"));
+    assert!(err.to_string().starts_with("too old resource version"));
+    let recent = s
+        .watch(&info, &Filter::default(), WatchFrom::After(s.current_rv() - 2))
+        .unwrap();
+    assert_eq!(recent.replay.len(), 2);
+    s.compact();
+    assert!(
+        s.watch(&info, &Filter::default(), WatchFrom::After(s.current_rv() - 1))
+            .is_err()
+    );
+}
+
+#[test]
+fn pages_come_from_one_snapshot() {
+    let s = store();
+    let info = cm_info(&s);
+    for i in 0..5 {
+        s.create(&info, Some("default"), cm(&format!("c{i}"), "x"), false)
+            .unwrap();
+    }
+    let first = s.list(&info, &Filter::default(), Some(2), None).unwrap();
+    assert_eq!(first.items.len(), 2);
+    assert_eq!(first.remaining, Some(3));
+    // Writes between pages do not show up in the pages of this list.
+    s.create(&info, Some("default"), cm("c9", "x"), false).unwrap();
+    s.delete(&info, Some("default"), "c4", &Preconditions::default(), false)
+        .unwrap();
+    let token = first.continue_token.unwrap();
+    let second = s.list(&info, &Filter::default(), Some(2), Some(&token)).unwrap();
+    let third = s
+        .list(
+            &info,
+            &Filter::default(),
+            Some(2),
+            second.continue_token.as_deref(),
+        )
+        .unwrap();
+    let names: Vec<_> = [first.items, second.items, third.items]
+        .concat()
+        .iter()
+        .map(|o| o.name().to_string())
+        .collect();
+    assert_eq!(names, ["c0", "c1", "c2", "c3", "c4"]);
+    assert_eq!(third.rv, first.rv);
+    assert!(third.continue_token.is_none());
+    let reused = s
+        .list(&info, &Filter::default(), Some(2), Some(&token))
+        .unwrap_err();
+    assert_eq!(reused.code(), 410);
+}
+
+#[test]
+fn finalizers_hold_deletion_until_removed() {
+    let s = store();
+    let info = cm_info(&s);
+    let mut obj = cm("f", "1");
+    obj["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    s.create(&info, Some("default"), obj, false).unwrap();
+    let outcome = s
+        .delete(&info, Some("default"), "f", &Preconditions::default(), false)
+        .unwrap();
+    let DeleteOutcome::Finalizing(marked) = outcome else {
+        panic!("should wait for finalizers")
+    };
+    assert!(marked.value["metadata"]["deletionTimestamp"].is_string());
+    let mut released = marked.value.clone();
+    released["metadata"]["finalizers"] = json!([]);
+    s.update(&info, Some("default"), "f", released, Subresource::Main, false)
+        .unwrap();
+    assert_eq!(s.get(&info, Some("default"), "f").unwrap_err().code(), 404);
+}
+
+#[test]
+fn deleting_a_namespace_deletes_its_objects() {
+    let s = store();
+    let info = cm_info(&s);
+    let ns = s.resolve("", "v1", "namespaces").unwrap();
+    let err = s.create(&info, Some("team"), cm("a", "1"), false).unwrap_err();
+    assert_eq!(err.to_string(), "namespaces \"team\" not found");
+    s.create(
+        &ns,
+        None,
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}),
+        false,
+    )
+    .unwrap();
+    s.create(&info, Some("team"), cm("a", "1"), false).unwrap();
+    s.create(&info, Some("default"), cm("a", "1"), false).unwrap();
+    s.delete(&ns, None, "team", &Preconditions::default(), false)
+        .unwrap();
+    assert_eq!(s.get(&info, Some("team"), "a").unwrap_err().code(), 404);
+    assert!(s.get(&info, Some("default"), "a").is_ok());
+}
+
+#[test]
+fn a_crd_serves_its_resource_until_deleted() {
+    let s = store();
+    let crds = s
+        .resolve("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+        .unwrap();
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Cluster",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}}}]}});
+    let stored = s.create(&crds, None, crd, false).unwrap();
+    assert_eq!(stored.value["status"]["conditions"][1]["type"], "Established");
+    let widgets = s
+        .resolve("example.com", "v1", "widgets")
+        .expect("served after create");
+    let w = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"},
+                   "spec": {"size": 1}, "status": {"ready": true}});
+    let created = s.create(&widgets, None, w, false).unwrap();
+    assert!(
+        created.value.get("status").is_none(),
+        "status is written through /status only"
+    );
+    assert_eq!(created.value["metadata"]["generation"], 1);
+    let mut next = created.value.clone();
+    next["spec"]["size"] = json!(2);
+    let updated = s
+        .update(&widgets, None, "w", next, Subresource::Main, false)
+        .unwrap();
+    assert_eq!(updated.value["metadata"]["generation"], 2);
+    let mut status = updated.value.clone();
+    status["status"] = json!({"ready": true});
+    status["spec"]["size"] = json!(99);
+    let after_status = s
+        .update(&widgets, None, "w", status, Subresource::Status, false)
+        .unwrap();
+    assert_eq!(after_status.value["spec"]["size"], 2, "/status ignores spec");
+    assert_eq!(
+        after_status.value["metadata"]["generation"], 2,
+        "status writes keep generation"
+    );
+    s.delete(
+        &crds,
+        None,
+        "widgets.example.com",
+        &Preconditions::default(),
+        false,
+    )
+    .unwrap();
+    assert!(s.resolve("example.com", "v1", "widgets").is_none());
+    assert_eq!(s.get(&widgets, None, "w").unwrap_err().code(), 404);
+}
+
+#[test]
+fn rejected_writes_change_nothing() {
+    let s = store();
+    let info = cm_info(&s);
+    let before = s.current_rv();
+    let mut bad = cm("Bad_Name", "1");
+    assert_eq!(
+        s.create(&info, Some("default"), bad.clone(), false)
+            .unwrap_err()
+            .code(),
+        422
+    );
+    bad["kind"] = json!("Secret");
+    assert_eq!(
+        s.create(&info, Some("default"), bad, false).unwrap_err().code(),
+        400
+    );
+    s.create(&info, Some("default"), cm("a", "1"), true).unwrap();
+    assert_eq!(s.current_rv(), before);
+    assert!(s.get(&info, Some("default"), "a").is_err());
+}

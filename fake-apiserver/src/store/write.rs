@@ -1,0 +1,641 @@
+//! Writes: create, update, patch, delete and deletecollection, with the semantics clients can
+//! observe on a real kube-apiserver.
+//!
+//! - Every committed change takes the next resourceVersion and publishes one event; a write
+//!   that changes nothing (after the server's own fields are put back) commits nothing.
+//! - A stale `metadata.resourceVersion` or a failed precondition is a 409 Conflict.
+//! - With a status subresource, writes to the object keep the stored status and writes to
+//!   `/status` change only the status; `metadata.generation` counts the other changes.
+//! - An object with finalizers is marked for deletion and removed when the last one goes.
+//! - Deleting a namespace deletes what is in it; deleting a CRD deletes its objects and stops
+//!   serving its resource; creating one starts serving it, Established at once.
+//!
+//! Each function builds the new object before touching the maps, so a rejected request leaves
+//! the store exactly as it was.
+
+use super::{Event, EventType, Objects, State, Store, StoredObject, not_found};
+use crate::error::ApiError;
+use crate::resource::{GroupResource, ResourceInfo};
+use crate::validation::{validate_crd, validate_name};
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+
+/// Which part of an object a write addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subresource {
+    Main,
+    Status,
+}
+
+/// DeleteOptions `preconditions`.
+#[derive(Debug, Clone, Default)]
+pub struct Preconditions {
+    pub uid: Option<String>,
+    pub resource_version: Option<String>,
+}
+
+/// What a DELETE did.
+#[derive(Debug)]
+pub enum DeleteOutcome {
+    /// Gone; the object as it was, with the deletion's resourceVersion.
+    Deleted(Arc<StoredObject>),
+    /// Finalizers remain: marked with a deletionTimestamp and kept.
+    Finalizing(Arc<StoredObject>),
+}
+
+const GENERATE_NAME_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+
+pub(crate) fn now_rfc3339() -> String {
+    let now = time::OffsetDateTime::now_utc()
+        .replace_nanosecond(0)
+        .expect("0 is valid");
+    now.format(&time::format_description::well_known::Rfc3339)
+        .expect("RFC 3339 formats any UTC time")
+}
+
+fn meta(value: &mut Value) -> &mut Map<String, Value> {
+    if !value["metadata"].is_object() {
+        value["metadata"] = json!({});
+    }
+    value["metadata"].as_object_mut().expect("made an object above")
+}
+
+fn text<'a>(value: &'a Value, pointer: &str) -> &'a str {
+    value.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+/// The body must be an object of the kind (and version) the URL names.
+pub(crate) fn check_kind(info: &ResourceInfo, value: &Value) -> Result<(), ApiError> {
+    if !value.is_object() {
+        return Err(ApiError::BadRequest(format!(
+            "the object provided is unrecognized (must be of type {}): couldn't get version/kind; expected a JSON object",
+            info.kind
+        )));
+    }
+    let (kind, api_version) = (text(value, "/kind"), text(value, "/apiVersion"));
+    if kind.is_empty() {
+        return Err(ApiError::BadRequest(format!(
+            "Object 'Kind' is missing in '{}'",
+            truncate(&value.to_string(), 200)
+        )));
+    }
+    if kind != info.kind {
+        return Err(ApiError::BadRequest(format!(
+            "{kind} in version {api_version:?} cannot be handled as a {}: converting ({api_version}.{kind}) to ({}): unknown conversion",
+            info.kind, info.kind
+        )));
+    }
+    if api_version != info.api_version() {
+        return Err(ApiError::BadRequest(format!(
+            "the API version in the data ({api_version}) does not match the expected API version ({})",
+            info.api_version()
+        )));
+    }
+    Ok(())
+}
+
+fn truncate(s: &str, n: usize) -> &str {
+    match s.char_indices().nth(n) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
+fn check_namespace(info: &ResourceInfo, ns: Option<&str>, value: &mut Value) -> Result<(), ApiError> {
+    let body_ns = text(value, "/metadata/namespace").to_string();
+    match (info.namespaced, ns) {
+        (true, Some(ns)) => {
+            if !body_ns.is_empty() && body_ns != ns {
+                return Err(ApiError::BadRequest(
+                    "the namespace of the provided object does not match the namespace sent on the request"
+                        .into(),
+                ));
+            }
+            meta(value).insert("namespace".into(), json!(ns));
+        }
+        (true, None) => {
+            return Err(ApiError::BadRequest(format!(
+                "{} is namespaced: the request must name a namespace",
+                info.resource
+            )));
+        }
+        (false, _) => {
+            meta(value).remove("namespace");
+        }
+    }
+    Ok(())
+}
+
+fn generated_name(prefix: &str) -> String {
+    let random = uuid::Uuid::new_v4();
+    let suffix: String = random.as_bytes()[..5]
+        .iter()
+        .map(|b| GENERATE_NAME_ALPHABET[*b as usize % GENERATE_NAME_ALPHABET.len()] as char)
+        .collect();
+    format!("{prefix}{suffix}")
+}
+
+/// Everything but metadata and status: what `metadata.generation` counts.
+fn spec_part(value: &Value) -> Map<String, Value> {
+    value
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status" | "kind" | "apiVersion"))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn has_finalizers(value: &Value) -> bool {
+    value
+        .pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|f| !f.is_empty())
+}
+
+fn crd_status(crd: &Value, now: &str) -> Value {
+    let storage: Vec<Value> = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|v| v["storage"] == Value::Bool(true))
+        .map(|v| v["name"].clone())
+        .collect();
+    json!({
+        "conditions": [
+            {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts",
+             "message": "no conflicts found", "lastTransitionTime": now},
+            {"type": "Established", "status": "True", "reason": "InitialNamesAccepted",
+             "message": "the initial names have been accepted", "lastTransitionTime": now},
+        ],
+        "acceptedNames": crd["spec"]["names"].clone(),
+        "storedVersions": storage,
+    })
+}
+
+fn is_crd(info: &ResourceInfo) -> bool {
+    info.builtin && info.resource == "customresourcedefinitions"
+}
+
+fn is_namespace(info: &ResourceInfo) -> bool {
+    info.builtin && info.group.is_empty() && info.resource == "namespaces"
+}
+
+impl Store {
+    /// Create `value` (namespace `ns` for namespaced resources). `dry_run` checks and returns the
+    /// object without storing it.
+    pub fn create(
+        &self,
+        info: &ResourceInfo,
+        ns: Option<&str>,
+        mut value: Value,
+        dry_run: bool,
+    ) -> Result<Arc<StoredObject>, ApiError> {
+        check_kind(info, &value)?;
+        check_namespace(info, ns, &mut value)?;
+        let m = meta(&mut value);
+        if text_of(m, "name").is_empty() && !text_of(m, "generateName").is_empty() {
+            let name = generated_name(&text_of(m, "generateName"));
+            m.insert("name".into(), json!(name));
+        }
+        let name = text_of(m, "name");
+        validate_name(&info.kind, &name)?;
+        if is_crd(info) {
+            validate_crd(&value)?;
+        }
+        let now = now_rfc3339();
+        let m = meta(&mut value);
+        m.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+        m.insert("creationTimestamp".into(), json!(now));
+        for server_owned in [
+            "resourceVersion",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "managedFields",
+            "selfLink",
+        ] {
+            m.remove(server_owned);
+        }
+        if info.tracks_generation {
+            m.insert("generation".into(), json!(1));
+        } else {
+            m.remove("generation");
+        }
+        if is_crd(info) {
+            value["status"] = crd_status(&value, &now);
+        } else if is_namespace(info) {
+            value["spec"] = json!({"finalizers": ["kubernetes"]});
+            value["status"] = json!({"phase": "Active"});
+        } else if info.status_subresource && !info.builtin {
+            // A custom resource's status is written through /status only.
+            value.as_object_mut().expect("checked").remove("status");
+        }
+
+        let mut state = self.lock();
+        let key = (ns.unwrap_or("").to_string(), name.clone());
+        if info.namespaced {
+            let namespaces = state
+                .objects
+                .get(&ns_resource())
+                .expect("namespaces are built in");
+            if !namespaces.contains_key(&(String::new(), key.0.clone())) {
+                return Err(ApiError::NotFound {
+                    resource: "namespaces".into(),
+                    name: key.0,
+                });
+            }
+        }
+        if state.objects_of(info)?.contains_key(&key) {
+            return Err(ApiError::AlreadyExists {
+                resource: info.qualified_name(),
+                name,
+            });
+        }
+        if dry_run {
+            return Ok(StoredObject::new(value, state.rv));
+        }
+        let rv = state.next_rv();
+        set_rv(&mut value, rv);
+        let object = StoredObject::new(value, rv);
+        if is_crd(info) {
+            state.registry.register_crd(&object.value);
+            if let Some(gr) = crd_group_resource(&object.value) {
+                state.objects.entry(gr).or_default();
+            }
+        }
+        state.objects_mut(info)?.insert(key, object.clone());
+        self.publish(&mut state, info, EventType::Added, object.clone(), None);
+        Ok(object)
+    }
+
+    /// Replace an object (PUT). A `metadata.resourceVersion` in the body must be the stored one.
+    pub fn update(
+        &self,
+        info: &ResourceInfo,
+        ns: Option<&str>,
+        name: &str,
+        value: Value,
+        sub: Subresource,
+        dry_run: bool,
+    ) -> Result<Arc<StoredObject>, ApiError> {
+        self.modify(info, ns, name, sub, dry_run, |_| Ok(value))
+    }
+
+    /// Read-modify-write under the lock: `change` gets the stored object and returns the new
+    /// one (patches, and PUT through `update`). The result goes through the same checks as PUT.
+    pub fn modify(
+        &self,
+        info: &ResourceInfo,
+        ns: Option<&str>,
+        name: &str,
+        sub: Subresource,
+        dry_run: bool,
+        change: impl FnOnce(&Value) -> Result<Value, ApiError>,
+    ) -> Result<Arc<StoredObject>, ApiError> {
+        let mut state = self.lock();
+        let key = (ns.unwrap_or("").to_string(), name.to_string());
+        let old = state
+            .objects_of(info)?
+            .get(&key)
+            .cloned()
+            .ok_or_else(|| not_found(info, name))?;
+        let proposed = change(&old.value)?;
+        let new = prepare_update(info, ns, name, &old, proposed, sub)?;
+        if new == old.value {
+            return Ok(old);
+        }
+        if dry_run {
+            return Ok(StoredObject::new(new, old.rv));
+        }
+        let rv = state.next_rv();
+        let mut new = new;
+        set_rv(&mut new, rv);
+        let object = StoredObject::new(new, rv);
+        let finished =
+            object.value.pointer("/metadata/deletionTimestamp").is_some() && !has_finalizers(&object.value);
+        if finished {
+            state.objects_mut(info)?.remove(&key);
+            self.publish(&mut state, info, EventType::Deleted, object.clone(), Some(old));
+            self.cascade(&mut state, info, &object.value);
+        } else {
+            if is_crd(info) {
+                state.registry.register_crd(&object.value);
+            }
+            state.objects_mut(info)?.insert(key, object.clone());
+            self.publish(&mut state, info, EventType::Modified, object.clone(), Some(old));
+        }
+        Ok(object)
+    }
+
+    /// Delete one object, honouring preconditions and finalizers.
+    pub fn delete(
+        &self,
+        info: &ResourceInfo,
+        ns: Option<&str>,
+        name: &str,
+        preconditions: &Preconditions,
+        dry_run: bool,
+    ) -> Result<DeleteOutcome, ApiError> {
+        let mut state = self.lock();
+        self.delete_locked(&mut state, info, ns, name, preconditions, dry_run)
+    }
+
+    /// Delete every object that `filter` selects; returns what was deleted or marked.
+    pub fn delete_collection(
+        &self,
+        info: &ResourceInfo,
+        filter: &super::Filter,
+        dry_run: bool,
+    ) -> Result<Vec<Arc<StoredObject>>, ApiError> {
+        let mut state = self.lock();
+        let targets: Vec<(String, String)> = state
+            .objects_of(info)?
+            .values()
+            .filter(|o| filter.matches(o))
+            .map(|o| (o.namespace().to_string(), o.name().to_string()))
+            .collect();
+        let mut out = Vec::with_capacity(targets.len());
+        for (ns, name) in targets {
+            let ns = info.namespaced.then_some(ns.as_str());
+            match self.delete_locked(&mut state, info, ns, &name, &Preconditions::default(), dry_run)? {
+                DeleteOutcome::Deleted(o) | DeleteOutcome::Finalizing(o) => out.push(o),
+            }
+        }
+        Ok(out)
+    }
+
+    fn delete_locked(
+        &self,
+        state: &mut State,
+        info: &ResourceInfo,
+        ns: Option<&str>,
+        name: &str,
+        pre: &Preconditions,
+        dry_run: bool,
+    ) -> Result<DeleteOutcome, ApiError> {
+        let key = (ns.unwrap_or("").to_string(), name.to_string());
+        let old = state
+            .objects_of(info)?
+            .get(&key)
+            .cloned()
+            .ok_or_else(|| not_found(info, name))?;
+        let conflict = |detail: String| ApiError::Conflict {
+            resource: info.qualified_name(),
+            name: name.to_string(),
+            detail,
+        };
+        let uid = text(&old.value, "/metadata/uid");
+        if let Some(want) = pre.uid.as_deref().filter(|u| *u != uid) {
+            return Err(conflict(format!(
+                "Precondition failed: UID in precondition: {want}, UID in object meta: {uid}"
+            )));
+        }
+        if let Some(want) = pre
+            .resource_version
+            .as_deref()
+            .filter(|v| *v != old.rv.to_string())
+        {
+            return Err(conflict(format!(
+                "Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in object meta: {}",
+                old.rv
+            )));
+        }
+        if has_finalizers(&old.value) {
+            if old.value.pointer("/metadata/deletionTimestamp").is_some() || dry_run {
+                return Ok(DeleteOutcome::Finalizing(old));
+            }
+            let mut marked = old.value.clone();
+            meta(&mut marked).insert("deletionTimestamp".into(), json!(now_rfc3339()));
+            meta(&mut marked).insert("deletionGracePeriodSeconds".into(), json!(0));
+            let rv = state.next_rv();
+            set_rv(&mut marked, rv);
+            let object = StoredObject::new(marked, rv);
+            state.objects_mut(info)?.insert(key, object.clone());
+            self.publish(state, info, EventType::Modified, object.clone(), Some(old));
+            return Ok(DeleteOutcome::Finalizing(object));
+        }
+        if dry_run {
+            return Ok(DeleteOutcome::Deleted(old));
+        }
+        state.objects_mut(info)?.remove(&key);
+        let rv = state.next_rv();
+        let mut gone = old.value.clone();
+        set_rv(&mut gone, rv);
+        let object = StoredObject::new(gone, rv);
+        self.publish(state, info, EventType::Deleted, object.clone(), Some(old));
+        self.cascade(state, info, &object.value);
+        Ok(DeleteOutcome::Deleted(object))
+    }
+
+    /// What goes with a deleted namespace or CRD.
+    fn cascade(&self, state: &mut State, info: &ResourceInfo, deleted: &Value) {
+        if is_namespace(info) {
+            let ns = text(deleted, "/metadata/name").to_string();
+            let namespaced: Vec<ResourceInfo> =
+                state.registry.all().filter(|r| r.namespaced).cloned().collect();
+            for r in namespaced {
+                self.drop_all(state, &r, |o| o.namespace() == ns);
+            }
+        } else if is_crd(info) {
+            let crd_name = text(deleted, "/metadata/name").to_string();
+            let served: Vec<ResourceInfo> = state
+                .registry
+                .all()
+                .filter(|r| !r.builtin && format!("{}.{}", r.resource, r.group) == crd_name)
+                .cloned()
+                .collect();
+            if let Some(r) = served.first() {
+                self.drop_all(state, r, |_| true);
+            }
+            if let Some(gr) = state.registry.unregister_crd(&crd_name) {
+                state.objects.remove(&gr);
+            }
+        }
+    }
+
+    fn drop_all(&self, state: &mut State, info: &ResourceInfo, select: impl Fn(&StoredObject) -> bool) {
+        let Some(objects) = state.objects.get(&info.group_resource()) else {
+            return;
+        };
+        let doomed: Vec<(String, String)> = objects
+            .iter()
+            .filter(|(_, o)| select(o))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in doomed {
+            let old = state
+                .objects
+                .get_mut(&info.group_resource())
+                .and_then(|m| m.remove(&key))
+                .expect("listed above");
+            let rv = state.next_rv();
+            let mut gone = old.value.clone();
+            set_rv(&mut gone, rv);
+            self.publish(
+                state,
+                info,
+                EventType::Deleted,
+                StoredObject::new(gone, rv),
+                Some(old),
+            );
+        }
+    }
+
+    fn publish(
+        &self,
+        state: &mut State,
+        info: &ResourceInfo,
+        type_: EventType,
+        object: Arc<StoredObject>,
+        previous: Option<Arc<StoredObject>>,
+    ) {
+        let event = Arc::new(Event {
+            rv: object.rv,
+            resource: info.group_resource(),
+            type_,
+            object,
+            previous,
+        });
+        state.history.push_back(event.clone());
+        while state.history.len() > state.config.history_limit {
+            if let Some(dropped) = state.history.pop_front() {
+                state.compacted = dropped.rv;
+            }
+        }
+        // No receivers is normal (no watch open); lagging receivers see `Lagged` and resync.
+        let _ = self.events.send(event);
+    }
+}
+
+impl State {
+    pub(super) fn next_rv(&mut self) -> u64 {
+        self.rv += 1;
+        self.rv
+    }
+
+    fn objects_mut(&mut self, info: &ResourceInfo) -> Result<&mut Objects, ApiError> {
+        self.objects
+            .get_mut(&info.group_resource())
+            .ok_or(ApiError::NoSuchResource)
+    }
+}
+
+fn ns_resource() -> GroupResource {
+    GroupResource {
+        group: String::new(),
+        resource: "namespaces".into(),
+    }
+}
+
+fn crd_group_resource(crd: &Value) -> Option<GroupResource> {
+    let (group, plural) = (text(crd, "/spec/group"), text(crd, "/spec/names/plural"));
+    (!group.is_empty() && !plural.is_empty()).then(|| GroupResource {
+        group: group.into(),
+        resource: plural.into(),
+    })
+}
+
+fn text_of(m: &Map<String, Value>, key: &str) -> String {
+    m.get(key).and_then(Value::as_str).unwrap_or("").to_string()
+}
+
+fn set_rv(value: &mut Value, rv: u64) {
+    meta(value).insert("resourceVersion".into(), json!(rv.to_string()));
+}
+
+/// The object a PUT (or a patch, after it is applied) stores, checked against the stored one.
+fn prepare_update(
+    info: &ResourceInfo,
+    ns: Option<&str>,
+    name: &str,
+    old: &StoredObject,
+    mut new: Value,
+    sub: Subresource,
+) -> Result<Value, ApiError> {
+    check_kind(info, &new)?;
+    check_namespace(info, ns, &mut new)?;
+    let body_name = text(&new, "/metadata/name").to_string();
+    if body_name.is_empty() {
+        meta(&mut new).insert("name".into(), json!(name));
+    } else if body_name != name {
+        return Err(ApiError::BadRequest(format!(
+            "the name of the object ({body_name}) does not match the name on the URL ({name})"
+        )));
+    }
+    let conflict = |detail: String| ApiError::Conflict {
+        resource: info.qualified_name(),
+        name: name.to_string(),
+        detail,
+    };
+    let body_rv = text(&new, "/metadata/resourceVersion");
+    if !body_rv.is_empty() && body_rv != old.rv.to_string() {
+        return Err(conflict(
+            "the object has been modified; please apply your changes to the latest version and try again"
+                .into(),
+        ));
+    }
+    let (old_uid, body_uid) = (text(&old.value, "/metadata/uid"), text(&new, "/metadata/uid"));
+    if !body_uid.is_empty() && body_uid != old_uid {
+        return Err(conflict(format!(
+            "Precondition failed: UID in precondition: {body_uid}, UID in object meta: {old_uid}"
+        )));
+    }
+
+    let mut result = match sub {
+        Subresource::Status => {
+            let mut r = old.value.clone();
+            match new.get("status") {
+                Some(s) => r["status"] = s.clone(),
+                None => {
+                    r.as_object_mut()
+                        .expect("stored objects are objects")
+                        .remove("status");
+                }
+            }
+            r
+        }
+        Subresource::Main => {
+            if info.status_subresource {
+                match old.value.get("status") {
+                    Some(s) => new["status"] = s.clone(),
+                    None => {
+                        new.as_object_mut().expect("checked").remove("status");
+                    }
+                }
+            }
+            new
+        }
+    };
+    // Fields only the server writes.
+    let old_meta = old.value["metadata"].as_object().cloned().unwrap_or_default();
+    let m = meta(&mut result);
+    for owned in [
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+    ] {
+        match old_meta.get(owned) {
+            Some(v) => m.insert(owned.into(), v.clone()),
+            None => m.remove(owned),
+        };
+    }
+    m.remove("managedFields");
+    m.remove("selfLink");
+    m.insert("resourceVersion".into(), json!(old.rv.to_string()));
+    if info.tracks_generation && spec_part(&result) != spec_part(&old.value) {
+        let generation = old_meta.get("generation").and_then(Value::as_i64).unwrap_or(0) + 1;
+        meta(&mut result).insert("generation".into(), json!(generation));
+    }
+    if is_namespace(info) || is_crd(info) {
+        // Server-managed status for these two.
+        if let Some(s) = old.value.get("status") {
+            result["status"] = s.clone();
+        }
+    }
+    Ok(result)
+}
