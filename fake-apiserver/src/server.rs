@@ -462,6 +462,13 @@ impl ServerHandle {
         self.shared.inject(fault)
     }
 
+    /// A cloneable handle that injects faults, for tasks that outlive a borrow of the server.
+    pub fn fault_injector(&self) -> FaultInjector {
+        FaultInjector {
+            shared: self.shared.clone(),
+        }
+    }
+
     /// Serve a new certificate on new handshakes; with `drop_connections`, close every open
     /// connection so clients must handshake again.
     pub fn rotate_serving_cert(&self, cert: ServingCert, drop_connections: bool) -> Result<(), TlsError> {
@@ -496,6 +503,18 @@ impl ServerHandle {
 impl Drop for ServerHandle {
     fn drop(&mut self) {
         self.shutdown.cancel();
+    }
+}
+
+/// Injects faults into a running server (see `ServerHandle::fault_injector`).
+#[derive(Clone)]
+pub struct FaultInjector {
+    shared: Arc<Shared>,
+}
+
+impl FaultInjector {
+    pub fn inject(&self, fault: Fault) -> Result<(), ApiError> {
+        self.shared.inject(fault)
     }
 }
 

@@ -327,10 +327,13 @@ impl Store {
         Ok(start)
     }
 
-    /// Forget all history: any watch from an earlier resourceVersion gets 410 Expired.
+    /// Forget all history: a watch from any resourceVersion handed out so far gets 410
+    /// Expired. The resourceVersion moves on by one (with no event, as writes to other keys
+    /// move etcd's revision), so a fresh list gives a version a watch can start from.
     pub fn compact(&self) {
         let mut state = self.lock();
         state.history.clear();
+        state.rv += 1;
         state.compacted = state.rv;
         state.snapshots.clear();
     }

@@ -1,0 +1,138 @@
+//! A cluster for API-semantics tests: the fake API server by default, or any API server when
+//! `APISERVER_KUBECONFIG` names a kubeconfig (so the same tests show the fake and a real
+//! kube-apiserver agree). Each test works in its own namespace and deletes it at the end; no
+//! test assumes an empty cluster.
+#![allow(dead_code)] // each test binary uses a different part
+
+use fake_apiserver::{FakeApiServer, ServerHandle};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DeleteParams, PostParams};
+use kube::runtime::wait::{await_condition, conditions};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+pub struct TestCluster {
+    pub client: kube::Client,
+    /// The fake, when the tests started one; `None` against an external API server.
+    pub server: Option<ServerHandle>,
+    pub ns: String,
+}
+
+pub fn init_crypto() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+pub async fn cluster() -> TestCluster {
+    init_crypto();
+    let (client, server) = match std::env::var("APISERVER_KUBECONFIG") {
+        Ok(path) => {
+            let yaml = std::fs::read_to_string(&path).expect("APISERVER_KUBECONFIG is readable");
+            (
+                fake_apiserver::client_from_kubeconfig(&yaml)
+                    .await
+                    .expect("kubeconfig works"),
+                None,
+            )
+        }
+        Err(_) => {
+            let server = FakeApiServer::builder()
+                .start()
+                .await
+                .expect("fake API server starts");
+            (server.admin_client().await.expect("admin client"), Some(server))
+        }
+    };
+    let ns = format!("t-{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    namespaces
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap(),
+        )
+        .await
+        .expect("test namespace");
+    TestCluster { client, server, ns }
+}
+
+impl TestCluster {
+    pub fn configmaps(&self) -> Api<ConfigMap> {
+        Api::namespaced(self.client.clone(), &self.ns)
+    }
+
+    /// The fake, or a printed reason why this part of a test does not apply.
+    pub fn fake(&self, what: &str) -> Option<&ServerHandle> {
+        if self.server.is_none() {
+            println!(
+                "SKIP {what}: needs the fake API server's fault injection (APISERVER_KUBECONFIG is set)"
+            );
+        }
+        self.server.as_ref()
+    }
+
+    pub async fn cleanup(self) {
+        let namespaces: Api<Namespace> = Api::all(self.client.clone());
+        let _ = namespaces.delete(&self.ns, &DeleteParams::default()).await;
+    }
+}
+
+pub fn configmap(name: &str, data: &[(&str, &str)]) -> ConfigMap {
+    ConfigMap {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.into()),
+            ..Default::default()
+        },
+        data: Some(
+            data.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<BTreeMap<_, _>>(),
+        ),
+        ..Default::default()
+    }
+}
+
+pub const WIDGET_GROUP: &str = "conformance.mco.test";
+
+/// A namespaced test CRD with a status subresource, created if missing and awaited until
+/// Established.
+pub async fn ensure_widget_crd(client: &kube::Client) {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let name = format!("widgets.{WIDGET_GROUP}");
+    let crd = serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": name},
+        "spec": {"group": WIDGET_GROUP, "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
+    }))
+    .unwrap();
+    match crds.create(&PostParams::default(), &crd).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.reason == "AlreadyExists" => {}
+        Err(e) => panic!("creating the widget CRD: {e}"),
+    }
+    tokio::time::timeout(
+        Duration::from_secs(30),
+        await_condition(crds, &name, conditions::is_crd_established()),
+    )
+    .await
+    .expect("CRD established within 30 s")
+    .expect("watching the CRD");
+}
+
+/// A dynamic API for widgets in `ns`.
+pub fn widgets(client: &kube::Client, ns: &str) -> Api<kube::api::DynamicObject> {
+    let gvk = kube::api::GroupVersionKind::gvk(WIDGET_GROUP, "v1", "Widget");
+    let resource = kube::api::ApiResource::from_gvk_with_plural(&gvk, "widgets");
+    Api::namespaced_with(client.clone(), ns, &resource)
+}
+
+/// The Status of a failed kube call.
+pub fn status_of<T: std::fmt::Debug>(result: kube::Result<T>) -> (u16, String) {
+    match result {
+        Err(kube::Error::Api(s)) => (s.code, s.reason.clone()),
+        other => panic!("expected an API error Status, got {other:?}"),
+    }
+}
