@@ -1,0 +1,499 @@
+//! Bad input never panics the server and never changes the store: a table of malformed
+//! requests, each answered with the Status code and reason kube-apiserver gives, and a
+//! property test throwing random methods, paths, queries, content types and bodies at the
+//! router (a fixed number of cases from a fixed seed).
+
+mod common;
+
+use common::init_crypto;
+use fake_apiserver::{ApiError, Authorizer, FakeApiServer, Identity, RequestAttributes, ServerHandle};
+use http_body_util::BodyExt;
+use kube::client::Body;
+use proptest::prelude::*;
+use proptest::strategy::ValueTree;
+use proptest::test_runner::{Config, TestRunner};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+const CM: &str = "/api/v1/namespaces/default/configmaps";
+
+struct Reply {
+    code: u16,
+    body: Value,
+}
+
+async fn send(
+    client: &kube::Client,
+    method: &str,
+    path: &str,
+    content_type: Option<&str>,
+    body: Vec<u8>,
+) -> Reply {
+    let mut req = http::Request::builder().method(method).uri(path);
+    if let Some(ct) = content_type {
+        req = req.header(http::header::CONTENT_TYPE, ct);
+    }
+    let response = client
+        .send(req.body(Body::from(body)).expect("request builds"))
+        .await
+        .unwrap_or_else(|e| panic!("{method} {path}: no HTTP response: {e}"));
+    let code = response.status().as_u16();
+    let bytes = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body arrives")
+        .to_bytes();
+    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    Reply { code, body }
+}
+
+/// The resourceVersion of the store (a list answers with the newest).
+async fn store_version(client: &kube::Client) -> String {
+    let r = send(client, "GET", "/api/v1/namespaces", None, vec![]).await;
+    r.body["metadata"]["resourceVersion"]
+        .as_str()
+        .expect("list has a resourceVersion")
+        .to_string()
+}
+
+async fn server_with_fixtures(body_limit: usize) -> (ServerHandle, kube::Client) {
+    init_crypto();
+    let widget_crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.conformance.mco.test"},
+        "spec": {"group": "conformance.mco.test", "scope": "Cluster",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}}}]}});
+    let server = FakeApiServer::builder()
+        .body_limit(body_limit)
+        .object(widget_crd)
+        .object(json!({"apiVersion": "conformance.mco.test/v1", "kind": "Widget", "metadata": {"name": "w"}}))
+        .object(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "exists", "namespace": "default"}, "data": {"k": "v"}}))
+        .start()
+        .await
+        .expect("server starts");
+    let client = server.admin_client().await.expect("client");
+    (server, client)
+}
+
+fn cm(extra: Value) -> Vec<u8> {
+    let mut base = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fresh"}});
+    if let (Some(b), Some(e)) = (base.as_object_mut(), extra.as_object()) {
+        for (k, v) in e {
+            b.insert(k.clone(), v.clone());
+        }
+    }
+    serde_json::to_vec(&base).unwrap()
+}
+
+/// method, path, content type, body, expected code, expected reason
+type Case<'a> = (&'a str, String, Option<&'a str>, Vec<u8>, u16, &'a str);
+
+#[tokio::test]
+async fn malformed_requests_get_the_right_status() {
+    let (_server, client) = server_with_fixtures(64 * 1024).await;
+    let exists = format!("{CM}/exists");
+    let json_ct = Some("application/json");
+    let stale = serde_json::to_vec(
+        &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "exists", "resourceVersion": "1"}}),
+    )
+    .unwrap();
+    let cases: Vec<Case> = vec![
+        (
+            "POST",
+            CM.into(),
+            json_ct,
+            b"{not json".to_vec(),
+            400,
+            "BadRequest",
+        ),
+        (
+            "POST",
+            CM.into(),
+            json_ct,
+            cm(json!({"kind": "Secret"})),
+            400,
+            "BadRequest",
+        ),
+        (
+            "POST",
+            CM.into(),
+            json_ct,
+            br#"{"apiVersion":"v1","metadata":{"name":"x"}}"#.to_vec(),
+            400,
+            "BadRequest",
+        ),
+        (
+            "POST",
+            CM.into(),
+            json_ct,
+            cm(json!({"apiVersion": "v2"})),
+            400,
+            "BadRequest",
+        ),
+        ("POST", CM.into(), json_ct, b"[1,2,3]".to_vec(), 400, "BadRequest"),
+        (
+            "POST",
+            CM.into(),
+            json_ct,
+            cm(json!({"metadata": {"name": "Bad_Name"}})),
+            422,
+            "Invalid",
+        ),
+        (
+            "POST",
+            CM.into(),
+            json_ct,
+            cm(json!({"metadata": {}})),
+            422,
+            "Invalid",
+        ),
+        (
+            "POST",
+            CM.into(),
+            json_ct,
+            cm(json!({"metadata": {"name": "a", "namespace": "other"}})),
+            400,
+            "BadRequest",
+        ),
+        (
+            "POST",
+            CM.into(),
+            json_ct,
+            cm(json!({"metadata": {"name": "exists"}})),
+            409,
+            "AlreadyExists",
+        ),
+        (
+            "POST",
+            CM.into(),
+            Some("application/vnd.kubernetes.protobuf"),
+            b"k8s\0".to_vec(),
+            415,
+            "UnsupportedMediaType",
+        ),
+        (
+            "POST",
+            format!("{CM}?dryRun=Sometimes"),
+            json_ct,
+            cm(json!({})),
+            422,
+            "Invalid",
+        ),
+        (
+            "POST",
+            "/api/v1/namespaces/nowhere/configmaps".into(),
+            json_ct,
+            cm(json!({})),
+            404,
+            "NotFound",
+        ),
+        (
+            "POST",
+            CM.into(),
+            json_ct,
+            vec![b' '; 100 * 1024],
+            413,
+            "RequestEntityTooLarge",
+        ),
+        ("GET", format!("{CM}/nope"), None, vec![], 404, "NotFound"),
+        (
+            "GET",
+            "/api/v1/namespaces/default/widgets".into(),
+            None,
+            vec![],
+            404,
+            "NotFound",
+        ),
+        (
+            "GET",
+            "/api/v1/nodes/n1/log".into(),
+            None,
+            vec![],
+            404,
+            "NotFound",
+        ),
+        (
+            "GET",
+            "/apis/no.such.group/v1/things".into(),
+            None,
+            vec![],
+            404,
+            "NotFound",
+        ),
+        ("GET", format!("{CM}?limit=ten"), None, vec![], 400, "BadRequest"),
+        (
+            "GET",
+            format!("{CM}?labelSelector=a%20in%20b"),
+            None,
+            vec![],
+            400,
+            "BadRequest",
+        ),
+        (
+            "GET",
+            format!("{CM}?fieldSelector=spec.nodeName%3Dx"),
+            None,
+            vec![],
+            400,
+            "BadRequest",
+        ),
+        (
+            "GET",
+            format!("{CM}?continue=garbage"),
+            None,
+            vec![],
+            400,
+            "BadRequest",
+        ),
+        (
+            "GET",
+            format!("{CM}?watch=true&resourceVersion=abc"),
+            None,
+            vec![],
+            400,
+            "BadRequest",
+        ),
+        (
+            "GET",
+            format!("{CM}?resourceVersionMatch=Exact"),
+            None,
+            vec![],
+            422,
+            "Invalid",
+        ),
+        ("PUT", CM.into(), json_ct, cm(json!({})), 405, "MethodNotAllowed"),
+        (
+            "POST",
+            exists.clone(),
+            json_ct,
+            cm(json!({})),
+            405,
+            "MethodNotAllowed",
+        ),
+        ("PUT", exists.clone(), json_ct, stale, 409, "Conflict"),
+        (
+            "PUT",
+            exists.clone(),
+            json_ct,
+            cm(json!({"metadata": {"name": "other"}})),
+            400,
+            "BadRequest",
+        ),
+        (
+            "PATCH",
+            exists.clone(),
+            Some("text/plain"),
+            b"{}".to_vec(),
+            415,
+            "UnsupportedMediaType",
+        ),
+        (
+            "PATCH",
+            exists.clone(),
+            Some("application/merge-patch+json"),
+            b"{oops".to_vec(),
+            400,
+            "BadRequest",
+        ),
+        (
+            "PATCH",
+            exists.clone(),
+            Some("application/json-patch+json"),
+            br#"[{"op":"bogus","path":"/x"}]"#.to_vec(),
+            422,
+            "Invalid",
+        ),
+        (
+            "PATCH",
+            exists.clone(),
+            Some("application/json-patch+json"),
+            br#"[{"op":"test","path":"/data/k","value":"no"}]"#.to_vec(),
+            422,
+            "Invalid",
+        ),
+        (
+            "PATCH",
+            exists.clone(),
+            Some("application/apply-patch+yaml"),
+            b"data: {k: v}".to_vec(),
+            422,
+            "Invalid",
+        ),
+        (
+            "PATCH",
+            "/apis/conformance.mco.test/v1/widgets/w".into(),
+            Some("application/strategic-merge-patch+json"),
+            b"{}".to_vec(),
+            415,
+            "UnsupportedMediaType",
+        ),
+        (
+            "DELETE",
+            exists.clone(),
+            json_ct,
+            b"{bad".to_vec(),
+            400,
+            "BadRequest",
+        ),
+        (
+            "POST",
+            "/_fake/v1/faults".into(),
+            json_ct,
+            br#"{"action":"explode"}"#.to_vec(),
+            400,
+            "BadRequest",
+        ),
+    ];
+    assert!(cases.len() >= 20);
+    let before = store_version(&client).await;
+    for (method, path, ct, body, code, reason) in cases {
+        let reply = send(&client, method, &path, ct, body).await;
+        let what = format!("{method} {path}");
+        assert_eq!(reply.code, code, "{what}: {}", reply.body);
+        assert_eq!(reply.body["kind"], "Status", "{what}");
+        assert_eq!(
+            reply.body["code"], code,
+            "{what}: the body's code matches the HTTP code"
+        );
+        assert_eq!(reply.body["reason"], reason, "{what}: {}", reply.body);
+        assert!(
+            reply.body["message"].as_str().is_some_and(|m| !m.is_empty()),
+            "{what}: a message"
+        );
+    }
+    assert_eq!(
+        store_version(&client).await,
+        before,
+        "no rejected request changed the store"
+    );
+}
+
+/// Lets the fuzzing identity do anything but delete, so random requests can reach every
+/// handler without legitimately emptying the store.
+struct NoDeletes;
+
+impl Authorizer for NoDeletes {
+    fn authorize(&self, who: &Identity, request: &RequestAttributes) -> Result<(), ApiError> {
+        match request.verb.as_str() {
+            "delete" | "deletecollection" => Err(request.rbac_denial(who)),
+            _ => Ok(()),
+        }
+    }
+}
+
+fn request_strategy() -> impl Strategy<Value = (String, String, Option<String>, Vec<u8>)> {
+    let method = prop::sample::select(vec!["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]);
+    let segment = prop_oneof![
+        prop::sample::select(vec![
+            "api",
+            "apis",
+            "v1",
+            "namespaces",
+            "default",
+            "configmaps",
+            "exists",
+            "status",
+            "nodes",
+            "conformance.mco.test",
+            "widgets",
+            "w",
+            "watch",
+            "openapi",
+            "v3",
+            "_fake",
+            "faults",
+            "..",
+            "%00",
+            "",
+        ])
+        .prop_map(str::to_string),
+        "[a-zA-Z0-9._~%-]{0,12}",
+    ];
+    let path = prop::collection::vec(segment, 0..7).prop_map(|s| format!("/{}", s.join("/")));
+    let query = prop::sample::select(vec![
+        "",
+        "?watch=true&timeoutSeconds=1",
+        "?limit=1",
+        "?limit=-1",
+        "?continue=%%%",
+        "?labelSelector=!!",
+        "?fieldSelector=metadata.name%3Dexists",
+        "?resourceVersion=999999999999999999999",
+        "?fieldManager=fuzz",
+        "?dryRun=All",
+        "?sendInitialEvents=true",
+        "?allowWatchBookmarks=yes",
+    ]);
+    let content_type = prop::option::of(prop::sample::select(vec![
+        "application/json",
+        "application/yaml",
+        "application/merge-patch+json",
+        "application/json-patch+json",
+        "application/strategic-merge-patch+json",
+        "application/apply-patch+yaml",
+        "text/plain",
+        "application/json; charset=utf-8",
+    ]));
+    let body = prop_oneof![
+        prop::collection::vec(any::<u8>(), 0..256),
+        prop::sample::select(vec![
+            "{}",
+            "[]",
+            "null",
+            "{\"kind\":\"Bogus\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"x\"}}",
+            "[{\"op\":\"bogus\"}]",
+            "[{\"op\":\"test\",\"path\":\"/nope\",\"value\":1}]",
+            "{\"metadata\":",
+            "\"str\"",
+            "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"UPPER\"}}",
+            "- a\n- b\n",
+            "{\"a\":1e999}",
+        ])
+        .prop_map(|s| s.as_bytes().to_vec()),
+    ];
+    (method, path, query, content_type, body)
+        .prop_map(|(m, p, q, ct, b)| (m.to_string(), format!("{p}{q}"), ct.map(str::to_string), b))
+}
+
+#[tokio::test]
+async fn random_requests_never_panic_or_change_the_store() {
+    init_crypto();
+    let server = FakeApiServer::builder()
+        .authorizer(Arc::new(NoDeletes))
+        .object(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "exists", "namespace": "default"}}))
+        .start()
+        .await
+        .unwrap();
+    let admin = server.admin_client().await.unwrap();
+    let fuzzer = server
+        .client(&server.identity("fuzzer", &["fuzzers"]).unwrap())
+        .await
+        .unwrap();
+    let before = store_version(&admin).await;
+    let mut runner = TestRunner::new_with_rng(
+        Config {
+            cases: 400,
+            ..Config::default()
+        },
+        proptest::test_runner::TestRng::deterministic_rng(proptest::test_runner::RngAlgorithm::ChaCha),
+    );
+    let strategy = request_strategy();
+    for _ in 0..400 {
+        let (method, path, ct, body) = strategy.new_tree(&mut runner).expect("strategy yields").current();
+        let Ok(uri) = path.parse::<http::Uri>() else {
+            continue;
+        };
+        let reply = send(&fuzzer, &method, &uri.to_string(), ct.as_deref(), body).await;
+        let what = format!("{method} {path}");
+        assert!(reply.code < 500, "{what}: a server error: {}", reply.body);
+        if reply.code >= 400 && method != "HEAD" {
+            assert_eq!(reply.body["kind"], "Status", "{what}: errors are Status bodies");
+            assert_eq!(reply.body["code"], reply.code, "{what}");
+        }
+    }
+    assert_eq!(store_version(&admin).await, before, "the store is unchanged");
+    let health = send(&admin, "GET", "/readyz", None, vec![]).await;
+    assert_eq!(health.code, 200, "the server still serves");
+}

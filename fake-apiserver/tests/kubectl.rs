@@ -1,0 +1,262 @@
+//! Real kubectl clients against the fake: create a CRD and a ControllerConfig from the
+//! fixtures, get -o yaml, patch (merge, json), label, annotate, get -w seeing an update, apply a
+//! ConfigMap twice, delete. Each version found beside the machine's `kubectl` runs; a missing
+//! one is skipped with the reason printed.
+
+mod common;
+
+use common::init_crypto;
+use fake_apiserver::FakeApiServer;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+
+const VERSIONS: &[&str] = &["1.27", "1.30", "1.33"];
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// The folder of the real kubectl, where `kubectl.1.NN` stand.
+fn kubectl_dir() -> Result<PathBuf, String> {
+    let path = std::env::var_os("PATH").ok_or("PATH is unset")?;
+    let found = std::env::split_paths(&path)
+        .map(|d| d.join("kubectl"))
+        .find(|p| p.is_file())
+        .ok_or("no kubectl on PATH")?;
+    let real = std::fs::canonicalize(&found).map_err(|e| format!("{}: {e}", found.display()))?;
+    Ok(real.parent().unwrap().to_path_buf())
+}
+
+struct Kubectl {
+    binary: PathBuf,
+    kubeconfig: PathBuf,
+}
+
+impl Kubectl {
+    /// Run and return stdout; panics with stderr on failure.
+    async fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args).await;
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    async fn run(&self, args: &[&str]) -> std::process::Output {
+        Command::new(&self.binary)
+            .args(args)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env("HOME", self.kubeconfig.parent().unwrap()) // a fresh discovery cache per run
+            .output()
+            .await
+            .expect("kubectl runs")
+    }
+}
+
+#[tokio::test]
+async fn kubectl_versions_drive_the_fake() {
+    init_crypto();
+    let dir = match kubectl_dir() {
+        Ok(d) => d,
+        Err(why) => {
+            println!("SKIP kubectl tests: {why}");
+            return;
+        }
+    };
+    let mut ran = 0;
+    for version in VERSIONS {
+        let binary = dir.join(format!("kubectl.{version}"));
+        if !binary.is_file() {
+            println!("SKIP kubectl {version}: {} is not installed", binary.display());
+            continue;
+        }
+        exercise(binary).await;
+        println!("kubectl {version}: ok");
+        ran += 1;
+    }
+    if ran == 0 {
+        println!(
+            "SKIP kubectl tests: none of {VERSIONS:?} found in {}",
+            dir.display()
+        );
+    }
+}
+
+async fn exercise(binary: PathBuf) {
+    let server = FakeApiServer::builder().start().await.unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let kubeconfig = home.path().join("kubeconfig");
+    std::fs::write(&kubeconfig, server.kubeconfig(server.admin_identity())).unwrap();
+    let k = Kubectl { binary, kubeconfig };
+    let client = server.admin_client().await.unwrap();
+    let fixtures = repo().join("fixtures");
+    let crd = fixtures.join("crds/controllerconfigs.machineconfiguration.openshift.io.yaml");
+    let cc = fixtures.join("cluster/controllerconfig.yaml");
+    let (crd, cc) = (crd.to_str().unwrap(), cc.to_str().unwrap());
+
+    k.ok(&["create", "-f", crd]).await;
+    k.ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/controllerconfigs.machineconfiguration.openshift.io",
+        "--timeout=10s",
+    ])
+    .await;
+    let created = k.ok(&["create", "-f", cc]).await;
+    assert!(created.contains("machine-config-controller created"), "{created}");
+
+    let yaml = k
+        .ok(&[
+            "get",
+            "controllerconfig",
+            "machine-config-controller",
+            "-o",
+            "yaml",
+        ])
+        .await;
+    let got: serde_json::Value = serde_yaml::from_str(&yaml).unwrap();
+    assert_eq!(got["spec"]["clusterDNSIP"], "172.30.0.10");
+    assert!(got["metadata"]["resourceVersion"].is_string());
+
+    let cc_api: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &kube::api::ApiResource::from_gvk(&GroupVersionKind::gvk(
+            "machineconfiguration.openshift.io",
+            "v1",
+            "ControllerConfig",
+        )),
+    );
+    k.ok(&[
+        "patch",
+        "controllerconfig",
+        "machine-config-controller",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"spec":{"clusterDNSIP":"172.30.0.11"}}"#,
+    ])
+    .await;
+    k.ok(&[
+        "patch",
+        "controllerconfig",
+        "machine-config-controller",
+        "--type",
+        "json",
+        "-p",
+        r#"[{"op":"replace","path":"/spec/ipFamilies","value":"DualStack"}]"#,
+    ])
+    .await;
+    k.ok(&[
+        "label",
+        "controllerconfig",
+        "machine-config-controller",
+        "tier=control",
+    ])
+    .await;
+    k.ok(&[
+        "annotate",
+        "controllerconfig",
+        "machine-config-controller",
+        "step=1",
+    ])
+    .await;
+    let now = cc_api.get("machine-config-controller").await.unwrap();
+    assert_eq!(now.data["spec"]["clusterDNSIP"], "172.30.0.11");
+    assert_eq!(now.data["spec"]["ipFamilies"], "DualStack");
+    assert_eq!(now.metadata.labels.as_ref().unwrap()["tier"], "control");
+    assert_eq!(now.metadata.annotations.as_ref().unwrap()["step"], "1");
+    let printed = k.ok(&["get", "controllerconfig", "-l", "tier=control"]).await;
+    assert!(
+        printed.starts_with("NAME") && printed.contains("machine-config-controller"),
+        "{printed}"
+    );
+
+    // get -w: the first line is the current state; an update from another client follows.
+    let mut watch = Command::new(&k.binary)
+        .args([
+            "get",
+            "controllerconfig",
+            "machine-config-controller",
+            "-w",
+            "-v=6",
+        ])
+        .args(["-o", "jsonpath={.metadata.annotations.step}{\"\\n\"}"])
+        .env("KUBECONFIG", &k.kubeconfig)
+        .env("HOME", home.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(watch.stdout.take().unwrap()).lines();
+    // Collect kubectl's request log, to show what it was doing if a line does not come.
+    let stderr = watch.stderr.take().unwrap();
+    let log = tokio::spawn(async move {
+        let mut text = String::new();
+        let _ = tokio::io::AsyncReadExt::read_to_string(&mut BufReader::new(stderr), &mut text).await;
+        text
+    });
+    let first = next_line(&mut lines).await;
+    if first.is_none() {
+        watch.kill().await.unwrap();
+        panic!(
+            "kubectl get -w printed nothing in time; its log:\n{}",
+            log.await.unwrap()
+        );
+    }
+    assert_eq!(first.as_deref(), Some("1"));
+    cc_api
+        .patch(
+            "machine-config-controller",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {"step": "2"}}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(next_line(&mut lines).await.as_deref(), Some("2"));
+    watch.kill().await.unwrap();
+
+    // apply twice, then a change.
+    let cm_file = home.path().join("cm.yaml");
+    let write_cm = |value: &str| {
+        std::fs::write(&cm_file, format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: probe-cm\n  namespace: default\ndata:\n  k: {value}\n")).unwrap()
+    };
+    let cm_path = cm_file.to_str().unwrap();
+    write_cm("v1");
+    assert!(k.ok(&["apply", "-f", cm_path]).await.contains("created"));
+    assert!(k.ok(&["apply", "-f", cm_path]).await.contains("unchanged"));
+    write_cm("v2");
+    assert!(k.ok(&["apply", "-f", cm_path]).await.contains("configured"));
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    assert_eq!(cms.get("probe-cm").await.unwrap().data.unwrap()["k"], "v2");
+
+    k.ok(&["delete", "-f", cc]).await;
+    let gone = k
+        .run(&["get", "controllerconfig", "machine-config-controller"])
+        .await;
+    assert!(!gone.status.success());
+    let stderr = String::from_utf8_lossy(&gone.stderr);
+    assert!(
+        stderr.contains("NotFound") || stderr.contains("not found"),
+        "{stderr}"
+    );
+}
+
+/// The next line kubectl prints, or `None` if none comes within the deadline.
+async fn next_line(lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStdout>>) -> Option<String> {
+    tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+        .await
+        .ok()
+        .and_then(|l| l.unwrap())
+}
