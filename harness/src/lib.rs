@@ -1,3 +1,13 @@
-//! The mco-conformance harness: PKI and clock, the reference cluster side, nodes, the
-//! reference daemon, cucumber steps and the CLI. Empty until the signer-rotation slice lands;
-//! the workspace builds it so `cargo test` covers every crate from the start.
+//! The mco-conformance harness: everything a scenario needs besides the API server.
+//!
+//! # Layout
+//! - `profile`: the two OpenShift generations (`ocp-4.12`, `ocp-4.16`).
+//! - `pki`: the simulated clock, the signer catalogue, signers, rotation rules, CA bundles and
+//!   verification at simulated time (no kube, no tokio).
+//!
+//! The cluster side, nodes, the reference daemon, steps and the CLI follow (issue 3).
+
+pub mod pki;
+pub mod profile;
+
+pub use profile::Profile;

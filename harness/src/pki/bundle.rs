@@ -1,0 +1,114 @@
+//! CA bundles: PEM concatenations of CA certificates.
+//!
+//! - `manage_ca_bundle` is library-go's `manageCABundleConfigMap` (`cabundle.go`): the current
+//!   signer first, expired certificates dropped, duplicates (same bytes) removed, older signers
+//!   kept until they expire.
+//! - `merge_cert_with_ca_bundle` is MCO release-4.12's `mergeCertWithCABundle`
+//!   (`pkg/operator/sync.go`): every certificate of the initial bundle whose subject names the
+//!   given signer is replaced by the whole new bundle; the rest are kept in place.
+
+use super::{ParsedCert, PkiError, parse_certs};
+use time::OffsetDateTime;
+
+/// The bundle after publishing `current` at `now`, from the `existing` bundle text.
+pub fn manage_ca_bundle(current_pem: &str, existing: &str, now: OffsetDateTime) -> Result<String, PkiError> {
+    let mut certs: Vec<ParsedCert> = parse_certs(current_pem)?;
+    for cert in parse_certs(existing)? {
+        if cert.not_after < now || certs.iter().any(|c| c.der == cert.der) {
+            continue;
+        }
+        certs.push(cert);
+    }
+    Ok(join(&certs))
+}
+
+/// MCO 4.12's merge of the initial kube-apiserver server CA bundle with the
+/// kube-apiserver-to-kubelet-client-ca bundle.
+pub fn merge_cert_with_ca_bundle(
+    initial: &str,
+    new: &str,
+    subject_contains: &str,
+) -> Result<String, PkiError> {
+    let replacement = parse_certs(new)?;
+    let mut out: Vec<ParsedCert> = Vec::new();
+    for cert in parse_certs(initial)? {
+        if cert.subject.contains(subject_contains) {
+            out.extend(replacement.iter().cloned());
+        } else {
+            out.push(cert);
+        }
+    }
+    Ok(join(&out))
+}
+
+fn join(certs: &[ParsedCert]) -> String {
+    certs.iter().map(|c| c.pem.as_str()).collect()
+}
+
+/// The common names in a bundle, in order.
+pub fn subjects(bundle: &str) -> Result<Vec<String>, PkiError> {
+    Ok(parse_certs(bundle)?.into_iter().map(|c| c.common_name).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pki::Signer;
+    use time::Duration;
+    use time::macros::datetime;
+
+    const T0: OffsetDateTime = datetime!(2026-01-05 08:00 UTC);
+
+    #[test]
+    fn current_first_expired_dropped_duplicates_removed() {
+        let old = Signer::issue("ns", "s", T0, Duration::days(10), 1).unwrap();
+        let new = Signer::issue("ns", "s", T0 + Duration::days(8), Duration::days(10), 2).unwrap();
+        let bundle = manage_ca_bundle(&old.cert.pem, "", T0).unwrap();
+        let bundle = manage_ca_bundle(&new.cert.pem, &bundle, T0 + Duration::days(8)).unwrap();
+        assert_eq!(
+            subjects(&bundle).unwrap(),
+            [new.cert.common_name.clone(), old.cert.common_name.clone()]
+        );
+        let again = manage_ca_bundle(&new.cert.pem, &bundle, T0 + Duration::days(9)).unwrap();
+        assert_eq!(again, bundle, "publishing the same signer twice changes nothing");
+        let later = manage_ca_bundle(&new.cert.pem, &bundle, T0 + Duration::days(11)).unwrap();
+        assert_eq!(
+            subjects(&later).unwrap(),
+            [new.cert.common_name.clone()],
+            "the old signer leaves once expired"
+        );
+    }
+
+    #[test]
+    fn the_4_12_merge_replaces_only_the_named_signer() {
+        let root = Signer::issue_named("root-ca", T0, Duration::days(3650), 1).unwrap();
+        let kubelet_v1 = Signer::issue(
+            "openshift-kube-apiserver-operator",
+            "kube-apiserver-to-kubelet-signer",
+            T0,
+            Duration::days(365),
+            2,
+        )
+        .unwrap();
+        let kubelet_v2 = Signer::issue(
+            "openshift-kube-apiserver-operator",
+            "kube-apiserver-to-kubelet-signer",
+            T0 + Duration::days(293),
+            Duration::days(365),
+            3,
+        )
+        .unwrap();
+        let initial = format!("{}{}", root.cert.pem, kubelet_v1.cert.pem);
+        let new_bundle = format!("{}{}", kubelet_v2.cert.pem, kubelet_v1.cert.pem);
+        let merged =
+            merge_cert_with_ca_bundle(&initial, &new_bundle, "kube-apiserver-to-kubelet-signer").unwrap();
+        assert_eq!(
+            subjects(&merged).unwrap(),
+            [
+                root.cert.common_name.clone(),
+                kubelet_v2.cert.common_name.clone(),
+                kubelet_v1.cert.common_name.clone()
+            ]
+        );
+    }
+}

@@ -1,0 +1,477 @@
+//! Signers and the certificates they issue, in simulated time, and library-go's rules for
+//! when each is replaced (`pkg/operator/certrotation/{signer,target}.go`, as recorded in
+//! shared/notes/mco-source.md §5).
+//!
+//! A signer is a self-signed ECDSA P-256 CA named `<namespace>_<name>@<unix>`, stored as a
+//! `kubernetes.io/tls` Secret with the `auth.openshift.io/certificate-*` annotations. The
+//! decisions (`signer_rotation`, `target_rotation`) are pure functions of those annotations,
+//! the time and the policy; issuing is separate.
+
+use super::{PkiError, rfc3339};
+use rcgen::{
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
+    KeyPair, KeyUsagePurpose, SerialNumber,
+};
+use std::collections::BTreeMap;
+use time::{Duration, OffsetDateTime};
+
+pub const NOT_BEFORE: &str = "auth.openshift.io/certificate-not-before";
+pub const NOT_AFTER: &str = "auth.openshift.io/certificate-not-after";
+pub const ISSUER: &str = "auth.openshift.io/certificate-issuer";
+pub const MANAGED_TYPE_LABEL: &str = "auth.openshift.io/managed-certificate-type";
+
+/// An issued certificate: PEM and the facts the rules and messages need.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IssuedCert {
+    pub pem: String,
+    pub key_pem: String,
+    pub common_name: String,
+    pub issuer_common_name: String,
+    pub not_before: OffsetDateTime,
+    pub not_after: OffsetDateTime,
+    pub serial: u64,
+}
+
+impl IssuedCert {
+    /// The annotations library-go keeps on the Secret.
+    pub fn annotations(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([
+            (NOT_BEFORE.to_string(), rfc3339(self.not_before)),
+            (NOT_AFTER.to_string(), rfc3339(self.not_after)),
+            (ISSUER.to_string(), self.issuer_common_name.clone()),
+        ])
+    }
+}
+
+/// How a certificate is refreshed (library-go `RotatedSigningCASecret` / `RotatedSelfSignedCertKeySecret`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RotationPolicy {
+    pub validity: Duration,
+    /// Replace after notBefore + refresh (unless `refresh_only_when_expired`).
+    pub refresh: Option<Duration>,
+    pub refresh_only_when_expired: bool,
+}
+
+/// Why a certificate must be replaced now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RotationReason {
+    /// No annotations yet, or `certificate-not-after` removed (how MCO's e2e forces a rotation).
+    Missing,
+    Malformed(String),
+    Expired {
+        not_after: OffsetDateTime,
+    },
+    /// Past notAfter − validity/5.
+    PastEightyPercent {
+        at: OffsetDateTime,
+    },
+    /// Past notBefore + refresh.
+    PastRefresh {
+        at: OffsetDateTime,
+    },
+    /// A target whose issuer is no longer in the CA bundle.
+    IssuerGone {
+        issuer: String,
+    },
+}
+
+impl std::fmt::Display for RotationReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RotationReason::Missing => write!(f, "missing notAfter"),
+            RotationReason::Malformed(why) => write!(f, "bad expiry: {why}"),
+            RotationReason::Expired { not_after } => write!(f, "already expired at {}", rfc3339(*not_after)),
+            RotationReason::PastEightyPercent { at } => {
+                write!(f, "past its latest possible time {}", rfc3339(*at))
+            }
+            RotationReason::PastRefresh { at } => write!(f, "past its refresh time {}", rfc3339(*at)),
+            RotationReason::IssuerGone { issuer } => {
+                write!(f, "issuer {issuer:?} no longer in the CA bundle")
+            }
+        }
+    }
+}
+
+fn parse_time(
+    annotations: &BTreeMap<String, String>,
+    key: &str,
+) -> Result<Option<OffsetDateTime>, RotationReason> {
+    match annotations.get(key).map(String::as_str) {
+        None | Some("") => Ok(None),
+        Some(text) => OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
+            .map(Some)
+            .map_err(|e| RotationReason::Malformed(format!("{key}={text:?}: {e}"))),
+    }
+}
+
+/// library-go `needNewSigningCertKeyPair`: whether a signer must be replaced at `now`.
+pub fn signer_rotation(
+    annotations: &BTreeMap<String, String>,
+    now: OffsetDateTime,
+    policy: &RotationPolicy,
+) -> Option<RotationReason> {
+    let (not_before, not_after) = match (
+        parse_time(annotations, NOT_BEFORE),
+        parse_time(annotations, NOT_AFTER),
+    ) {
+        (Err(e), _) | (_, Err(e)) => return Some(e),
+        (Ok(Some(b)), Ok(Some(a))) => (b, a),
+        _ => return Some(RotationReason::Missing),
+    };
+    if now > not_after {
+        return Some(RotationReason::Expired { not_after });
+    }
+    if policy.refresh_only_when_expired {
+        return None;
+    }
+    let validity = not_after - not_before;
+    let latest = not_after - validity / 5;
+    if now > latest {
+        return Some(RotationReason::PastEightyPercent { at: latest });
+    }
+    if let Some(refresh) = policy.refresh
+        && now > not_before + refresh
+    {
+        return Some(RotationReason::PastRefresh {
+            at: not_before + refresh,
+        });
+    }
+    None
+}
+
+/// What a target's rule needs to know about its signer and bundle.
+#[derive(Debug, Clone)]
+pub struct TargetContext<'a> {
+    /// notBefore of the signer that would issue the new certificate.
+    pub signer_not_before: OffsetDateTime,
+    /// Common names in the signer's CA bundle.
+    pub bundle_subjects: &'a [String],
+}
+
+/// library-go's target rule (`needNewTargetCertKeyPairForTime`, target.go): missing or
+/// malformed annotations, expiry, the 80 % point, then the refresh point, which counts only
+/// once the current signer is `refresh / 10` old; and a new certificate whenever its issuer
+/// has left the CA bundle. A signer rotation alone does not re-issue the target: the old signer
+/// stays in the bundle until it expires.
+pub fn target_rotation(
+    annotations: &BTreeMap<String, String>,
+    now: OffsetDateTime,
+    policy: &RotationPolicy,
+    context: &TargetContext<'_>,
+) -> Option<RotationReason> {
+    let (not_before, not_after) = match (
+        parse_time(annotations, NOT_BEFORE),
+        parse_time(annotations, NOT_AFTER),
+    ) {
+        (Err(e), _) | (_, Err(e)) => return Some(e),
+        (Ok(Some(b)), Ok(Some(a))) => (b, a),
+        _ => return Some(RotationReason::Missing),
+    };
+    if now > not_after {
+        return Some(RotationReason::Expired { not_after });
+    }
+    if !policy.refresh_only_when_expired {
+        let latest = not_after - (not_after - not_before) / 5;
+        if now > latest {
+            return Some(RotationReason::PastEightyPercent { at: latest });
+        }
+        if let Some(refresh) = policy.refresh
+            && now > not_before + refresh
+            && now > context.signer_not_before + refresh / 10
+        {
+            return Some(RotationReason::PastRefresh {
+                at: not_before + refresh,
+            });
+        }
+    }
+    let issuer = annotations.get(ISSUER).cloned().unwrap_or_default();
+    (!context.bundle_subjects.iter().any(|s| *s == issuer)).then_some(RotationReason::IssuerGone { issuer })
+}
+
+/// A target's validity, capped by what is left of its signer's (library-go
+/// `setTargetCertKeyPairSecret`).
+pub fn target_validity(policy: &RotationPolicy, signer: &IssuedCert, now: OffsetDateTime) -> Duration {
+    policy.validity.min(signer.not_after - now)
+}
+
+fn dn(common_name: &str, orgs: &[&str]) -> DistinguishedName {
+    let mut dn = DistinguishedName::new();
+    for o in orgs {
+        dn.push(DnType::OrganizationName, *o);
+    }
+    dn.push(DnType::CommonName, common_name);
+    dn
+}
+
+/// A CA able to issue, in simulated time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Signer {
+    pub cert: IssuedCert,
+}
+
+impl Signer {
+    /// A new self-signed signer `<namespace>_<name>@<unix>` valid from `now` for `validity`.
+    pub fn issue(
+        namespace: &str,
+        name: &str,
+        now: OffsetDateTime,
+        validity: Duration,
+        serial: u64,
+    ) -> Result<Self, PkiError> {
+        let common_name = format!("{namespace}_{name}@{}", now.unix_timestamp());
+        Self::issue_named(&common_name, now, validity, serial)
+    }
+
+    /// A new self-signed signer with an exact common name (installer signers, bootstrap CAs).
+    pub fn issue_named(
+        common_name: &str,
+        now: OffsetDateTime,
+        validity: Duration,
+        serial: u64,
+    ) -> Result<Self, PkiError> {
+        let mut params = CertificateParams::default();
+        params.distinguished_name = dn(common_name, &[]);
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        params.not_before = now;
+        params.not_after = now + validity;
+        params.serial_number = Some(SerialNumber::from(serial));
+        params.use_authority_key_identifier_extension = true;
+        let key = KeyPair::generate()?;
+        let cert = params.self_signed(&key)?;
+        Ok(Signer {
+            cert: IssuedCert {
+                pem: cert.pem(),
+                key_pem: key.serialize_pem(),
+                common_name: common_name.to_string(),
+                issuer_common_name: common_name.to_string(),
+                not_before: now,
+                not_after: now + validity,
+                serial,
+            },
+        })
+    }
+
+    /// A client certificate (CN `common_name`, O `orgs`) from this signer.
+    pub fn issue_client(
+        &self,
+        common_name: &str,
+        orgs: &[&str],
+        now: OffsetDateTime,
+        validity: Duration,
+        serial: u64,
+    ) -> Result<IssuedCert, PkiError> {
+        let mut params = CertificateParams::default();
+        params.distinguished_name = dn(common_name, orgs);
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
+        params.not_before = now;
+        params.not_after = now + validity;
+        params.serial_number = Some(SerialNumber::from(serial));
+        params.use_authority_key_identifier_extension = true;
+        let issuer = Issuer::from_ca_cert_pem(&self.cert.pem, KeyPair::from_pem(&self.cert.key_pem)?)?;
+        let key = KeyPair::generate()?;
+        let cert = params.signed_by(&key, &issuer)?;
+        Ok(IssuedCert {
+            pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+            common_name: common_name.to_string(),
+            issuer_common_name: self.cert.common_name.clone(),
+            not_before: now,
+            not_after: now + validity,
+            serial,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::macros::datetime;
+
+    const T0: OffsetDateTime = datetime!(2026-01-05 08:00 UTC);
+
+    fn annotated(not_before: OffsetDateTime, validity: Duration) -> BTreeMap<String, String> {
+        BTreeMap::from([
+            (NOT_BEFORE.into(), rfc3339(not_before)),
+            (NOT_AFTER.into(), rfc3339(not_before + validity)),
+            (ISSUER.into(), "signer@1".into()),
+        ])
+    }
+
+    /// kube-apiserver-to-kubelet-signer on 4.12: 365 d, refresh 8 × 365 d, so only the 80 %
+    /// rule fires: 365 − 365/5 = 292 days after notBefore.
+    #[test]
+    fn the_80_percent_rule_fires_after_day_292() {
+        let policy = RotationPolicy {
+            validity: Duration::days(365),
+            refresh: Some(Duration::days(2920)),
+            refresh_only_when_expired: false,
+        };
+        let a = annotated(T0, Duration::days(365));
+        assert_eq!(
+            signer_rotation(&a, T0 + Duration::days(292), &policy),
+            None,
+            "exactly at the point: not yet"
+        );
+        let reason = signer_rotation(&a, T0 + Duration::days(292) + Duration::seconds(1), &policy);
+        assert_eq!(
+            reason,
+            Some(RotationReason::PastEightyPercent {
+                at: T0 + Duration::days(292)
+            })
+        );
+    }
+
+    #[test]
+    fn refresh_fires_before_80_percent_when_shorter() {
+        // csr-signer: 30 d, refresh 15 d.
+        let policy = RotationPolicy {
+            validity: Duration::days(30),
+            refresh: Some(Duration::days(15)),
+            refresh_only_when_expired: false,
+        };
+        let a = annotated(T0, Duration::days(30));
+        assert_eq!(signer_rotation(&a, T0 + Duration::days(15), &policy), None);
+        assert!(matches!(
+            signer_rotation(&a, T0 + Duration::days(15) + Duration::hours(1), &policy),
+            Some(RotationReason::PastRefresh { .. })
+        ));
+    }
+
+    #[test]
+    fn missing_malformed_expired_and_only_when_expired() {
+        let policy = RotationPolicy {
+            validity: Duration::days(1),
+            refresh: None,
+            refresh_only_when_expired: true,
+        };
+        let mut a = annotated(T0, Duration::days(1));
+        assert_eq!(
+            signer_rotation(&a, T0 + Duration::hours(23), &policy),
+            None,
+            "80 % ignored when only-when-expired"
+        );
+        assert!(matches!(
+            signer_rotation(&a, T0 + Duration::days(2), &policy),
+            Some(RotationReason::Expired { .. })
+        ));
+        a.remove(NOT_AFTER);
+        assert_eq!(
+            signer_rotation(&a, T0, &policy),
+            Some(RotationReason::Missing),
+            "a nulled not-after forces rotation"
+        );
+        a.insert(NOT_AFTER.into(), "yesterday".into());
+        assert!(matches!(
+            signer_rotation(&a, T0, &policy),
+            Some(RotationReason::Malformed(_))
+        ));
+    }
+
+    #[test]
+    fn targets_follow_their_issuer_into_and_out_of_the_bundle() {
+        let policy = RotationPolicy {
+            validity: Duration::days(30),
+            refresh: Some(Duration::days(15)),
+            refresh_only_when_expired: false,
+        };
+        let a = annotated(T0, Duration::days(30));
+        let both = ["signer@1".to_string(), "signer@2".to_string()];
+        let ctx = TargetContext {
+            signer_not_before: T0,
+            bundle_subjects: &both,
+        };
+        assert_eq!(target_rotation(&a, T0, &policy, &ctx), None);
+        let only_new = ["signer@2".to_string()];
+        let ctx = TargetContext {
+            signer_not_before: T0,
+            bundle_subjects: &only_new,
+        };
+        assert_eq!(
+            target_rotation(&a, T0, &policy, &ctx),
+            Some(RotationReason::IssuerGone {
+                issuer: "signer@1".into()
+            })
+        );
+    }
+
+    /// kubelet-client (30 d, refresh 15 d) after kube-apiserver-to-kubelet-signer rotates: the
+    /// refresh waits until the new signer is 15 d / 10 = 36 h old.
+    #[test]
+    fn target_refresh_waits_for_the_signer_to_age() {
+        let policy = RotationPolicy {
+            validity: Duration::days(30),
+            refresh: Some(Duration::days(15)),
+            refresh_only_when_expired: false,
+        };
+        let issued = T0;
+        let a = annotated(issued, Duration::days(30));
+        let bundle = ["signer@1".to_string()];
+        let new_signer = T0 + Duration::days(16);
+        let ctx = TargetContext {
+            signer_not_before: new_signer,
+            bundle_subjects: &bundle,
+        };
+        assert_eq!(
+            target_rotation(&a, new_signer + Duration::hours(36), &policy, &ctx),
+            None
+        );
+        assert!(matches!(
+            target_rotation(
+                &a,
+                new_signer + Duration::hours(36) + Duration::seconds(1),
+                &policy,
+                &ctx
+            ),
+            Some(RotationReason::PastRefresh { .. })
+        ));
+        let signer = Signer::issue("ns", "s", T0, Duration::days(20), 1).unwrap();
+        assert_eq!(
+            target_validity(&policy, &signer.cert, T0 + Duration::days(5)),
+            Duration::days(15),
+            "capped by the signer"
+        );
+    }
+
+    #[test]
+    fn issued_certificates_carry_names_serials_and_times() {
+        let signer = Signer::issue(
+            "openshift-kube-apiserver-operator",
+            "kube-apiserver-to-kubelet-signer",
+            T0,
+            Duration::days(365),
+            7,
+        )
+        .unwrap();
+        assert_eq!(
+            signer.cert.common_name,
+            format!(
+                "openshift-kube-apiserver-operator_kube-apiserver-to-kubelet-signer@{}",
+                T0.unix_timestamp()
+            )
+        );
+        let client = signer
+            .issue_client(
+                "system:kube-apiserver",
+                &["kube-master"],
+                T0,
+                Duration::days(30),
+                8,
+            )
+            .unwrap();
+        assert_eq!(client.issuer_common_name, signer.cert.common_name);
+        let parsed = super::super::parse_certs(&client.pem).unwrap();
+        assert_eq!(parsed[0].serial, 8);
+        assert_eq!(parsed[0].not_after, T0 + Duration::days(30));
+        assert_eq!(parsed[0].common_name, "system:kube-apiserver");
+        assert_eq!(signer.cert.annotations()[ISSUER], signer.cert.common_name);
+    }
+}

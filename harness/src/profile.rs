@@ -1,0 +1,44 @@
+//! The two generations of OpenShift whose behaviour the suite encodes.
+
+use std::fmt;
+use std::str::FromStr;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Profile {
+    /// The CA bundle travels inside rendered MachineConfigs.
+    Ocp412,
+    /// The daemon writes the CA bundle straight from ControllerConfig.
+    Ocp416,
+}
+
+impl Profile {
+    pub const ALL: [Profile; 2] = [Profile::Ocp412, Profile::Ocp416];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Profile::Ocp412 => "ocp-4.12",
+            Profile::Ocp416 => "ocp-4.16",
+        }
+    }
+}
+
+impl fmt::Display for Profile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown profile {0:?}: expected ocp-4.12 or ocp-4.16")]
+pub struct UnknownProfile(pub String);
+
+impl FromStr for Profile {
+    type Err = UnknownProfile;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "ocp-4.12" => Ok(Profile::Ocp412),
+            "ocp-4.16" => Ok(Profile::Ocp416),
+            other => Err(UnknownProfile(other.to_string())),
+        }
+    }
+}
