@@ -74,7 +74,7 @@ mod tests {
         let later = manage_ca_bundle(&new.cert.pem, &bundle, T0 + Duration::days(11)).unwrap();
         assert_eq!(
             subjects(&later).unwrap(),
-            [new.cert.common_name.clone()],
+            std::slice::from_ref(&new.cert.common_name),
             "the old signer leaves once expired"
         );
     }

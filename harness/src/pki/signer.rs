@@ -185,7 +185,7 @@ pub fn target_rotation(
         }
     }
     let issuer = annotations.get(ISSUER).cloned().unwrap_or_default();
-    (!context.bundle_subjects.iter().any(|s| *s == issuer)).then_some(RotationReason::IssuerGone { issuer })
+    (!context.bundle_subjects.contains(&issuer)).then_some(RotationReason::IssuerGone { issuer })
 }
 
 /// A target's validity, capped by what is left of its signer's (library-go
