@@ -2,22 +2,63 @@
 //!
 //! - `manage_ca_bundle` is library-go's `manageCABundleConfigMap` (`cabundle.go`): the current
 //!   signer first, expired certificates dropped, duplicates (same bytes) removed, older signers
-//!   kept until they expire.
+//!   kept until they expire. The library-go that 4.16's operators vendor then sorts the bundle
+//!   by the certificates' raw bytes (`BundleOrder::ByRawBytes`); 4.12's keeps newest first.
 //! - `merge_cert_with_ca_bundle` is MCO release-4.12's `mergeCertWithCABundle`
 //!   (`pkg/operator/sync.go`): every certificate of the initial bundle whose subject names the
 //!   given signer is replaced by the whole new bundle; the rest are kept in place.
 
 use super::{ParsedCert, PkiError, parse_certs};
+use crate::profile::Profile;
 use time::OffsetDateTime;
 
+/// The order library-go leaves a CA bundle in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BundleOrder {
+    /// The current signer first (library-go d932feccfc56, vendored by 4.12's operators).
+    NewestFirst,
+    /// Sorted by raw certificate bytes (library-go f5bf38712dca, vendored by 4.16's).
+    ByRawBytes,
+}
+
+impl BundleOrder {
+    pub fn for_profile(profile: Profile) -> Self {
+        match profile {
+            Profile::Ocp412 => BundleOrder::NewestFirst,
+            Profile::Ocp416 => BundleOrder::ByRawBytes,
+        }
+    }
+}
+
 /// The bundle after publishing `current` at `now`, from the `existing` bundle text.
-pub fn manage_ca_bundle(current_pem: &str, existing: &str, now: OffsetDateTime) -> Result<String, PkiError> {
+pub fn manage_ca_bundle(
+    current_pem: &str,
+    existing: &str,
+    now: OffsetDateTime,
+    order: BundleOrder,
+) -> Result<String, PkiError> {
     let mut certs: Vec<ParsedCert> = parse_certs(current_pem)?;
     for cert in parse_certs(existing)? {
         if cert.not_after < now || certs.iter().any(|c| c.der == cert.der) {
             continue;
         }
         certs.push(cert);
+    }
+    if order == BundleOrder::ByRawBytes {
+        certs.sort_by(|a, b| a.der.cmp(&b.der));
+    }
+    Ok(join(&certs))
+}
+
+/// Several bundles as one, in the order given, each certificate once (KAS-O's client CA union).
+pub fn combine_bundles<'a>(bundles: impl IntoIterator<Item = &'a str>) -> Result<String, PkiError> {
+    let mut certs: Vec<ParsedCert> = Vec::new();
+    for bundle in bundles {
+        for cert in parse_certs(bundle)? {
+            if !certs.iter().any(|c| c.der == cert.der) {
+                certs.push(cert);
+            }
+        }
     }
     Ok(join(&certs))
 }
@@ -63,19 +104,37 @@ mod tests {
     fn current_first_expired_dropped_duplicates_removed() {
         let old = Signer::issue("ns", "s", T0, Duration::days(10), 1).unwrap();
         let new = Signer::issue("ns", "s", T0 + Duration::days(8), Duration::days(10), 2).unwrap();
-        let bundle = manage_ca_bundle(&old.cert.pem, "", T0).unwrap();
-        let bundle = manage_ca_bundle(&new.cert.pem, &bundle, T0 + Duration::days(8)).unwrap();
+        let order = BundleOrder::NewestFirst;
+        let bundle = manage_ca_bundle(&old.cert.pem, "", T0, order).unwrap();
+        let bundle = manage_ca_bundle(&new.cert.pem, &bundle, T0 + Duration::days(8), order).unwrap();
         assert_eq!(
             subjects(&bundle).unwrap(),
             [new.cert.common_name.clone(), old.cert.common_name.clone()]
         );
-        let again = manage_ca_bundle(&new.cert.pem, &bundle, T0 + Duration::days(9)).unwrap();
+        let again = manage_ca_bundle(&new.cert.pem, &bundle, T0 + Duration::days(9), order).unwrap();
         assert_eq!(again, bundle, "publishing the same signer twice changes nothing");
-        let later = manage_ca_bundle(&new.cert.pem, &bundle, T0 + Duration::days(11)).unwrap();
+        let later = manage_ca_bundle(&new.cert.pem, &bundle, T0 + Duration::days(11), order).unwrap();
         assert_eq!(
             subjects(&later).unwrap(),
             std::slice::from_ref(&new.cert.common_name),
             "the old signer leaves once expired"
+        );
+    }
+
+    #[test]
+    fn the_4_16_order_is_by_raw_bytes_and_unions_keep_each_cert_once() {
+        let a = Signer::issue("ns", "a", T0, Duration::days(10), 1).unwrap();
+        let b = Signer::issue("ns", "b", T0, Duration::days(10), 2).unwrap();
+        let one = manage_ca_bundle(&a.cert.pem, &b.cert.pem, T0, BundleOrder::ByRawBytes).unwrap();
+        let other = manage_ca_bundle(&b.cert.pem, &a.cert.pem, T0, BundleOrder::ByRawBytes).unwrap();
+        assert_eq!(
+            one, other,
+            "the same certificates give the same bundle whichever is current"
+        );
+        let union = combine_bundles([a.cert.pem.as_str(), one.as_str(), b.cert.pem.as_str()]).unwrap();
+        assert_eq!(
+            subjects(&union).unwrap(),
+            [a.cert.common_name.clone(), b.cert.common_name.clone()]
         );
     }
 

@@ -12,13 +12,13 @@ mod duration;
 mod signer;
 mod verify;
 
-pub use bundle::{manage_ca_bundle, merge_cert_with_ca_bundle, subjects};
+pub use bundle::{BundleOrder, combine_bundles, manage_ca_bundle, merge_cert_with_ca_bundle, subjects};
 pub use catalogue::{Catalogue, CatalogueError, PolicySpec, SignerSpec, StartingState, TargetSpec};
 pub use clock::{Clock, SIMULATION_EPOCH, SimClock, WallClock};
 pub use duration::{DurationError, format_duration, parse_duration};
 pub use signer::{
     ISSUER, IssuedCert, MANAGED_TYPE_LABEL, NOT_AFTER, NOT_BEFORE, RotationPolicy, RotationReason, Signer,
-    TargetContext, signer_rotation, target_rotation, target_validity,
+    TargetContext, signer_deadline, signer_rotation, target_deadline, target_rotation, target_validity,
 };
 pub use verify::{VerifyError, verify_client_cert};
 

@@ -139,6 +139,50 @@ pub fn signer_rotation(
     None
 }
 
+/// The first instant at which `signer_rotation` would answer yes (rules compare strictly, so
+/// one second past each boundary), or `None` when the annotations already call for a rotation.
+pub fn signer_deadline(
+    annotations: &BTreeMap<String, String>,
+    policy: &RotationPolicy,
+) -> Option<OffsetDateTime> {
+    let (Ok(Some(not_before)), Ok(Some(not_after))) = (
+        parse_time(annotations, NOT_BEFORE),
+        parse_time(annotations, NOT_AFTER),
+    ) else {
+        return None;
+    };
+    let mut at = not_after;
+    if !policy.refresh_only_when_expired {
+        at = at.min(not_after - (not_after - not_before) / 5);
+        if let Some(refresh) = policy.refresh {
+            at = at.min(not_before + refresh);
+        }
+    }
+    Some(at + Duration::SECOND)
+}
+
+/// As `signer_deadline`, for a target and the signer that would re-issue it.
+pub fn target_deadline(
+    annotations: &BTreeMap<String, String>,
+    policy: &RotationPolicy,
+    signer_not_before: OffsetDateTime,
+) -> Option<OffsetDateTime> {
+    let (Ok(Some(not_before)), Ok(Some(not_after))) = (
+        parse_time(annotations, NOT_BEFORE),
+        parse_time(annotations, NOT_AFTER),
+    ) else {
+        return None;
+    };
+    let mut at = not_after;
+    if !policy.refresh_only_when_expired {
+        at = at.min(not_after - (not_after - not_before) / 5);
+        if let Some(refresh) = policy.refresh {
+            at = at.min((not_before + refresh).max(signer_not_before + refresh / 10));
+        }
+    }
+    Some(at + Duration::SECOND)
+}
+
 /// What a target's rule needs to know about its signer and bundle.
 #[derive(Debug, Clone)]
 pub struct TargetContext<'a> {
@@ -328,6 +372,31 @@ mod tests {
                 at: T0 + Duration::days(292)
             })
         );
+    }
+
+    #[test]
+    fn deadlines_are_where_the_rules_first_fire() {
+        let policy = RotationPolicy {
+            validity: Duration::days(365),
+            refresh: Some(Duration::days(2920)),
+            refresh_only_when_expired: false,
+        };
+        let a = annotated(T0, Duration::days(365));
+        let at = signer_deadline(&a, &policy).unwrap();
+        assert_eq!(at, T0 + Duration::days(292) + Duration::SECOND);
+        assert!(signer_rotation(&a, at - Duration::SECOND, &policy).is_none());
+        assert!(signer_rotation(&a, at, &policy).is_some());
+        let target = RotationPolicy {
+            validity: Duration::days(30),
+            refresh: Some(Duration::days(15)),
+            refresh_only_when_expired: false,
+        };
+        let t = annotated(T0, Duration::days(30));
+        assert_eq!(
+            target_deadline(&t, &target, T0 + Duration::days(14)).unwrap(),
+            T0 + Duration::days(15) + Duration::hours(12) + Duration::SECOND
+        );
+        assert_eq!(signer_deadline(&BTreeMap::new(), &policy), None);
     }
 
     #[test]
