@@ -4,9 +4,11 @@
 //! - `profile`: the two OpenShift generations (`ocp-4.12`, `ocp-4.16`).
 //! - `pki`: the simulated clock, the signer catalogue, signers, rotation rules, CA bundles and
 //!   verification at simulated time (no kube, no tokio).
+//! - `cluster`: the reference cluster side, kube-rs controllers playing the OpenShift operators.
 //!
 //! The cluster side, nodes, the reference daemon, steps and the CLI follow (issue 3).
 
+pub mod cluster;
 pub mod pki;
 pub mod profile;
 

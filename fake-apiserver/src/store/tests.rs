@@ -289,3 +289,28 @@ fn rejected_writes_change_nothing() {
     assert_eq!(s.current_rv(), before);
     assert!(s.get(&info, Some("default"), "a").is_err());
 }
+
+#[test]
+fn null_annotation_values_become_empty_strings() {
+    let s = store();
+    let info = cm_info(&s);
+    let mut obj = cm("n", "1");
+    obj["metadata"]["annotations"] =
+        json!({"auth.openshift.io/certificate-not-after": "2027-01-01T00:00:00Z"});
+    s.create(&info, Some("default"), obj, false).unwrap();
+    let patched = s
+        .modify(&info, Some("default"), "n", Subresource::Main, false, |old| {
+            let mut v = old.clone();
+            crate::patch::json_patch(
+                &mut v,
+                &json!([{"op": "replace", "path": "/metadata/annotations/auth.openshift.io~1certificate-not-after", "value": null}]),
+            )
+            .unwrap();
+            Ok(v)
+        })
+        .unwrap();
+    assert_eq!(
+        patched.value["metadata"]["annotations"]["auth.openshift.io/certificate-not-after"],
+        ""
+    );
+}

@@ -196,6 +196,7 @@ impl Store {
     ) -> Result<Arc<StoredObject>, ApiError> {
         check_kind(info, &value)?;
         check_namespace(info, ns, &mut value)?;
+        normalise_string_maps(&mut value);
         let m = meta(&mut value);
         if text_of(m, "name").is_empty() && !text_of(m, "generateName").is_empty() {
             let name = generated_name(&text_of(m, "generateName"));
@@ -538,6 +539,21 @@ fn crd_group_resource(crd: &Value) -> Option<GroupResource> {
     })
 }
 
+/// `metadata.labels` and `metadata.annotations` are `map[string]string` on every kind: a
+/// `null` value (a JSON patch that "removes" an annotation by nulling it, as MCO's e2e forces
+/// a certificate rotation) decodes to `""` in kube-apiserver, and so it does here.
+fn normalise_string_maps(value: &mut Value) {
+    for field in ["labels", "annotations"] {
+        if let Some(Value::Object(map)) = value.pointer_mut(&format!("/metadata/{field}")) {
+            for v in map.values_mut() {
+                if v.is_null() {
+                    *v = json!("");
+                }
+            }
+        }
+    }
+}
+
 fn text_of(m: &Map<String, Value>, key: &str) -> String {
     m.get(key).and_then(Value::as_str).unwrap_or("").to_string()
 }
@@ -557,6 +573,7 @@ fn prepare_update(
 ) -> Result<Value, ApiError> {
     check_kind(info, &new)?;
     check_namespace(info, ns, &mut new)?;
+    normalise_string_maps(&mut new);
     let body_name = text(&new, "/metadata/name").to_string();
     if body_name.is_empty() {
         meta(&mut new).insert("name".into(), json!(name));

@@ -211,6 +211,11 @@ impl StartingState {
         Ok(out)
     }
 
+    /// How long ago the cluster was installed: its oldest certificate's age.
+    pub fn cluster_age(&self) -> Duration {
+        self.ages.values().copied().max().unwrap_or(Duration::ZERO)
+    }
+
     /// How old `signer` is at the start (zero when not named).
     pub fn age_of(&self, signer: &str) -> Duration {
         self.ages.get(signer).copied().unwrap_or(Duration::ZERO)

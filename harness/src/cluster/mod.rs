@@ -1,0 +1,56 @@
+//! The reference cluster side: kube-rs controllers that play the OpenShift operators a
+//! rotation passes through, each talking to the API server like any client (never into its
+//! store), so they run against the fake or a real API server alike.
+//!
+//! # Layout
+//! - `names`: the objects they read and write.
+//! - `signers`: signer rotation, CA bundles and the kube-apiserver's kubelet client certificate
+//!   (the kube-apiserver and kube-controller-manager operators' part).
+
+pub mod names;
+mod signers;
+
+pub use signers::SignerRotation;
+
+use crate::pki::{PkiError, rfc3339};
+use std::sync::{Arc, Mutex};
+use time::OffsetDateTime;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    #[error("{what}: {source}")]
+    Kube {
+        what: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error(transparent)]
+    Pki(#[from] PkiError),
+    #[error("{0} does not exist")]
+    Missing(String),
+}
+
+impl ClusterError {
+    pub fn kube(what: String, source: kube::Error) -> Self {
+        ClusterError::Kube { what, source }
+    }
+}
+
+/// What the cluster side did, stamped with simulated time; scenarios print it when they fail.
+#[derive(Clone, Default)]
+pub struct ClusterLog {
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl ClusterLog {
+    pub fn record(&self, at: OffsetDateTime, line: &str) {
+        self.lines
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(format!("{} {line}", rfc3339(at)));
+    }
+
+    pub fn lines(&self) -> Vec<String> {
+        self.lines.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}

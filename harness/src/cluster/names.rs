@@ -1,0 +1,49 @@
+//! Names of the objects the reference cluster side reads and writes, in one place, each with
+//! the upstream owner that defines it (shared/notes/mco-source.md §1–§4).
+
+/// `ca-bundle.crt`: the key every CA bundle ConfigMap uses (library-go `cabundle.go`).
+pub const CA_BUNDLE_KEY: &str = "ca-bundle.crt";
+
+/// The union of client CAs the kube-apiserver trusts; the 4.16 kubelet-ca source
+/// (KAS-O `targetconfigcontroller.go ManageClientCABundle`, synced by `resourcesynccontroller.go`).
+pub const KUBE_APISERVER_CLIENT_CA: (&str, &str) = ("openshift-config-managed", "kube-apiserver-client-ca");
+
+/// What `kube-apiserver-client-ca` is built from, in KAS-O's order. `csr-controller-ca` is itself
+/// the union of `CSR_CONTROLLER_CA_SOURCES` (KCM-O).
+pub const CLIENT_CA_SOURCES: &[(&str, &str)] = &[
+    ("openshift-config", "admin-kubeconfig-client-ca"),
+    ("openshift-config-managed", "csr-controller-ca"),
+    (
+        "openshift-kube-apiserver-operator",
+        "kube-apiserver-to-kubelet-client-ca",
+    ),
+    (
+        "openshift-kube-apiserver-operator",
+        "kube-control-plane-signer-ca",
+    ),
+    ("openshift-config-managed", "kubelet-bootstrap-kubeconfig"),
+];
+
+pub const CSR_CONTROLLER_CA: (&str, &str) = ("openshift-config-managed", "csr-controller-ca");
+pub const CSR_CONTROLLER_CA_SOURCES: &[(&str, &str)] = &[
+    ("openshift-kube-controller-manager-operator", "csr-signer-ca"),
+    (
+        "openshift-kube-controller-manager-operator",
+        "csr-controller-signer-ca",
+    ),
+];
+
+/// The 4.12 kubelet-ca sources (MCO release-4.12 `pkg/operator/sync.go syncRenderConfig`):
+/// the installer's initial bundle, merged with the kube-apiserver-to-kubelet signer's bundle.
+pub const INITIAL_KUBE_APISERVER_SERVER_CA: (&str, &str) =
+    ("openshift-config", "initial-kube-apiserver-server-ca");
+pub const KUBE_APISERVER_TO_KUBELET_CLIENT_CA: (&str, &str) = (
+    "openshift-kube-apiserver-operator",
+    "kube-apiserver-to-kubelet-client-ca",
+);
+
+/// The signer MCO 4.12 replaces inside the initial bundle (`mergeCertWithCABundle`).
+pub const KUBE_APISERVER_TO_KUBELET_SIGNER: &str = "kube-apiserver-to-kubelet-signer";
+
+/// Field manager of the reference cluster side's writes.
+pub const FIELD_MANAGER: &str = "mco-conformance-cluster";

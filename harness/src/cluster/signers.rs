@@ -1,0 +1,393 @@
+//! Signer rotation: the part of the kube-apiserver and kube-controller-manager operators that
+//! issues and rotates the catalogue's signers, publishes their CA bundles, re-issues the
+//! kube-apiserver's kubelet client certificate, and keeps the client CA union
+//! (`openshift-config-managed/kube-apiserver-client-ca`) up to date.
+//!
+//! Everything goes through the API server: signers and targets are `kubernetes.io/tls`
+//! Secrets with library-go's annotations, bundles are ConfigMaps with `ca-bundle.crt`. A forced
+//! rotation is what MCO's e2e does: a JSON patch that nulls `certificate-not-after`, which the
+//! next reconcile sees as a missing annotation. Decisions are the pure rules of `pki`; this
+//! module reads, decides at the simulated clock's now, and writes.
+
+use super::names::{
+    CA_BUNDLE_KEY, CLIENT_CA_SOURCES, CSR_CONTROLLER_CA, CSR_CONTROLLER_CA_SOURCES, FIELD_MANAGER,
+    KUBE_APISERVER_CLIENT_CA,
+};
+use super::{ClusterError, ClusterLog};
+use crate::pki::{
+    BundleOrder, Catalogue, Clock, IssuedCert, MANAGED_TYPE_LABEL, SignerSpec, SimClock, StartingState,
+    TargetContext, TargetSpec, combine_bundles, manage_ca_bundle, parse_certs, rfc3339, signer_deadline,
+    signer_rotation, subjects, target_deadline, target_rotation, target_validity,
+};
+use crate::profile::Profile;
+use base64::Engine;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use time::{Duration, OffsetDateTime};
+
+/// The controller. Cheap to share; `run` drives it, `reconcile` is one pass.
+pub struct SignerRotation {
+    client: kube::Client,
+    catalogue: Arc<Catalogue>,
+    profile: Profile,
+    clock: SimClock,
+    log: ClusterLog,
+    serial: AtomicU64,
+}
+
+/// A certificate Secret as read back from the API server.
+struct Stored {
+    cert: IssuedCert,
+    annotations: BTreeMap<String, String>,
+}
+
+fn split(ns_name: &str) -> (&str, &str) {
+    ns_name
+        .split_once('/')
+        .expect("catalogue bundles are checked to be namespace/name")
+}
+
+impl SignerRotation {
+    pub fn new(
+        client: kube::Client,
+        catalogue: Arc<Catalogue>,
+        profile: Profile,
+        clock: SimClock,
+        log: ClusterLog,
+    ) -> Self {
+        SignerRotation {
+            client,
+            catalogue,
+            profile,
+            clock,
+            log,
+            serial: AtomicU64::new(1000),
+        }
+    }
+
+    fn next_serial(&self) -> u64 {
+        self.serial.fetch_add(1, Ordering::Relaxed)
+    }
+
+    fn order(&self) -> BundleOrder {
+        BundleOrder::for_profile(self.profile)
+    }
+
+    /// Issue every signer and target as `state` says: each signer `age` old, with the earlier
+    /// generations a cluster of that age would still carry in its bundle; then publish.
+    pub async fn seed(&self, state: &StartingState) -> Result<(), ClusterError> {
+        let now = self.clock.now();
+        let installed = now - state.cluster_age();
+        let mut bundles: BTreeMap<String, String> = BTreeMap::new();
+        for spec in &self.catalogue.signers {
+            let policy = spec.policy(self.profile);
+            let issued_at = now - state.age_of(&spec.name);
+            let current = self.issue_signer(spec, issued_at)?;
+            let bundle = bundles.entry(spec.bundle.clone()).or_default();
+            if !spec.installer {
+                // Earlier generations, one rotation interval apart, issued since the install
+                // and still valid now.
+                let interval = rotation_interval(&policy);
+                let mut earlier = issued_at - interval;
+                let mut history = Vec::new();
+                while earlier >= installed && earlier + policy.validity > now && interval.is_positive() {
+                    history.push(self.issue_signer(spec, earlier)?);
+                    earlier -= interval;
+                }
+                for old in history.iter().rev() {
+                    *bundle = manage_ca_bundle(&old.pem, bundle, now, self.order())?;
+                }
+            }
+            *bundle = manage_ca_bundle(&current.pem, bundle, now, self.order())?;
+            self.write_cert_secret(&spec.namespace, &spec.name, &current, "signer")
+                .await?;
+        }
+        for (ns_name, bundle) in &bundles {
+            let (ns, name) = split(ns_name);
+            self.write_bundle(ns, name, bundle).await?;
+        }
+        for target in &self.catalogue.targets {
+            let signer = self
+                .read_cert(&signer_of(&self.catalogue, target).namespace, &target.signer)
+                .await?;
+            let signer = signer.ok_or_else(|| ClusterError::Missing(format!("signer {}", target.signer)))?;
+            let issued_at = (now - state.age_of(&target.name)).max(signer.cert.not_before);
+            self.issue_target(target, &signer.cert, issued_at).await?;
+        }
+        self.publish_unions().await.map(|_| ())
+    }
+
+    /// One pass at the clock's now. Returns what changed, for the cluster log.
+    pub async fn reconcile(&self) -> Result<Vec<String>, ClusterError> {
+        let now = self.clock.now();
+        let mut changes = Vec::new();
+        for spec in self.catalogue.signers.iter().filter(|s| !s.installer) {
+            let stored = self.read_cert(&spec.namespace, &spec.name).await?;
+            let reason = match &stored {
+                None => Some("missing".to_string()),
+                Some(s) => {
+                    signer_rotation(&s.annotations, now, &spec.policy(self.profile)).map(|r| r.to_string())
+                }
+            };
+            let current = match reason {
+                Some(reason) => {
+                    let issued = self.issue_signer(spec, now)?;
+                    self.write_cert_secret(&spec.namespace, &spec.name, &issued, "signer")
+                        .await?;
+                    changes.push(format!(
+                        "rotated signer {}/{} ({reason}): new {}",
+                        spec.namespace, spec.name, issued.common_name
+                    ));
+                    issued
+                }
+                None => stored.expect("no reason means it exists").cert,
+            };
+            let (ns, name) = split(&spec.bundle);
+            let existing = self.read_bundle(ns, name).await?;
+            let next = manage_ca_bundle(&current.pem, &existing, now, self.order())?;
+            if next != existing {
+                self.write_bundle(ns, name, &next).await?;
+                changes.push(format!("published {ns}/{name}: {:?}", subjects(&next)?));
+            }
+        }
+        // Bundles that only installer signers feed just lose what expires.
+        for spec in self.catalogue.signers.iter().filter(|s| s.installer) {
+            if self
+                .catalogue
+                .signers
+                .iter()
+                .any(|o| !o.installer && o.bundle == spec.bundle)
+            {
+                continue;
+            }
+            let (ns, name) = split(&spec.bundle);
+            let existing = self.read_bundle(ns, name).await?;
+            let kept: String = parse_certs(&existing)?
+                .into_iter()
+                .filter(|c| c.not_after >= now)
+                .map(|c| c.pem)
+                .collect();
+            if kept != existing {
+                self.write_bundle(ns, name, &kept).await?;
+                changes.push(format!("dropped expired certificates from {ns}/{name}"));
+            }
+        }
+        for target in &self.catalogue.targets {
+            let signer_spec = signer_of(&self.catalogue, target);
+            let Some(signer) = self.read_cert(&signer_spec.namespace, &signer_spec.name).await? else {
+                continue;
+            };
+            let (ns, name) = split(&signer_spec.bundle);
+            let bundle_subjects = subjects(&self.read_bundle(ns, name).await?)?;
+            let context = TargetContext {
+                signer_not_before: signer.cert.not_before,
+                bundle_subjects: &bundle_subjects,
+            };
+            let stored = self.read_cert(&target.namespace, &target.name).await?;
+            let reason = match &stored {
+                None => Some("missing".to_string()),
+                Some(s) => target_rotation(&s.annotations, now, &target.policy(self.profile), &context)
+                    .map(|r| r.to_string()),
+            };
+            if let Some(reason) = reason {
+                let issued = self.issue_target(target, &signer.cert, now).await?;
+                changes.push(format!(
+                    "re-issued {}/{} ({reason}) from {}, valid until {}",
+                    target.namespace,
+                    target.name,
+                    issued.issuer_common_name,
+                    rfc3339(issued.not_after)
+                ));
+            }
+        }
+        if self.publish_unions().await? {
+            changes.push(format!(
+                "published {}/{}",
+                KUBE_APISERVER_CLIENT_CA.0, KUBE_APISERVER_CLIENT_CA.1
+            ));
+        }
+        for change in &changes {
+            self.log.record(now, change);
+        }
+        Ok(changes)
+    }
+
+    /// The next instant after now at which a rule fires or a bundle certificate expires.
+    pub async fn next_deadline(&self) -> Result<Option<OffsetDateTime>, ClusterError> {
+        let now = self.clock.now();
+        let mut deadlines = Vec::new();
+        for spec in &self.catalogue.signers {
+            if let Some(s) = self.read_cert(&spec.namespace, &spec.name).await? {
+                deadlines.extend(signer_deadline(&s.annotations, &spec.policy(self.profile)));
+            }
+            let (ns, name) = split(&spec.bundle);
+            for cert in parse_certs(&self.read_bundle(ns, name).await?)? {
+                deadlines.push(cert.not_after + Duration::SECOND);
+            }
+        }
+        for target in &self.catalogue.targets {
+            let signer_spec = signer_of(&self.catalogue, target);
+            let signer = self.read_cert(&signer_spec.namespace, &signer_spec.name).await?;
+            if let (Some(t), Some(signer)) = (self.read_cert(&target.namespace, &target.name).await?, signer)
+            {
+                deadlines.extend(target_deadline(
+                    &t.annotations,
+                    &target.policy(self.profile),
+                    signer.cert.not_before,
+                ));
+            }
+        }
+        Ok(deadlines.into_iter().filter(|d| *d > now).min())
+    }
+
+    fn issue_signer(&self, spec: &SignerSpec, at: OffsetDateTime) -> Result<IssuedCert, ClusterError> {
+        let validity = spec.policy(self.profile).validity;
+        let signer = if spec.installer {
+            crate::pki::Signer::issue_named(
+                &format!("{}_{}", spec.namespace, spec.name),
+                at,
+                validity,
+                self.next_serial(),
+            )?
+        } else {
+            crate::pki::Signer::issue(&spec.namespace, &spec.name, at, validity, self.next_serial())?
+        };
+        Ok(signer.cert)
+    }
+
+    async fn issue_target(
+        &self,
+        target: &TargetSpec,
+        signer: &IssuedCert,
+        at: OffsetDateTime,
+    ) -> Result<IssuedCert, ClusterError> {
+        let validity = target_validity(&target.policy(self.profile), signer, at);
+        let orgs: Vec<&str> = target.organizations.iter().map(String::as_str).collect();
+        let issuer = crate::pki::Signer { cert: signer.clone() };
+        let issued = issuer.issue_client(&target.common_name, &orgs, at, validity, self.next_serial())?;
+        self.write_cert_secret(&target.namespace, &target.name, &issued, "target")
+            .await?;
+        Ok(issued)
+    }
+
+    /// Rebuild `csr-controller-ca` and `kube-apiserver-client-ca`; true if either changed.
+    async fn publish_unions(&self) -> Result<bool, ClusterError> {
+        let mut changed = false;
+        for (target, sources) in [
+            (CSR_CONTROLLER_CA, CSR_CONTROLLER_CA_SOURCES),
+            (KUBE_APISERVER_CLIENT_CA, CLIENT_CA_SOURCES),
+        ] {
+            let mut texts = Vec::new();
+            for (ns, name) in sources {
+                texts.push(self.read_bundle(ns, name).await?);
+            }
+            let union = combine_bundles(texts.iter().map(String::as_str))?;
+            if union != self.read_bundle(target.0, target.1).await? {
+                self.write_bundle(target.0, target.1, &union).await?;
+                changed = true;
+            }
+        }
+        Ok(changed)
+    }
+
+    async fn read_cert(&self, ns: &str, name: &str) -> Result<Option<Stored>, ClusterError> {
+        let api: Api<Secret> = Api::namespaced(self.client.clone(), ns);
+        let Some(secret) = api
+            .get_opt(name)
+            .await
+            .map_err(|e| ClusterError::kube(format!("secret {ns}/{name}"), e))?
+        else {
+            return Ok(None);
+        };
+        let data = secret.data.unwrap_or_default();
+        let text = |k: &str| {
+            data.get(k)
+                .map(|b| String::from_utf8_lossy(&b.0).into_owned())
+                .unwrap_or_default()
+        };
+        let (pem, key_pem) = (text("tls.crt"), text("tls.key"));
+        let Some(parsed) = parse_certs(&pem)?.into_iter().next() else {
+            return Ok(None);
+        };
+        Ok(Some(Stored {
+            cert: IssuedCert {
+                pem,
+                key_pem,
+                common_name: parsed.common_name,
+                issuer_common_name: parsed.issuer,
+                not_before: parsed.not_before,
+                not_after: parsed.not_after,
+                serial: parsed.serial,
+            },
+            annotations: secret.metadata.annotations.unwrap_or_default(),
+        }))
+    }
+
+    async fn write_cert_secret(
+        &self,
+        ns: &str,
+        name: &str,
+        cert: &IssuedCert,
+        kind: &str,
+    ) -> Result<(), ClusterError> {
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let secret = json!({
+            "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+            "metadata": {"name": name, "namespace": ns, "annotations": cert.annotations(), "labels": {MANAGED_TYPE_LABEL: kind}},
+            "data": {"tls.crt": b64(&cert.pem), "tls.key": b64(&cert.key_pem)},
+        });
+        let api: Api<Secret> = Api::namespaced(self.client.clone(), ns);
+        api.patch(
+            name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(secret),
+        )
+        .await
+        .map_err(|e| ClusterError::kube(format!("secret {ns}/{name}"), e))?;
+        Ok(())
+    }
+
+    async fn read_bundle(&self, ns: &str, name: &str) -> Result<String, ClusterError> {
+        let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), ns);
+        let cm = api
+            .get_opt(name)
+            .await
+            .map_err(|e| ClusterError::kube(format!("configmap {ns}/{name}"), e))?;
+        Ok(cm
+            .and_then(|c| c.data)
+            .and_then(|d| d.get(CA_BUNDLE_KEY).cloned())
+            .unwrap_or_default())
+    }
+
+    async fn write_bundle(&self, ns: &str, name: &str, bundle: &str) -> Result<(), ClusterError> {
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}, "data": {CA_BUNDLE_KEY: bundle}});
+        let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), ns);
+        api.patch(
+            name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(cm),
+        )
+        .await
+        .map_err(|e| ClusterError::kube(format!("configmap {ns}/{name}"), e))?;
+        Ok(())
+    }
+}
+
+fn signer_of<'a>(catalogue: &'a Catalogue, target: &TargetSpec) -> &'a SignerSpec {
+    catalogue
+        .signer(&target.signer)
+        .expect("the catalogue checks every target's signer")
+}
+
+/// How long one generation of a signer lasts before the rules replace it.
+fn rotation_interval(policy: &crate::pki::RotationPolicy) -> Duration {
+    if policy.refresh_only_when_expired {
+        return policy.validity;
+    }
+    let eighty = policy.validity - policy.validity / 5;
+    policy.refresh.map_or(eighty, |r| r.min(eighty))
+}

@@ -1,0 +1,243 @@
+//! The signer-rotation controller against the fake API server, stepped through simulated time
+//! deadline by deadline. Expected days are derived by hand from the upstream rules in the
+//! comments; the controller is checked against them.
+
+use fake_apiserver::FakeApiServer;
+use harness::Profile;
+use harness::cluster::{ClusterLog, SignerRotation};
+use harness::pki::{Catalogue, Clock, SIMULATION_EPOCH, SimClock, StartingState, parse_certs, subjects};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use serde_json::json;
+use std::path::Path;
+use std::sync::Arc;
+use time::{Duration, OffsetDateTime};
+
+const NAMESPACES: &[&str] = &[
+    "openshift-config",
+    "openshift-config-managed",
+    "openshift-kube-apiserver",
+    "openshift-kube-apiserver-operator",
+    "openshift-kube-controller-manager-operator",
+];
+
+struct Fixture {
+    _server: fake_apiserver::ServerHandle,
+    client: kube::Client,
+    clock: SimClock,
+    signers: SignerRotation,
+}
+
+fn fixtures() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .join("fixtures")
+}
+
+async fn fixture(profile: Profile, state: &str) -> Fixture {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let server = FakeApiServer::builder().start().await.unwrap();
+    let client = server.admin_client().await.unwrap();
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    for ns in NAMESPACES {
+        namespaces
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap(),
+            )
+            .await
+            .unwrap();
+    }
+    let catalogue = Arc::new(Catalogue::load(&fixtures().join("signers.yaml")).unwrap());
+    let states = StartingState::load_all(&fixtures().join("starting-states.yaml"), &catalogue).unwrap();
+    let state = states.into_iter().find(|s| s.name == state).unwrap();
+    let clock = SimClock::default();
+    let signers = SignerRotation::new(
+        client.clone(),
+        catalogue,
+        profile,
+        clock.clone(),
+        ClusterLog::default(),
+    );
+    signers.seed(&state).await.unwrap();
+    Fixture {
+        _server: server,
+        client,
+        clock,
+        signers,
+    }
+}
+
+impl Fixture {
+    /// Advance to `until`, stopping at every deadline the rules name and reconciling there.
+    async fn advance_to(&self, until: OffsetDateTime) {
+        loop {
+            let next = self.signers.next_deadline().await.unwrap();
+            let stop = next.map_or(until, |n| n.min(until));
+            self.clock.advance(stop - self.clock.now());
+            self.signers.reconcile().await.unwrap();
+            if stop >= until {
+                return;
+            }
+        }
+    }
+
+    async fn bundle(&self, ns: &str, name: &str) -> Vec<String> {
+        let cm = Api::<ConfigMap>::namespaced(self.client.clone(), ns)
+            .get(name)
+            .await
+            .unwrap();
+        subjects(&cm.data.unwrap()["ca-bundle.crt"]).unwrap()
+    }
+
+    async fn secret_cert(&self, ns: &str, name: &str) -> harness::pki::ParsedCert {
+        let s = Api::<Secret>::namespaced(self.client.clone(), ns)
+            .get(name)
+            .await
+            .unwrap();
+        let pem = String::from_utf8(s.data.unwrap()["tls.crt"].0.clone()).unwrap();
+        parse_certs(&pem).unwrap().remove(0)
+    }
+}
+
+fn day(n: i64) -> OffsetDateTime {
+    SIMULATION_EPOCH + Duration::days(n)
+}
+
+/// 4.12, fresh install. kube-apiserver-to-kubelet-signer: 365 d, refresh 8 y, so the 80 % rule
+/// replaces it just after day 292 (365 − 73). kubelet-client (30 d, refresh 15 d) is re-issued
+/// every 15 days from day 0 (its signer is older than 15 d/10 = 36 h from day 2 on): days 15,
+/// 30, …, 285, 300 (each a second later than the last, as each waits for its own deadline).
+/// The rotation at day 292 does not re-issue it (the old signer stays in the bundle), so the
+/// first certificate from the new signer comes at day 300, 8 days after the rotation. The old
+/// signer leaves the bundle when it expires, just after day 365.
+#[tokio::test]
+async fn the_kubelet_signer_rotates_after_day_292_and_the_client_cert_follows_at_day_300() {
+    let f = fixture(Profile::Ocp412, "fresh-install").await;
+    let ns = "openshift-kube-apiserver-operator";
+    let first = f.secret_cert(ns, "kube-apiserver-to-kubelet-signer").await;
+    assert_eq!(
+        f.bundle(ns, "kube-apiserver-to-kubelet-client-ca").await,
+        std::slice::from_ref(&first.common_name)
+    );
+
+    f.advance_to(day(292)).await;
+    assert_eq!(
+        f.secret_cert(ns, "kube-apiserver-to-kubelet-signer")
+            .await
+            .common_name,
+        first.common_name,
+        "not before day 292"
+    );
+
+    f.advance_to(day(293)).await;
+    let second = f.secret_cert(ns, "kube-apiserver-to-kubelet-signer").await;
+    assert_ne!(second.common_name, first.common_name, "rotated by day 293");
+    assert!(
+        second.not_before > day(292) && second.not_before < day(292) + Duration::minutes(1),
+        "at the 80 % point: {}",
+        second.not_before
+    );
+    assert_eq!(
+        f.bundle(ns, "kube-apiserver-to-kubelet-client-ca").await,
+        [second.common_name.clone(), first.common_name.clone()],
+        "4.12: newest first, the old signer kept"
+    );
+    let client_cert = f.secret_cert("openshift-kube-apiserver", "kubelet-client").await;
+    assert_eq!(
+        client_cert.issuer, first.common_name,
+        "the rotation alone does not re-issue the client cert"
+    );
+
+    f.advance_to(day(300) + Duration::hours(1)).await;
+    let client_cert = f.secret_cert("openshift-kube-apiserver", "kubelet-client").await;
+    assert_eq!(
+        client_cert.issuer, second.common_name,
+        "issued by the new signer by day 300"
+    );
+    assert!(
+        client_cert.not_before >= day(300) && client_cert.not_before < day(300) + Duration::minutes(1),
+        "{}",
+        client_cert.not_before
+    );
+
+    f.advance_to(day(366)).await;
+    assert_eq!(
+        f.bundle(ns, "kube-apiserver-to-kubelet-client-ca").await,
+        std::slice::from_ref(&second.common_name),
+        "the old signer left once expired"
+    );
+    let union = f
+        .bundle("openshift-config-managed", "kube-apiserver-client-ca")
+        .await;
+    assert!(union.contains(&second.common_name) && !union.contains(&first.common_name));
+}
+
+/// MCO's e2e forces a rotation by nulling `certificate-not-after` with a JSON patch.
+#[tokio::test]
+async fn a_forced_rotation_replaces_the_signer_at_once() {
+    let f = fixture(Profile::Ocp416, "fresh-install").await;
+    let ns = "openshift-kube-apiserver-operator";
+    let before = f.secret_cert(ns, "kube-apiserver-to-kubelet-signer").await;
+    f.clock.advance(Duration::days(10));
+    let secrets: Api<Secret> = Api::namespaced(f.client.clone(), ns);
+    let force: json_patch::Patch = serde_json::from_value(json!([
+        {"op": "replace", "path": "/metadata/annotations/auth.openshift.io~1certificate-not-after", "value": null}
+    ]))
+    .unwrap();
+    secrets
+        .patch(
+            "kube-apiserver-to-kubelet-signer",
+            &PatchParams::default(),
+            &Patch::Json::<()>(force),
+        )
+        .await
+        .unwrap();
+    let changes = f.signers.reconcile().await.unwrap();
+    assert!(changes.iter().any(|c| c.starts_with("rotated signer openshift-kube-apiserver-operator/kube-apiserver-to-kubelet-signer (missing notAfter)")), "{changes:?}");
+    let after = f.secret_cert(ns, "kube-apiserver-to-kubelet-signer").await;
+    assert_eq!(after.not_before, day(10));
+    let bundle = f.bundle(ns, "kube-apiserver-to-kubelet-client-ca").await;
+    assert_eq!(bundle.len(), 2);
+    assert!(bundle.contains(&before.common_name) && bundle.contains(&after.common_name));
+    assert!(
+        f.signers.reconcile().await.unwrap().is_empty(),
+        "a second pass changes nothing"
+    );
+}
+
+/// A cluster 250 days old carries the monthly signers' previous generations too.
+#[tokio::test]
+async fn an_aged_cluster_starts_with_the_bundles_it_would_have() {
+    let f = fixture(Profile::Ocp416, "signer-250-days-old").await;
+    let kubelet = f
+        .secret_cert(
+            "openshift-kube-apiserver-operator",
+            "kube-apiserver-to-kubelet-signer",
+        )
+        .await;
+    assert_eq!(kubelet.not_before, day(-250));
+    // csr-signer is 5 days old with a 15-day cadence and 30-day validity: the one before it
+    // (issued day −20) is still valid, the one before that (day −35) expired on day −5.
+    let csr = f
+        .bundle("openshift-kube-controller-manager-operator", "csr-signer-ca")
+        .await;
+    assert_eq!(
+        csr.iter().filter(|s| s.contains("csr-signer@")).count(),
+        2,
+        "{csr:?}"
+    );
+    f.advance_to(day(42) + Duration::hours(1)).await;
+    let rotated = f
+        .secret_cert(
+            "openshift-kube-apiserver-operator",
+            "kube-apiserver-to-kubelet-signer",
+        )
+        .await;
+    assert!(
+        rotated.not_before > day(42) && rotated.not_before < day(42) + Duration::minutes(1),
+        "day 292 of its life: {}",
+        rotated.not_before
+    );
+}
