@@ -6,10 +6,15 @@
 //! - `names`: the objects they read and write.
 //! - `signers`: signer rotation, CA bundles and the kube-apiserver's kubelet client certificate
 //!   (the kube-apiserver and kube-controller-manager operators' part).
+//! - `operator`: ControllerConfig's kubelet CA bundle from its sources, per profile.
+//! - `install`: what a fresh cluster holds before the operators reconcile.
 
+pub mod install;
 pub mod names;
+pub mod operator;
 mod signers;
 
+pub use operator::{CaSources, Operator, kubelet_ca_bundle};
 pub use signers::SignerRotation;
 
 use crate::pki::{PkiError, rfc3339};
@@ -28,6 +33,8 @@ pub enum ClusterError {
     Pki(#[from] PkiError),
     #[error("{0} does not exist")]
     Missing(String),
+    #[error("fixture: {0}")]
+    Fixture(String),
 }
 
 impl ClusterError {
