@@ -8,10 +8,12 @@
 //!   (the kube-apiserver and kube-controller-manager operators' part).
 //! - `operator`: ControllerConfig's kubelet CA bundle from its sources, per profile.
 //! - `install`: what a fresh cluster holds before the operators reconcile.
+//! - `render`: templates to `00-<role>`, merging a pool's MachineConfigs, rendered names.
 
 pub mod install;
 pub mod names;
 pub mod operator;
+pub mod render;
 mod signers;
 
 pub use operator::{CaSources, Operator, kubelet_ca_bundle};
