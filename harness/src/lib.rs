@@ -5,10 +5,12 @@
 //! - `pki`: the simulated clock, the signer catalogue, signers, rotation rules, CA bundles and
 //!   verification at simulated time (no kube, no tokio).
 //! - `cluster`: the reference cluster side, kube-rs controllers playing the OpenShift operators.
+//! - `mco`: MCO's annotation keys, states and paths, shared by the cluster side and agents.
 //!
 //! The cluster side, nodes, the reference daemon, steps and the CLI follow (issue 3).
 
 pub mod cluster;
+pub mod mco;
 pub mod pki;
 pub mod profile;
 

@@ -9,10 +9,12 @@
 //! - `operator`: ControllerConfig's kubelet CA bundle from its sources, per profile.
 //! - `install`: what a fresh cluster holds before the operators reconcile.
 //! - `render`: templates to `00-<role>`, merging a pool's MachineConfigs, rendered names.
+//! - `pools`: the node and drain controllers' decisions (paused, maxUnavailable, status).
 
 pub mod install;
 pub mod names;
 pub mod operator;
+pub mod pools;
 pub mod render;
 mod signers;
 

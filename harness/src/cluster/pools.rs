@@ -1,0 +1,180 @@
+//! The node controller's and the drain controller's decisions, as pure functions over views of
+//! pools and nodes (MCO `pkg/controller/node/node_controller.go`, `status.go`,
+//! `pkg/controller/drain`; mco-source.md §1, §3).
+//!
+//! A paused pool still gets new rendered configs (the render controller ignores `paused`) but
+//! its nodes keep their `desiredConfig`; an unpaused pool moves at most `maxUnavailable` nodes
+//! at a time.
+
+use crate::mco::{STATE_DEGRADED, STATE_DONE, STATE_UNRECONCILABLE};
+use serde_json::{Value, json};
+
+/// What the decisions need of a pool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolView {
+    pub name: String,
+    pub paused: bool,
+    pub max_unavailable: usize,
+    /// `spec.configuration.name`: the rendered config the pool should run.
+    pub target: String,
+    /// `status.configuration.name`: the config all its nodes last reached.
+    pub current: String,
+}
+
+/// What the decisions need of a node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeView {
+    pub name: String,
+    pub current: String,
+    pub desired: String,
+    pub state: String,
+}
+
+impl NodeView {
+    fn busy(&self) -> bool {
+        self.current != self.desired || self.state != STATE_DONE
+    }
+
+    fn degraded(&self) -> bool {
+        self.state == STATE_DEGRADED || self.state == STATE_UNRECONCILABLE
+    }
+
+    fn updated(&self, target: &str) -> bool {
+        self.current == target && self.desired == target && self.state == STATE_DONE
+    }
+}
+
+/// Nodes whose `desiredConfig` should now be set to the pool's target, in name order.
+pub fn nodes_to_update(pool: &PoolView, nodes: &[NodeView]) -> Vec<String> {
+    if pool.paused || pool.target.is_empty() {
+        return Vec::new();
+    }
+    let busy = nodes.iter().filter(|n| n.busy()).count();
+    let room = pool.max_unavailable.max(1).saturating_sub(busy);
+    let mut waiting: Vec<&NodeView> = nodes
+        .iter()
+        .filter(|n| n.desired != pool.target && !n.busy())
+        .collect();
+    waiting.sort_by(|a, b| a.name.cmp(&b.name));
+    waiting.into_iter().take(room).map(|n| n.name.clone()).collect()
+}
+
+fn condition(type_: &str, on: bool, message: &str) -> Value {
+    json!({"type": type_, "status": if on { "True" } else { "False" }, "reason": "", "message": message})
+}
+
+/// The pool's status: counts, the configuration all nodes reached, and conditions.
+pub fn pool_status(pool: &PoolView, nodes: &[NodeView], observed_generation: i64) -> Value {
+    let updated = nodes.iter().filter(|n| n.updated(&pool.target)).count();
+    let degraded = nodes.iter().filter(|n| n.degraded()).count();
+    let unavailable = nodes.iter().filter(|n| n.busy()).count();
+    let all_updated = updated == nodes.len() && !pool.target.is_empty();
+    let current = if all_updated {
+        pool.target.clone()
+    } else {
+        pool.current.clone()
+    };
+    let updating = !all_updated && !pool.paused;
+    json!({
+        "observedGeneration": observed_generation,
+        "configuration": {"name": current},
+        "machineCount": nodes.len(),
+        "updatedMachineCount": updated,
+        "readyMachineCount": nodes.len() - unavailable,
+        "unavailableMachineCount": unavailable,
+        "degradedMachineCount": degraded,
+        "conditions": [
+            condition("Updated", all_updated, &if all_updated { format!("All nodes are updated with {current}") } else { String::new() }),
+            condition("Updating", updating, &if updating { format!("All nodes are updating to {}", pool.target) } else { String::new() }),
+            condition("NodeDegraded", degraded > 0, ""),
+            condition("Degraded", degraded > 0, ""),
+        ],
+    })
+}
+
+/// The drain controller's answer to a node's `desiredDrain`: the `lastAppliedDrain` to write
+/// and whether the node is then unschedulable; `None` when there is nothing to do.
+pub fn drain_answer(desired_drain: Option<&str>, last_applied: Option<&str>) -> Option<(String, bool)> {
+    let desired = desired_drain.filter(|d| !d.is_empty())?;
+    if Some(desired) == last_applied {
+        return None;
+    }
+    Some((desired.to_string(), desired.starts_with("drain-")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(name: &str, current: &str, desired: &str, state: &str) -> NodeView {
+        NodeView {
+            name: name.into(),
+            current: current.into(),
+            desired: desired.into(),
+            state: state.into(),
+        }
+    }
+
+    fn pool(paused: bool, max: usize) -> PoolView {
+        PoolView {
+            name: "worker".into(),
+            paused,
+            max_unavailable: max,
+            target: "r2".into(),
+            current: "r1".into(),
+        }
+    }
+
+    #[test]
+    fn a_paused_pool_moves_no_node() {
+        let nodes = [node("a", "r1", "r1", "Done"), node("b", "r1", "r1", "Done")];
+        assert!(nodes_to_update(&pool(true, 1), &nodes).is_empty());
+        let status = pool_status(&pool(true, 1), &nodes, 1);
+        assert_eq!(status["configuration"]["name"], "r1");
+        assert_eq!(status["conditions"][1]["status"], "False", "paused: not Updating");
+    }
+
+    #[test]
+    fn max_unavailable_bounds_the_rollout() {
+        let nodes = [
+            node("c", "r1", "r1", "Done"),
+            node("a", "r1", "r1", "Done"),
+            node("b", "r1", "r1", "Done"),
+        ];
+        assert_eq!(nodes_to_update(&pool(false, 1), &nodes), ["a"]);
+        assert_eq!(nodes_to_update(&pool(false, 2), &nodes), ["a", "b"]);
+        let moving = [
+            node("a", "r1", "r2", "Working"),
+            node("b", "r1", "r1", "Done"),
+            node("c", "r1", "r1", "Done"),
+        ];
+        assert!(
+            nodes_to_update(&pool(false, 1), &moving).is_empty(),
+            "one is already updating"
+        );
+        let done = [node("a", "r2", "r2", "Done"), node("b", "r2", "r2", "Done")];
+        let status = pool_status(&pool(false, 1), &done, 3);
+        assert_eq!(
+            (
+                status["configuration"]["name"].as_str(),
+                status["updatedMachineCount"].as_u64()
+            ),
+            (Some("r2"), Some(2))
+        );
+        assert_eq!(status["conditions"][0]["status"], "True");
+    }
+
+    #[test]
+    fn drains_are_answered_once() {
+        assert_eq!(
+            drain_answer(Some("drain-r2"), None),
+            Some(("drain-r2".into(), true))
+        );
+        assert_eq!(
+            drain_answer(Some("uncordon-r2"), Some("drain-r2")),
+            Some(("uncordon-r2".into(), false))
+        );
+        assert_eq!(drain_answer(Some("uncordon-r2"), Some("uncordon-r2")), None);
+        assert_eq!(drain_answer(None, None), None);
+    }
+}
