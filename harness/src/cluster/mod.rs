@@ -10,14 +10,17 @@
 //! - `install`: what a fresh cluster holds before the operators reconcile.
 //! - `render`: templates to `00-<role>`, merging a pool's MachineConfigs, rendered names.
 //! - `pools`: the node and drain controllers' decisions (paused, maxUnavailable, status).
+//! - `mcc`: the machine-config controller applying `render` and `pools` through the API.
 
 pub mod install;
+pub mod mcc;
 pub mod names;
 pub mod operator;
 pub mod pools;
 pub mod render;
 mod signers;
 
+pub use mcc::MachineConfigController;
 pub use operator::{CaSources, Operator, kubelet_ca_bundle};
 pub use signers::SignerRotation;
 

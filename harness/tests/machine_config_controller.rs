@@ -1,0 +1,265 @@
+//! The machine-config controller on both profiles: a kubelet-signer rotation renders a new
+//! config on 4.12 (rolled out one node at a time, held back by a paused pool) and none on
+//! 4.16; drain requests are answered.
+
+use base64::Engine;
+use fake_apiserver::FakeApiServer;
+use harness::Profile;
+use harness::cluster::install::install;
+use harness::cluster::mcc::{machine_config_pools, machine_configs};
+use harness::cluster::operator::controller_configs;
+use harness::cluster::render::{Templates, file_contents};
+use harness::cluster::{ClusterLog, MachineConfigController, Operator, SignerRotation};
+use harness::mco::{CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN, STATE};
+use harness::pki::{Catalogue, SimClock, StartingState};
+use k8s_openapi::api::core::v1::{Node, Secret};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .join("fixtures")
+}
+
+struct Cluster {
+    _server: fake_apiserver::ServerHandle,
+    client: kube::Client,
+    clock: SimClock,
+    signers: SignerRotation,
+    operator: Operator,
+    mcc: MachineConfigController,
+}
+
+async fn cluster(profile: Profile) -> Cluster {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let server = FakeApiServer::builder().start().await.unwrap();
+    let client = server.admin_client().await.unwrap();
+    let catalogue = Arc::new(Catalogue::load(&fixtures().join("signers.yaml")).unwrap());
+    let templates = Arc::new(Templates::load(&fixtures().join("templates.yaml")).unwrap());
+    let (clock, log) = (SimClock::default(), ClusterLog::default());
+    let signers = SignerRotation::new(client.clone(), catalogue, profile, clock.clone(), log.clone());
+    install(&client, &fixtures(), &signers, &StartingState::default(), true)
+        .await
+        .unwrap();
+    let operator = Operator::new(client.clone(), profile, clock.clone(), log.clone());
+    let mcc = MachineConfigController::new(client.clone(), templates, profile, clock.clone(), log);
+    let c = Cluster {
+        _server: server,
+        client,
+        clock,
+        signers,
+        operator,
+        mcc,
+    };
+    c.settle().await;
+    let target = c.pool_target("worker").await;
+    let nodes: Api<Node> = Api::all(c.client.clone());
+    for name in ["worker-0", "worker-1"] {
+        let node = json!({"metadata": {"name": name, "labels": {"node-role.kubernetes.io/worker": ""},
+            "annotations": {CURRENT_CONFIG: target, DESIRED_CONFIG: target, STATE: "Done"}}});
+        nodes
+            .create(&PostParams::default(), &serde_json::from_value(node).unwrap())
+            .await
+            .unwrap();
+    }
+    c.settle().await;
+    c
+}
+
+impl Cluster {
+    /// Run the cluster side until a pass changes nothing.
+    async fn settle(&self) {
+        for _ in 0..20 {
+            let mut changed = !self.signers.reconcile().await.unwrap().is_empty();
+            changed |= self.operator.reconcile().await.unwrap();
+            changed |= self.mcc.reconcile().await.unwrap();
+            if !changed {
+                return;
+            }
+        }
+        panic!("the cluster side did not settle in 20 passes");
+    }
+
+    async fn pool_target(&self, pool: &str) -> String {
+        let p = machine_config_pools(&self.client).get(pool).await.unwrap();
+        p.data["spec"]["configuration"]["name"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
+    async fn rendered(&self, pool: &str) -> Vec<String> {
+        let prefix = format!("rendered-{pool}-");
+        let all = machine_configs(&self.client)
+            .list(&ListParams::default())
+            .await
+            .unwrap();
+        all.into_iter()
+            .filter_map(|m| m.metadata.name)
+            .filter(|n| n.starts_with(&prefix))
+            .collect()
+    }
+
+    async fn node(&self, name: &str) -> Node {
+        Api::<Node>::all(self.client.clone()).get(name).await.unwrap()
+    }
+
+    async fn annotation(&self, node: &str, key: &str) -> String {
+        self.node(node)
+            .await
+            .metadata
+            .annotations
+            .unwrap_or_default()
+            .get(key)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// What an agent does once it has applied a config.
+    async fn node_reaches(&self, node: &str, config: &str) {
+        let patch = json!({"metadata": {"annotations": {CURRENT_CONFIG: config, STATE: "Done"}}});
+        Api::<Node>::all(self.client.clone())
+            .patch(node, &PatchParams::default(), &Patch::Merge(patch))
+            .await
+            .unwrap();
+    }
+
+    async fn force_rotation(&self) {
+        let secrets: Api<Secret> = Api::namespaced(self.client.clone(), "openshift-kube-apiserver-operator");
+        let force: json_patch::Patch = serde_json::from_value(json!([
+            {"op": "replace", "path": "/metadata/annotations/auth.openshift.io~1certificate-not-after", "value": null}
+        ]))
+        .unwrap();
+        secrets
+            .patch(
+                "kube-apiserver-to-kubelet-signer",
+                &PatchParams::default(),
+                &Patch::Json::<()>(force),
+            )
+            .await
+            .unwrap();
+        self.clock.advance(time::Duration::hours(1));
+        self.settle().await;
+    }
+
+    async fn pause(&self, pool: &str, paused: bool) {
+        let patch = Patch::Merge(json!({"spec": {"paused": paused}}));
+        machine_config_pools(&self.client)
+            .patch(pool, &PatchParams::default(), &patch)
+            .await
+            .unwrap();
+        self.settle().await;
+    }
+}
+
+#[tokio::test]
+async fn on_4_12_a_rotation_renders_a_config_rolled_out_one_node_at_a_time() {
+    let c = cluster(Profile::Ocp412).await;
+    let first = c.pool_target("worker").await;
+    assert_eq!(c.rendered("worker").await, std::slice::from_ref(&first));
+    c.force_rotation().await;
+    let second = c.pool_target("worker").await;
+    assert_ne!(second, first, "a new rendered config for the new bundle");
+    assert_eq!(c.rendered("worker").await.len(), 2);
+    let mc = machine_configs(&c.client).get(&second).await.unwrap();
+    let cc = controller_configs(&c.client)
+        .get("machine-config-controller")
+        .await
+        .unwrap();
+    let bundle = base64::engine::general_purpose::STANDARD
+        .decode(cc.data["spec"]["kubeAPIServerServingCAData"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(
+        file_contents(&mc.data["spec"], "/etc/kubernetes/kubelet-ca.crt").unwrap(),
+        bundle,
+        "the rendered file is the ControllerConfig bundle"
+    );
+
+    assert_eq!(
+        c.annotation("worker-0", DESIRED_CONFIG).await,
+        second,
+        "maxUnavailable 1: the first node"
+    );
+    assert_eq!(
+        c.annotation("worker-1", DESIRED_CONFIG).await,
+        first,
+        "the second waits"
+    );
+    c.node_reaches("worker-0", &second).await;
+    c.settle().await;
+    assert_eq!(c.annotation("worker-1", DESIRED_CONFIG).await, second);
+    c.node_reaches("worker-1", &second).await;
+    c.settle().await;
+    let pool = machine_config_pools(&c.client).get("worker").await.unwrap();
+    assert_eq!(pool.data["status"]["configuration"]["name"], second);
+    assert_eq!(pool.data["status"]["updatedMachineCount"], 2);
+}
+
+#[tokio::test]
+async fn on_4_12_a_paused_pool_renders_but_holds_its_nodes() {
+    let c = cluster(Profile::Ocp412).await;
+    let first = c.pool_target("worker").await;
+    c.pause("worker", true).await;
+    c.force_rotation().await;
+    let second = c.pool_target("worker").await;
+    assert_ne!(second, first, "rendering ignores paused");
+    for node in ["worker-0", "worker-1"] {
+        assert_eq!(
+            c.annotation(node, DESIRED_CONFIG).await,
+            first,
+            "{node} held back"
+        );
+    }
+    let pool = machine_config_pools(&c.client).get("worker").await.unwrap();
+    assert_eq!(pool.data["status"]["configuration"]["name"], first);
+    c.pause("worker", false).await;
+    assert_eq!(
+        c.annotation("worker-0", DESIRED_CONFIG).await,
+        second,
+        "unpaused: the rollout starts"
+    );
+}
+
+#[tokio::test]
+async fn on_4_16_a_rotation_renders_nothing_new() {
+    let c = cluster(Profile::Ocp416).await;
+    let first = c.pool_target("worker").await;
+    c.force_rotation().await;
+    assert_eq!(c.rendered("worker").await, std::slice::from_ref(&first));
+    assert_eq!(c.annotation("worker-0", DESIRED_CONFIG).await, first);
+}
+
+#[tokio::test]
+async fn drain_requests_are_answered_and_cordon() {
+    let c = cluster(Profile::Ocp416).await;
+    let nodes: Api<Node> = Api::all(c.client.clone());
+    let ask = |value: &str| Patch::Merge(json!({"metadata": {"annotations": {DESIRED_DRAIN: value}}}));
+    nodes
+        .patch(
+            "worker-0",
+            &PatchParams::default(),
+            &ask("drain-rendered-worker-x"),
+        )
+        .await
+        .unwrap();
+    c.settle().await;
+    assert_eq!(
+        c.annotation("worker-0", LAST_APPLIED_DRAIN).await,
+        "drain-rendered-worker-x"
+    );
+    assert_eq!(c.node("worker-0").await.spec.unwrap().unschedulable, Some(true));
+    nodes
+        .patch(
+            "worker-0",
+            &PatchParams::default(),
+            &ask("uncordon-rendered-worker-x"),
+        )
+        .await
+        .unwrap();
+    c.settle().await;
+    assert_eq!(c.node("worker-0").await.spec.unwrap().unschedulable, Some(false));
+}
