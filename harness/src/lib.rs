@@ -6,11 +6,13 @@
 //!   verification at simulated time (no kube, no tokio).
 //! - `cluster`: the reference cluster side, kube-rs controllers playing the OpenShift operators.
 //! - `mco`: MCO's annotation keys, states and paths, shared by the cluster side and agents.
+//! - `node`: the node trait, its journal and service manager, and the embedded backend.
 //!
 //! The cluster side, nodes, the reference daemon, steps and the CLI follow (issue 3).
 
 pub mod cluster;
 pub mod mco;
+pub mod node;
 pub mod pki;
 pub mod profile;
 

@@ -1,0 +1,452 @@
+//! The embedded node backend: a temp-dir root, services as tokio tasks in this process, the
+//! pure `ServiceManager` behind `systemctl`, and a journal with simulated timestamps.
+//!
+//! A reboot runs apart from the caller (as `systemctl reboot` returns before the machine goes
+//! down): every running service stops, `/run` is emptied, the boot id changes, the journal gets
+//! `-- Boot <id> --`, and the enabled units start again. Files elsewhere stay.
+
+use super::services::{Effect, Outcome, ServiceManager, unit_name};
+use super::{FileStat, Journal, JournalMark, Node, NodeError};
+use crate::pki::{Clock, SimClock};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// A long-running service of the node (the fake kubelet, the agent).
+#[async_trait::async_trait]
+pub trait Service: Send + Sync {
+    /// Run until `ctx.stop` is cancelled.
+    async fn run(&self, ctx: ServiceContext);
+    /// `systemctl reload`.
+    async fn reload(&self, _ctx: &ServiceContext) {}
+}
+
+/// What a running service gets: its node, its pid and its stop signal.
+#[derive(Clone)]
+pub struct ServiceContext {
+    pub node: EmbeddedNode,
+    pub unit: String,
+    pub pid: u32,
+    pub stop: CancellationToken,
+}
+
+impl ServiceContext {
+    /// Log a line under the service's name and pid at simulated now.
+    pub fn log(&self, message: &str) {
+        let ident = self.unit.trim_end_matches(".service");
+        self.node
+            .inner
+            .journal
+            .log(self.node.inner.clock.now(), ident, self.pid, message);
+    }
+}
+
+struct Running {
+    stop: CancellationToken,
+    task: JoinHandle<()>,
+    ctx: ServiceContext,
+}
+
+struct Inner {
+    name: String,
+    root: PathBuf,
+    _dir: Option<assert_fs::TempDir>,
+    clock: SimClock,
+    journal: Journal,
+    manager: Mutex<ServiceManager>,
+    services: Mutex<BTreeMap<String, Arc<dyn Service>>>,
+    running: Mutex<BTreeMap<String, Running>>,
+    boot_id: Mutex<String>,
+    next_pid: AtomicU32,
+    kubelet_endpoint: Mutex<Option<SocketAddr>>,
+}
+
+/// A handle to an embedded node; clones share the node.
+#[derive(Clone)]
+pub struct EmbeddedNode {
+    inner: Arc<Inner>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn new_boot_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+impl EmbeddedNode {
+    /// A node named `name` with its root in a fresh temp dir, the given units, not yet booted.
+    pub fn new(name: &str, units: &[&str], clock: SimClock) -> Result<Self, NodeError> {
+        let dir = assert_fs::TempDir::new().map_err(|e| NodeError::Io {
+            node: name.into(),
+            path: "<temp dir>".into(),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+        let root = dir.path().to_path_buf();
+        Ok(Self::with_root(name, root, Some(dir), units, clock))
+    }
+
+    fn with_root(
+        name: &str,
+        root: PathBuf,
+        dir: Option<assert_fs::TempDir>,
+        units: &[&str],
+        clock: SimClock,
+    ) -> Self {
+        EmbeddedNode {
+            inner: Arc::new(Inner {
+                name: name.to_string(),
+                root,
+                _dir: dir,
+                journal: Journal::new(name),
+                clock,
+                manager: Mutex::new(ServiceManager::new(units)),
+                services: Mutex::new(BTreeMap::new()),
+                running: Mutex::new(BTreeMap::new()),
+                boot_id: Mutex::new(new_boot_id()),
+                next_pid: AtomicU32::new(1000),
+                kubelet_endpoint: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// The node's root on the host: `MCO_NODE_ROOT` for agents. Steps use the `Node` trait.
+    pub fn root(&self) -> &Path {
+        &self.inner.root
+    }
+
+    pub fn clock(&self) -> &SimClock {
+        &self.inner.clock
+    }
+
+    pub fn journal(&self) -> &Journal {
+        &self.inner.journal
+    }
+
+    /// Attach the program behind a unit (units without one only change state).
+    pub fn set_service(&self, unit: &str, service: Arc<dyn Service>) {
+        lock(&self.inner.services).insert(unit_name(unit), service);
+    }
+
+    /// Published by the kubelet service once it listens.
+    pub fn set_kubelet_endpoint(&self, addr: Option<SocketAddr>) {
+        *lock(&self.inner.kubelet_endpoint) = addr;
+    }
+
+    /// First boot: the boot marker and the enabled units.
+    pub async fn boot(&self) {
+        self.inner.journal.boot(&lock(&self.inner.boot_id).clone());
+        self.start_enabled();
+    }
+
+    /// Start the enabled units, as systemd does at boot (only starts, so no await).
+    fn start_enabled(&self) {
+        let outcome = lock(&self.inner.manager).boot();
+        let now = self.inner.clock.now();
+        for line in &outcome.journal {
+            self.inner.journal.systemd(now, line);
+        }
+        for effect in outcome.effects {
+            if let Effect::Start(unit) = effect {
+                self.start_service(&unit);
+            }
+        }
+    }
+
+    /// Stop every service (the node goes away).
+    pub async fn shutdown(&self) {
+        let units: Vec<String> = lock(&self.inner.running).keys().cloned().collect();
+        for unit in units {
+            self.stop_service(&unit).await;
+        }
+    }
+
+    fn host_path(&self, path: &str) -> Result<PathBuf, NodeError> {
+        let p = Path::new(path);
+        let bad = || NodeError::BadPath {
+            node: self.inner.name.clone(),
+            path: path.to_string(),
+        };
+        if !p.is_absolute() || p.components().any(|c| matches!(c, Component::ParentDir)) {
+            return Err(bad());
+        }
+        Ok(self.inner.root.join(p.strip_prefix("/").map_err(|_| bad())?))
+    }
+
+    fn io(&self, path: &str, source: std::io::Error) -> NodeError {
+        NodeError::Io {
+            node: self.inner.name.clone(),
+            path: path.to_string(),
+            source,
+        }
+    }
+
+    async fn carry_out(&self, outcome: Outcome) {
+        let now = self.inner.clock.now();
+        for line in &outcome.journal {
+            self.inner.journal.systemd(now, line);
+        }
+        for effect in outcome.effects {
+            match effect {
+                Effect::Start(unit) => self.start_service(&unit),
+                Effect::Stop(unit) => self.stop_service(&unit).await,
+                Effect::Reload(unit) => {
+                    let running = lock(&self.inner.running).get(&unit).map(|r| r.ctx.clone());
+                    let service = lock(&self.inner.services).get(&unit).cloned();
+                    if let (Some(ctx), Some(service)) = (running, service) {
+                        service.reload(&ctx).await;
+                    }
+                }
+                Effect::Reboot => {
+                    let node = self.clone();
+                    tokio::spawn(async move { node.reboot().await });
+                }
+            }
+        }
+    }
+
+    fn start_service(&self, unit: &str) {
+        let Some(service) = lock(&self.inner.services).get(unit).cloned() else {
+            return;
+        };
+        let stop = CancellationToken::new();
+        let ctx = ServiceContext {
+            node: self.clone(),
+            unit: unit.to_string(),
+            pid: self.inner.next_pid.fetch_add(1, Ordering::Relaxed),
+            stop: stop.clone(),
+        };
+        let run_ctx = ctx.clone();
+        let task = tokio::spawn(async move { service.run(run_ctx).await });
+        lock(&self.inner.running).insert(unit.to_string(), Running { stop, task, ctx });
+    }
+
+    async fn stop_service(&self, unit: &str) {
+        let Some(running) = lock(&self.inner.running).remove(unit) else {
+            return;
+        };
+        running.stop.cancel();
+        // A service that stops itself (the agent running `systemctl stop` on its own unit)
+        // cannot wait for itself.
+        if tokio::task::try_id() != Some(running.task.id()) {
+            let abort = running.task.abort_handle();
+            if tokio::time::timeout(Duration::from_secs(10), running.task)
+                .await
+                .is_err()
+            {
+                abort.abort();
+            }
+        }
+    }
+
+    async fn reboot(&self) {
+        let active: Vec<String> = lock(&self.inner.running).keys().cloned().collect();
+        let now = self.inner.clock.now();
+        for unit in &active {
+            self.inner.journal.systemd(now, &format!("Stopping {unit}..."));
+            self.stop_service(unit).await;
+            self.inner.journal.systemd(now, &format!("Stopped {unit}."));
+        }
+        let run = self.inner.root.join("run");
+        if run.exists() {
+            let _ = std::fs::remove_dir_all(&run);
+        }
+        let _ = std::fs::create_dir_all(&run);
+        let id = new_boot_id();
+        *lock(&self.inner.boot_id) = id.clone();
+        self.inner.journal.boot(&id);
+        self.start_enabled();
+    }
+}
+
+#[async_trait::async_trait]
+impl Node for EmbeddedNode {
+    fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    async fn read(&self, path: &str) -> Result<Vec<u8>, NodeError> {
+        std::fs::read(self.host_path(path)?).map_err(|e| self.io(path, e))
+    }
+
+    async fn write(&self, path: &str, contents: &[u8], mode: u32) -> Result<(), NodeError> {
+        let host = self.host_path(path)?;
+        if let Some(parent) = host.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| self.io(path, e))?;
+        }
+        std::fs::write(&host, contents).map_err(|e| self.io(path, e))?;
+        std::fs::set_permissions(&host, std::fs::Permissions::from_mode(mode)).map_err(|e| self.io(path, e))
+    }
+
+    async fn remove(&self, path: &str) -> Result<(), NodeError> {
+        let host = self.host_path(path)?;
+        let result = if host.is_dir() {
+            std::fs::remove_dir_all(&host)
+        } else {
+            std::fs::remove_file(&host)
+        };
+        match result {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(self.io(path, e)),
+            _ => Ok(()),
+        }
+    }
+
+    async fn list(&self, dir: &str) -> Result<Vec<String>, NodeError> {
+        let mut names: Vec<String> = std::fs::read_dir(self.host_path(dir)?)
+            .map_err(|e| self.io(dir, e))?
+            .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
+    async fn stat(&self, path: &str) -> Result<Option<FileStat>, NodeError> {
+        match std::fs::metadata(self.host_path(path)?) {
+            Ok(m) => Ok(Some(FileStat {
+                mode: m.mode() & 0o7777,
+                uid: m.uid(),
+                gid: m.gid(),
+                size: m.len(),
+                inode: m.ino(),
+            })),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(self.io(path, e)),
+        }
+    }
+
+    async fn journal_mark(&self) -> JournalMark {
+        self.inner.journal.mark()
+    }
+
+    async fn journal_since(&self, mark: JournalMark) -> Vec<String> {
+        self.inner.journal.since(mark)
+    }
+
+    async fn wait_for_journal(&self, mark: JournalMark, needle: &str, deadline: Duration) -> Option<String> {
+        self.inner.journal.wait_for(mark, needle, deadline).await
+    }
+
+    async fn systemctl(&self, args: &[&str]) -> Result<Outcome, NodeError> {
+        let outcome = lock(&self.inner.manager).systemctl(args);
+        self.carry_out(outcome.clone()).await;
+        Ok(outcome)
+    }
+
+    async fn kubelet_endpoint(&self) -> Option<SocketAddr> {
+        *lock(&self.inner.kubelet_endpoint)
+    }
+
+    async fn boot_id(&self) -> String {
+        lock(&self.inner.boot_id).clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::node::{AGENT_UNIT, CRIO_UNIT, KUBELET_UNIT};
+
+    /// A service that logs when it starts and stops.
+    struct Chatty;
+
+    #[async_trait::async_trait]
+    impl Service for Chatty {
+        async fn run(&self, ctx: ServiceContext) {
+            ctx.log("up");
+            ctx.stop.cancelled().await;
+            ctx.log("down");
+        }
+    }
+
+    async fn node() -> EmbeddedNode {
+        let node = EmbeddedNode::new(
+            "node-1",
+            &[KUBELET_UNIT, CRIO_UNIT, AGENT_UNIT],
+            SimClock::default(),
+        )
+        .unwrap();
+        node.set_service(KUBELET_UNIT, Arc::new(Chatty));
+        node.boot().await;
+        node
+    }
+
+    #[tokio::test]
+    async fn files_with_modes_and_no_escape() {
+        let n = node().await;
+        n.write("/etc/kubernetes/kubelet-ca.crt", b"pem\n", 0o600)
+            .await
+            .unwrap();
+        assert_eq!(n.read("/etc/kubernetes/kubelet-ca.crt").await.unwrap(), b"pem\n");
+        let st = n.stat("/etc/kubernetes/kubelet-ca.crt").await.unwrap().unwrap();
+        assert_eq!((st.mode, st.size), (0o600, 4));
+        assert_eq!(n.list("/etc/kubernetes").await.unwrap(), ["kubelet-ca.crt"]);
+        assert!(n.stat("/nope").await.unwrap().is_none());
+        for bad in ["relative/path", "/etc/../../outside", "/.."] {
+            assert!(
+                matches!(n.read(bad).await, Err(NodeError::BadPath { .. })),
+                "{bad}"
+            );
+        }
+        n.remove("/etc/kubernetes/kubelet-ca.crt").await.unwrap();
+        n.remove("/etc/kubernetes/kubelet-ca.crt").await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn systemctl_drives_services_and_the_journal() {
+        let n = node().await;
+        let mark = n.journal_mark().await;
+        let out = n.systemctl(&["restart", "kubelet"]).await.unwrap();
+        assert_eq!(out.exit_code, 0);
+        let lines = n.journal_since(mark).await;
+        let tail: Vec<&str> = lines.iter().map(|l| l.split_once("node-1 ").unwrap().1).collect();
+        assert_eq!(tail[0], "systemd[1]: Stopping kubelet.service...");
+        assert_eq!(tail[1], "systemd[1]: Stopped kubelet.service.");
+        assert!(tail.contains(&"systemd[1]: Started kubelet.service."));
+        assert!(
+            n.wait_for_journal(mark, "kubelet[", Duration::from_secs(5))
+                .await
+                .unwrap()
+                .ends_with(": up")
+        );
+        assert!(
+            lines.iter().any(|l| l.contains("]: down")),
+            "the old kubelet stopped: {lines:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn reboot_empties_run_keeps_files_and_changes_the_boot_id() {
+        let n = node().await;
+        n.write("/run/machine-config-daemon-force", b"", 0o644)
+            .await
+            .unwrap();
+        n.write("/etc/kept", b"x", 0o644).await.unwrap();
+        let (mark, before) = (n.journal_mark().await, n.boot_id().await);
+        n.systemctl(&["reboot"]).await.unwrap();
+        let marker = n
+            .wait_for_journal(mark, "-- Boot ", Duration::from_secs(5))
+            .await
+            .expect("a boot marker");
+        n.wait_for_journal(mark, "Started kubelet.service.", Duration::from_secs(5))
+            .await
+            .expect("kubelet back");
+        let after = n.boot_id().await;
+        assert_ne!(after, before);
+        assert_eq!(marker, format!("-- Boot {after} --"));
+        assert!(
+            n.stat("/run/machine-config-daemon-force")
+                .await
+                .unwrap()
+                .is_none(),
+            "/run is emptied"
+        );
+        assert_eq!(n.read("/etc/kept").await.unwrap(), b"x");
+    }
+}

@@ -1,0 +1,72 @@
+//! Nodes as steps see them (DESIGN.md, "The node, as steps see it"): one async trait over a
+//! filesystem root, a journal, a service manager and a kubelet, with no host-path accessor (a
+//! container's files are not on the host). Backends: `embedded` (a temp dir, services as tasks
+//! in this process); `container` comes with issue 5.
+//!
+//! # Layout
+//! - `journal`: journald-format lines with simulated timestamps, marks and waiting.
+//! - `services`: the service manager as a pure state machine behind `systemctl`.
+//! - `embedded`: the embedded backend.
+
+pub mod embedded;
+pub mod journal;
+pub mod services;
+
+pub use embedded::{EmbeddedNode, Service, ServiceContext};
+pub use journal::{Journal, JournalMark};
+pub use services::{Effect, Outcome, ServiceManager};
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// What `stat` tells of a node path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileStat {
+    /// Permission bits (`0o644`).
+    pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
+    pub size: u64,
+    pub inode: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    #[error("node {node}: {path}: {source}")]
+    Io {
+        node: String,
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("node {node}: {path:?} is not an absolute path inside the node")]
+    BadPath { node: String, path: String },
+}
+
+/// The units every node has (DESIGN.md): the kubelet, CRI-O, and the agent under test.
+pub const KUBELET_UNIT: &str = "kubelet.service";
+pub const CRIO_UNIT: &str = "crio.service";
+pub const AGENT_UNIT: &str = "machine-config-daemon.service";
+
+#[async_trait::async_trait]
+pub trait Node: Send + Sync {
+    fn name(&self) -> &str;
+    async fn read(&self, path: &str) -> Result<Vec<u8>, NodeError>;
+    /// Write a file (creating parent directories) with `mode`.
+    async fn write(&self, path: &str, contents: &[u8], mode: u32) -> Result<(), NodeError>;
+    async fn remove(&self, path: &str) -> Result<(), NodeError>;
+    /// Names in a directory, sorted.
+    async fn list(&self, dir: &str) -> Result<Vec<String>, NodeError>;
+    /// `None` when the path does not exist.
+    async fn stat(&self, path: &str) -> Result<Option<FileStat>, NodeError>;
+    async fn journal_mark(&self) -> JournalMark;
+    async fn journal_since(&self, mark: JournalMark) -> Vec<String>;
+    /// The first journal line after `mark` containing `needle`, or `None` after `deadline`.
+    async fn wait_for_journal(&self, mark: JournalMark, needle: &str, deadline: Duration) -> Option<String>;
+    /// Run `systemctl` on the node.
+    async fn systemctl(&self, args: &[&str]) -> Result<Outcome, NodeError>;
+    /// Where the kubelet serves, once it does.
+    async fn kubelet_endpoint(&self) -> Option<SocketAddr>;
+    /// The current boot id (changes with every reboot).
+    async fn boot_id(&self) -> String;
+}

@@ -1,0 +1,290 @@
+//! The node's service manager as a pure state machine: a `systemctl` command line in, the
+//! systemd journal lines, the effects on services (start, stop, reload, reboot), the output and
+//! the exit code out. Both node backends run it, so `systemctl` means the same on each
+//! (DESIGN.md, "The node, as steps see it").
+
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct UnitState {
+    pub enabled: bool,
+    pub active: bool,
+}
+
+/// What the backend must do to its services after a command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    Start(String),
+    Stop(String),
+    Reload(String),
+    Reboot,
+}
+
+/// The result of one `systemctl` command.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Outcome {
+    /// Messages systemd (PID 1) logs, in order.
+    pub journal: Vec<String>,
+    pub effects: Vec<Effect>,
+    pub stdout: String,
+    pub stderr: String,
+    /// As systemctl exits: 0 ok, 1 bad usage, 3 inactive (is-active), 5 unit not found.
+    pub exit_code: i32,
+}
+
+impl Outcome {
+    fn fail(code: i32, stderr: String) -> Self {
+        Outcome {
+            exit_code: code,
+            stderr,
+            ..Default::default()
+        }
+    }
+}
+
+/// The units of one node and their states.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServiceManager {
+    units: BTreeMap<String, UnitState>,
+}
+
+/// `kubelet` → `kubelet.service`.
+pub fn unit_name(name: &str) -> String {
+    if name.contains('.') {
+        name.to_string()
+    } else {
+        format!("{name}.service")
+    }
+}
+
+impl ServiceManager {
+    /// Units known to this node, all enabled and stopped (the backend starts them at boot).
+    pub fn new(units: &[&str]) -> Self {
+        ServiceManager {
+            units: units
+                .iter()
+                .map(|u| {
+                    (
+                        unit_name(u),
+                        UnitState {
+                            enabled: true,
+                            active: false,
+                        },
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    pub fn state(&self, unit: &str) -> Option<UnitState> {
+        self.units.get(&unit_name(unit)).copied()
+    }
+
+    /// Enabled units, for boot.
+    pub fn enabled(&self) -> Vec<String> {
+        self.units
+            .iter()
+            .filter(|(_, s)| s.enabled)
+            .map(|(n, _)| n.clone())
+            .collect()
+    }
+
+    /// Run one command line (the words after `systemctl`; options starting with `-` ignored).
+    pub fn systemctl(&mut self, args: &[&str]) -> Outcome {
+        let words: Vec<&str> = args.iter().copied().filter(|a| !a.starts_with('-')).collect();
+        let Some((&verb, names)) = words.split_first() else {
+            return Outcome::fail(1, "systemctl: a command is required\n".into());
+        };
+        let units: Vec<String> = names.iter().map(|n| unit_name(n)).collect();
+        if let Some(missing) = units.iter().find(|u| !self.units.contains_key(*u)) {
+            let what = match verb {
+                "start" | "restart" | "reload" => {
+                    format!("Failed to {verb} {missing}: Unit {missing} not found.\n")
+                }
+                "is-active" => {
+                    return Outcome {
+                        stdout: "inactive\n".into(),
+                        exit_code: 3,
+                        ..Default::default()
+                    };
+                }
+                _ => format!("Failed to {verb} unit: Unit file {missing} does not exist.\n"),
+            };
+            return Outcome::fail(5, what);
+        }
+        let mut out = Outcome::default();
+        match verb {
+            "daemon-reload" => out.journal.push("Reloading.".into()),
+            "enable" | "disable" | "preset" => {
+                for u in &units {
+                    let enable = verb != "disable";
+                    self.units.get_mut(u).expect("checked").enabled = enable;
+                    if verb == "enable" {
+                        out.stderr.push_str(&format!("Created symlink /etc/systemd/system/multi-user.target.wants/{u} → /etc/systemd/system/{u}.\n"));
+                    }
+                }
+                out.journal.push("Reloading.".into());
+            }
+            "start" => units.iter().for_each(|u| self.start(u, &mut out)),
+            "stop" => units.iter().for_each(|u| self.stop(u, &mut out)),
+            "restart" => units.iter().for_each(|u| {
+                self.stop(u, &mut out);
+                self.start(u, &mut out);
+            }),
+            "reload" => {
+                for u in &units {
+                    if !self.units[u].active {
+                        return Outcome::fail(1, format!("Failed to reload {u}: Unit {u} is not active.\n"));
+                    }
+                    out.journal.push(format!("Reloading {u}..."));
+                    out.journal.push(format!("Reloaded {u}."));
+                    out.effects.push(Effect::Reload(u.clone()));
+                }
+            }
+            "is-active" => {
+                let active = units.iter().all(|u| self.units[u].active);
+                for u in &units {
+                    out.stdout.push_str(if self.units[u].active {
+                        "active\n"
+                    } else {
+                        "inactive\n"
+                    });
+                }
+                out.exit_code = if active { 0 } else { 3 };
+            }
+            "reboot" => out.effects.push(Effect::Reboot),
+            other => return Outcome::fail(1, format!("Unknown command verb '{other}'.\n")),
+        }
+        out
+    }
+
+    fn start(&mut self, unit: &str, out: &mut Outcome) {
+        let state = self.units.get_mut(unit).expect("checked");
+        if state.active {
+            return;
+        }
+        state.active = true;
+        out.journal.push(format!("Starting {unit}..."));
+        out.journal.push(format!("Started {unit}."));
+        out.effects.push(Effect::Start(unit.to_string()));
+    }
+
+    fn stop(&mut self, unit: &str, out: &mut Outcome) {
+        let state = self.units.get_mut(unit).expect("checked");
+        if !state.active {
+            return;
+        }
+        state.active = false;
+        out.journal.push(format!("Stopping {unit}..."));
+        out.journal.push(format!("Stopped {unit}."));
+        out.effects.push(Effect::Stop(unit.to_string()));
+    }
+
+    /// After a reboot: every unit stopped, then the enabled ones started.
+    pub fn boot(&mut self) -> Outcome {
+        let mut out = Outcome::default();
+        for state in self.units.values_mut() {
+            state.active = false;
+        }
+        for unit in self.enabled() {
+            self.start(&unit, &mut out);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node() -> ServiceManager {
+        let mut m = ServiceManager::new(&["kubelet", "crio", "machine-config-daemon"]);
+        m.boot();
+        m
+    }
+
+    #[test]
+    fn verbs_give_systemd_journal_lines_and_effects() {
+        let mut m = node();
+        let (kubelet, crio) = ("kubelet.service".to_string(), "crio.service".to_string());
+        let cases: Vec<(&[&str], &[&str], Vec<Effect>)> = vec![
+            (&["daemon-reload"], &["Reloading."], vec![]),
+            (&["enable", "kubelet.service"], &["Reloading."], vec![]),
+            (
+                &["stop", "kubelet"],
+                &["Stopping kubelet.service...", "Stopped kubelet.service."],
+                vec![Effect::Stop(kubelet.clone())],
+            ),
+            (
+                &["start", "kubelet"],
+                &["Starting kubelet.service...", "Started kubelet.service."],
+                vec![Effect::Start(kubelet.clone())],
+            ),
+            (&["start", "kubelet"], &[], vec![]),
+            (
+                &["reload", "crio"],
+                &["Reloading crio.service...", "Reloaded crio.service."],
+                vec![Effect::Reload(crio)],
+            ),
+        ];
+        for (args, journal, effects) in cases {
+            let out = m.systemctl(args);
+            assert_eq!(out.exit_code, 0, "{args:?}: {}", out.stderr);
+            assert_eq!(out.journal, journal, "{args:?}");
+            assert_eq!(out.effects, effects, "{args:?}");
+        }
+        let restart = m.systemctl(&["restart", "kubelet"]);
+        assert_eq!(
+            restart.journal,
+            [
+                "Stopping kubelet.service...",
+                "Stopped kubelet.service.",
+                "Starting kubelet.service...",
+                "Started kubelet.service."
+            ]
+        );
+        assert_eq!(
+            restart.effects,
+            [
+                Effect::Stop("kubelet.service".into()),
+                Effect::Start("kubelet.service".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn is_active_unknown_units_and_bad_usage() {
+        let mut m = node();
+        assert_eq!(
+            (
+                m.systemctl(&["is-active", "kubelet"]).stdout.as_str(),
+                m.systemctl(&["is-active", "kubelet"]).exit_code
+            ),
+            ("active\n", 0)
+        );
+        m.systemctl(&["stop", "kubelet"]);
+        assert_eq!(m.systemctl(&["is-active", "kubelet"]).exit_code, 3);
+        let missing = m.systemctl(&["start", "nope"]);
+        assert_eq!(
+            (missing.exit_code, missing.stderr.as_str()),
+            (5, "Failed to start nope.service: Unit nope.service not found.\n")
+        );
+        assert_eq!(m.systemctl(&[]).exit_code, 1);
+        assert_eq!(m.systemctl(&["frobnicate"]).exit_code, 1);
+        assert_eq!(
+            m.systemctl(&["reload", "kubelet"]).exit_code,
+            1,
+            "cannot reload a stopped unit"
+        );
+        assert_eq!(m.systemctl(&["--no-block", "reboot"]).effects, [Effect::Reboot]);
+    }
+
+    #[test]
+    fn boot_starts_enabled_units_only() {
+        let mut m = ServiceManager::new(&["kubelet", "crio"]);
+        m.systemctl(&["disable", "crio"]);
+        let out = m.boot();
+        assert_eq!(out.effects, [Effect::Start("kubelet.service".into())]);
+        assert!(!m.state("crio").unwrap().active);
+    }
+}
