@@ -7,9 +7,11 @@
 //! - `journal`: journald-format lines with simulated timestamps, marks and waiting.
 //! - `services`: the service manager as a pure state machine behind `systemctl`.
 //! - `embedded`: the embedded backend.
+//! - `kubelet`: the fake kubelet (client CA at simulated time) and the kube-apiserver's probe.
 
 pub mod embedded;
 pub mod journal;
+pub mod kubelet;
 pub mod services;
 
 pub use embedded::{EmbeddedNode, Service, ServiceContext};

@@ -20,7 +20,7 @@ pub use signer::{
     ISSUER, IssuedCert, MANAGED_TYPE_LABEL, NOT_AFTER, NOT_BEFORE, RotationPolicy, RotationReason, Signer,
     TargetContext, signer_deadline, signer_rotation, target_deadline, target_rotation, target_validity,
 };
-pub use verify::{VerifyError, verify_client_cert};
+pub use verify::{VerifyError, verify_client_cert, verify_client_der};
 
 use time::OffsetDateTime;
 use x509_parser::prelude::{FromDer, X509Certificate};
@@ -92,7 +92,7 @@ fn pem_of(der: &[u8]) -> String {
     pem_encode("CERTIFICATE", der)
 }
 
-fn pem_encode(label: &str, der: &[u8]) -> String {
+pub(crate) fn pem_encode(label: &str, der: &[u8]) -> String {
     use base64::Engine;
     let b64 = base64::engine::general_purpose::STANDARD.encode(der);
     let mut out = format!("-----BEGIN {label}-----\n");

@@ -24,6 +24,11 @@ pub enum VerifyError {
     Invalid(String),
 }
 
+/// As `verify_client_cert`, for a certificate in DER (as a TLS handshake presents it).
+pub fn verify_client_der(leaf_der: &[u8], bundle_pem: &str, at: OffsetDateTime) -> Result<(), VerifyError> {
+    verify_client_cert(&super::pem_encode("CERTIFICATE", leaf_der), bundle_pem, at)
+}
+
 /// Verify `leaf_pem` (a client certificate) against `bundle_pem` at `at`.
 pub fn verify_client_cert(leaf_pem: &str, bundle_pem: &str, at: OffsetDateTime) -> Result<(), VerifyError> {
     let bad = |e: PkiError| VerifyError::Invalid(e.to_string());
@@ -69,10 +74,14 @@ pub fn verify_client_cert(leaf_pem: &str, bundle_pem: &str, at: OffsetDateTime) 
         )
         .map(|_| ())
         .map_err(|e| match e {
-            webpki::Error::UnknownIssuer => VerifyError::UnknownIssuer {
-                issuer: leaf.issuer.clone(),
-                bundle: bundle.iter().map(|c| c.common_name.clone()).collect(),
-            },
+            // A bundle certificate with the issuer's name but another key: Go's x509 calls
+            // this "signed by unknown authority" too.
+            webpki::Error::UnknownIssuer | webpki::Error::InvalidSignatureForPublicKey => {
+                VerifyError::UnknownIssuer {
+                    issuer: leaf.issuer.clone(),
+                    bundle: bundle.iter().map(|c| c.common_name.clone()).collect(),
+                }
+            }
             other => VerifyError::Invalid(format!("{other:?}")),
         })
 }

@@ -1,0 +1,411 @@
+//! The fake kubelet: what decides whether the kube-apiserver can still reach a node (`oc logs`,
+//! `exec`, `attach`), and so the ground truth the scenarios check.
+//!
+//! It serves HTTPS on loopback (port 0) and requires a client certificate, verified against its
+//! clientCAFile `/etc/kubernetes/kubelet-ca.crt` at the **simulated** instant. It watches the
+//! file's directory (atomic renames replace the inode) and reloads the bundle when the content
+//! changes, logging the upstream line `"Loaded a new CA Bundle and Verifier"
+//! name="client-ca-bundle::/etc/kubernetes/kubelet-ca.crt"`. A rejected client certificate is
+//! logged with the evidence (simulated time, validity, issuer). `probe` is the kube-apiserver's
+//! side of that handshake.
+
+use super::embedded::{Service, ServiceContext};
+use crate::mco::KUBELET_CA_PATH;
+use crate::pki::{Clock, SimClock, VerifyError, verify_client_der};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::WebPkiSupportedAlgorithms;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
+use rustls::{CertificateError, DigitallySignedStruct, DistinguishedName, SignatureScheme};
+use std::net::SocketAddr;
+use std::sync::{Arc, RwLock};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+/// The line the kubelet logs whenever it loads a client CA bundle (upstream
+/// `dynamic_cafile_content.go`).
+pub const CA_RELOAD_LOG: &str =
+    r#""Loaded a new CA Bundle and Verifier" name="client-ca-bundle::/etc/kubernetes/kubelet-ca.crt""#;
+
+/// The bundle the kubelet verifies with, shared with its verifier.
+type Bundle = Arc<RwLock<String>>;
+
+#[derive(Debug)]
+struct SimTimeVerifier {
+    bundle: Bundle,
+    clock: SimClock,
+    algorithms: WebPkiSupportedAlgorithms,
+    rejections: tokio::sync::mpsc::UnboundedSender<VerifyError>,
+}
+
+impl ClientCertVerifier for SimTimeVerifier {
+    fn client_auth_mandatory(&self) -> bool {
+        true
+    }
+
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        &[]
+    }
+
+    fn verify_client_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _wall_time: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        let bundle = self.bundle.read().unwrap_or_else(|p| p.into_inner()).clone();
+        match verify_client_der(end_entity, &bundle, self.clock.now()) {
+            Ok(()) => Ok(ClientCertVerified::assertion()),
+            Err(e) => {
+                let error = match &e {
+                    VerifyError::Expired { .. } => CertificateError::Expired,
+                    VerifyError::NotYetValid { .. } => CertificateError::NotValidYet,
+                    VerifyError::UnknownIssuer { .. } => CertificateError::UnknownIssuer,
+                    VerifyError::Invalid(_) => CertificateError::BadEncoding,
+                };
+                let _ = self.rejections.send(e);
+                Err(rustls::Error::InvalidCertificate(error))
+            }
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        m: &[u8],
+        c: &CertificateDer<'_>,
+        d: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(m, c, d, &self.algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        m: &[u8],
+        c: &CertificateDer<'_>,
+        d: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(m, c, d, &self.algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.algorithms.supported_schemes()
+    }
+}
+
+/// The kubelet service of a node.
+pub struct FakeKubelet;
+
+impl FakeKubelet {
+    fn load(ctx: &ServiceContext, bundle: &Bundle, announce: bool) {
+        let text = std::fs::read_to_string(ctx.node.root().join(KUBELET_CA_PATH.trim_start_matches('/')))
+            .unwrap_or_default();
+        let mut current = bundle.write().unwrap_or_else(|p| p.into_inner());
+        if *current != text || announce {
+            *current = text;
+            ctx.log(&format!("I0000 dynamic_cafile_content.go:161] {CA_RELOAD_LOG}"));
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Service for FakeKubelet {
+    async fn run(&self, ctx: ServiceContext) {
+        let bundle: Bundle = Arc::default();
+        Self::load(&ctx, &bundle, true);
+        // Watch the directory: writers replace the file by renaming a new one over it.
+        let (changed_tx, mut changed) = tokio::sync::mpsc::unbounded_channel();
+        let dir = ctx.node.root().join("etc/kubernetes");
+        let _ = std::fs::create_dir_all(&dir);
+        let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+            if let Ok(event) = event
+                && event.paths.iter().any(|p| p.ends_with("kubelet-ca.crt"))
+            {
+                let _ = changed_tx.send(());
+            }
+        });
+        let mut watcher = match watcher {
+            Ok(w) => w,
+            Err(e) => return ctx.log(&format!("E0000 cannot watch {}: {e}", dir.display())),
+        };
+        if let Err(e) = notify::Watcher::watch(&mut watcher, &dir, notify::RecursiveMode::NonRecursive) {
+            return ctx.log(&format!("E0000 cannot watch {}: {e}", dir.display()));
+        }
+        let (rejections_tx, mut rejections) = tokio::sync::mpsc::unbounded_channel();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let verifier = Arc::new(SimTimeVerifier {
+            bundle: bundle.clone(),
+            clock: ctx.node.clock().clone(),
+            algorithms: provider.signature_verification_algorithms,
+            rejections: rejections_tx,
+        });
+        let serving =
+            match fake_apiserver::ServingCert::generate("kubelet-serving-ca", &["127.0.0.1", "localhost"]) {
+                Ok(s) => s,
+                Err(e) => return ctx.log(&format!("E0000 serving certificate: {e}")),
+            };
+        let config = server_config(provider, verifier, &serving);
+        let config = match config {
+            Ok(c) => c,
+            Err(e) => return ctx.log(&format!("E0000 TLS configuration: {e}")),
+        };
+        let listener = match TcpListener::bind("127.0.0.1:0").await {
+            Ok(l) => l,
+            Err(e) => return ctx.log(&format!("E0000 listen: {e}")),
+        };
+        let addr = listener.local_addr().ok();
+        ctx.node.set_kubelet_endpoint(addr);
+        if let Some(addr) = addr {
+            ctx.log(&format!(
+                "I0000 server.go:163] \"Starting to listen\" address=\"127.0.0.1\" port={}",
+                addr.port()
+            ));
+        }
+        let acceptor = tokio_rustls::TlsAcceptor::from(config);
+        loop {
+            tokio::select! {
+                _ = ctx.stop.cancelled() => break,
+                Some(()) = changed.recv() => Self::load(&ctx, &bundle, false),
+                Some(rejected) = rejections.recv() => ctx.log(&format!(
+                    "E0000 authentication.go:73] \"Unable to authenticate the request\" err=\"verifying certificate: {rejected}\""
+                )),
+                accepted = listener.accept() => {
+                    let Ok((tcp, _)) = accepted else { continue };
+                    let acceptor = acceptor.clone();
+                    tokio::spawn(async move {
+                        let Ok(mut tls) = acceptor.accept(tcp).await else { return };
+                        let mut head = vec![0u8; 4096];
+                        let _ = tls.read(&mut head).await;
+                        let _ = tls.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n").await;
+                        let _ = tls.shutdown().await;
+                    });
+                }
+            }
+        }
+        ctx.node.set_kubelet_endpoint(None);
+        drop(watcher);
+    }
+}
+
+fn server_config(
+    provider: Arc<rustls::crypto::CryptoProvider>,
+    verifier: Arc<SimTimeVerifier>,
+    serving: &fake_apiserver::ServingCert,
+) -> Result<Arc<rustls::ServerConfig>, String> {
+    use rustls::pki_types::pem::PemObject;
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(serving.chain_pem.as_bytes())
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())?;
+    let key = PrivateKeyDer::from_pem_slice(serving.key_pem.as_bytes()).map_err(|e| e.to_string())?;
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(chain, key)
+        .map_err(|e| e.to_string())?;
+    Ok(Arc::new(config))
+}
+
+/// The kube-apiserver trusts the kubelet's serving certificate here: scenarios judge the
+/// kubelet's verdict on the client certificate, not the other way round.
+#[derive(Debug)]
+struct AnyServerCert(WebPkiSupportedAlgorithms);
+
+impl ServerCertVerifier for AnyServerCert {
+    fn verify_server_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        m: &[u8],
+        c: &CertificateDer<'_>,
+        d: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(m, c, d, &self.0)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        m: &[u8],
+        c: &CertificateDer<'_>,
+        d: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(m, c, d, &self.0)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_schemes()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    #[error("kubelet at {addr} rejected the client certificate: {reason}")]
+    Rejected { addr: SocketAddr, reason: String },
+    #[error("client certificate unusable: {0}")]
+    Certificate(String),
+}
+
+/// What the kube-apiserver does for `oc logs`: a TLS connection to the kubelet with its
+/// kubelet client certificate, and one request. `Ok` when the kubelet answered.
+pub async fn probe(addr: SocketAddr, client_cert_pem: &str, client_key_pem: &str) -> Result<(), ProbeError> {
+    use rustls::pki_types::pem::PemObject;
+    let bad = |e: String| ProbeError::Certificate(e);
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(client_cert_pem.as_bytes())
+        .collect::<Result<_, _>>()
+        .map_err(|e| bad(e.to_string()))?;
+    let key = PrivateKeyDer::from_pem_slice(client_key_pem.as_bytes()).map_err(|e| bad(e.to_string()))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let algorithms = provider.signature_verification_algorithms;
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| bad(e.to_string()))?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AnyServerCert(algorithms)))
+        .with_client_auth_cert(chain, key)
+        .map_err(|e| bad(e.to_string()))?;
+    let rejected = |reason: String| ProbeError::Rejected { addr, reason };
+    let tcp = tokio::net::TcpStream::connect(addr)
+        .await
+        .map_err(|e| rejected(e.to_string()))?;
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let name = ServerName::try_from("localhost").expect("a valid DNS name");
+    let mut tls = connector
+        .connect(name, tcp)
+        .await
+        .map_err(|e| rejected(e.to_string()))?;
+    // With TLS 1.3 the server judges the client certificate after the client's Finished: the
+    // verdict arrives with the first read.
+    tls.write_all(
+        b"GET /containerLogs/openshift-machine-config-operator/probe/probe HTTP/1.1\r\nHost: kubelet\r\n\r\n",
+    )
+    .await
+    .map_err(|e| rejected(e.to_string()))?;
+    let mut response = Vec::new();
+    tls.read_to_end(&mut response)
+        .await
+        .map_err(|e| rejected(e.to_string()))?;
+    if response.starts_with(b"HTTP/1.1 200") {
+        Ok(())
+    } else {
+        Err(rejected(format!(
+            "unexpected answer {:?}",
+            String::from_utf8_lossy(&response)
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::node::{EmbeddedNode, KUBELET_UNIT, Node};
+    use crate::pki::Signer;
+    use std::time::Duration;
+
+    const WAIT: Duration = Duration::from_secs(10);
+
+    async fn kubelet_node() -> EmbeddedNode {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let node = EmbeddedNode::new("node-1", &[KUBELET_UNIT], SimClock::default()).unwrap();
+        node.set_service(KUBELET_UNIT, Arc::new(FakeKubelet));
+        node
+    }
+
+    async fn endpoint(node: &EmbeddedNode) -> SocketAddr {
+        let mark = crate::node::JournalMark(0);
+        node.wait_for_journal(mark, "Starting to listen", WAIT)
+            .await
+            .expect("the kubelet listens");
+        node.kubelet_endpoint().await.expect("published")
+    }
+
+    /// Replace the file as agents do: a new file renamed over the old one.
+    fn replace_atomically(node: &EmbeddedNode, contents: &str) {
+        let path = node.root().join("etc/kubernetes/kubelet-ca.crt");
+        let tmp = node.root().join("etc/kubernetes/.kubelet-ca.crt.tmp");
+        std::fs::write(&tmp, contents).unwrap();
+        std::fs::rename(&tmp, &path).unwrap();
+    }
+
+    #[tokio::test]
+    async fn accepts_reloads_and_rejects_at_simulated_time() {
+        let node = kubelet_node().await;
+        let now = node.clock().now();
+        let old = Signer::issue(
+            "ns",
+            "kube-apiserver-to-kubelet-signer",
+            now,
+            time::Duration::days(365),
+            1,
+        )
+        .unwrap();
+        let new = Signer::issue(
+            "ns",
+            "kube-apiserver-to-kubelet-signer",
+            now + time::Duration::SECOND,
+            time::Duration::days(365),
+            2,
+        )
+        .unwrap();
+        node.write(KUBELET_CA_PATH, old.cert.pem.as_bytes(), 0o644)
+            .await
+            .unwrap();
+        node.boot().await;
+        let addr = endpoint(&node).await;
+        let client = old
+            .issue_client(
+                "system:kube-apiserver",
+                &["kube-master"],
+                now,
+                time::Duration::days(30),
+                3,
+            )
+            .unwrap();
+        probe(addr, &client.pem, &client.key_pem)
+            .await
+            .expect("trusted signer: accepted");
+
+        let mark = node.journal_mark().await;
+        replace_atomically(&node, &new.cert.pem);
+        let reload = node
+            .wait_for_journal(mark, CA_RELOAD_LOG, WAIT)
+            .await
+            .expect("reloaded after the rename");
+        assert!(reload.contains("node-1 kubelet["), "{reload}");
+        let err = probe(addr, &client.pem, &client.key_pem).await.unwrap_err();
+        assert!(matches!(err, ProbeError::Rejected { .. }), "{err}");
+        let logged = node
+            .wait_for_journal(mark, "Unable to authenticate the request", WAIT)
+            .await
+            .unwrap();
+        assert!(logged.contains("is not in the CA bundle"), "{logged}");
+
+        let mark = node.journal_mark().await;
+        replace_atomically(&node, &format!("{}{}", new.cert.pem, old.cert.pem));
+        node.wait_for_journal(mark, CA_RELOAD_LOG, WAIT)
+            .await
+            .expect("reloaded again");
+        probe(addr, &client.pem, &client.key_pem)
+            .await
+            .expect("both signers: accepted again");
+        node.clock().advance(time::Duration::days(31));
+        let mark = node.journal_mark().await;
+        assert!(
+            probe(addr, &client.pem, &client.key_pem).await.is_err(),
+            "expired at simulated time"
+        );
+        let logged = node
+            .wait_for_journal(mark, "Unable to authenticate", WAIT)
+            .await
+            .unwrap();
+        assert!(logged.contains("(sim), not valid after"), "{logged}");
+        node.shutdown().await;
+    }
+}
