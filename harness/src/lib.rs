@@ -2,6 +2,7 @@
 //!
 //! # Layout
 //! - `profile`: the two OpenShift generations (`ocp-4.12`, `ocp-4.16`).
+//! - `agent`: the reference daemon, 4.12 and 4.16 paths side by side.
 //! - `pki`: the simulated clock, the signer catalogue, signers, rotation rules, CA bundles and
 //!   verification at simulated time (no kube, no tokio).
 //! - `cluster`: the reference cluster side, kube-rs controllers playing the OpenShift operators.
@@ -10,6 +11,7 @@
 //!
 //! The cluster side, nodes, the reference daemon, steps and the CLI follow (issue 3).
 
+pub mod agent;
 pub mod cluster;
 pub mod mco;
 pub mod node;

@@ -1,0 +1,325 @@
+//! What both profiles' daemons share: the MachineConfig diff and its upstream log form, the set
+//! of changed files, the post-config action as a pure function over MCO's file tables, and
+//! writing a file atomically the way MCO's `writeFileAtomically` does
+//! (mco-source.md §1, §2; MCO `pkg/daemon/update.go`, `file_writers.go`).
+
+use crate::cluster::render::decode_data_url;
+use crate::profile::Profile;
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+/// `/run/machine-config-daemon-force`: forces a reboot-style update and skips drift checks.
+pub const FORCE_FILE: &str = "/run/machine-config-daemon-force";
+/// Where the daemon keeps the config it runs (`storeCurrentConfigOnDisk`).
+pub const CURRENT_CONFIG_FILE: &str = "/etc/machine-config-daemon/currentconfig";
+
+/// Which parts of two MachineConfigs differ (`newMachineConfigDiff`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct MachineConfigDiff {
+    pub os_update: bool,
+    pub kargs: bool,
+    pub fips: bool,
+    pub passwd: bool,
+    pub files: bool,
+    pub units: bool,
+    pub kernel_type: bool,
+    pub extensions: bool,
+}
+
+impl std::fmt::Display for MachineConfigDiff {
+    /// Go's `%+v` of a pointer to the upstream struct, the form `Starting update` logs.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "&{{osUpdate:{} kargs:{} fips:{} passwd:{} files:{} units:{} kernelType:{} extensions:{}}}",
+            self.os_update,
+            self.kargs,
+            self.fips,
+            self.passwd,
+            self.files,
+            self.units,
+            self.kernel_type,
+            self.extensions
+        )
+    }
+}
+
+fn list(v: &Value) -> Vec<Value> {
+    v.as_array().cloned().unwrap_or_default()
+}
+
+/// Compare two MachineConfig specs.
+pub fn diff(old: &Value, new: &Value) -> MachineConfigDiff {
+    let differs_nonempty = |a: &Value, b: &Value| !(list(a).is_empty() && list(b).is_empty()) && a != b;
+    let kernel = |v: &Value| {
+        if v.as_str() == Some("realtime") {
+            "realtime"
+        } else {
+            "default"
+        }
+    };
+    MachineConfigDiff {
+        os_update: old["osImageURL"] != new["osImageURL"],
+        kargs: differs_nonempty(&old["kernelArguments"], &new["kernelArguments"]),
+        fips: old["fips"].as_bool().unwrap_or(false) != new["fips"].as_bool().unwrap_or(false),
+        passwd: old["config"]["passwd"] != new["config"]["passwd"],
+        files: old["config"]["storage"]["files"] != new["config"]["storage"]["files"],
+        units: old["config"]["systemd"]["units"] != new["config"]["systemd"]["units"],
+        kernel_type: kernel(&old["kernelType"]) != kernel(&new["kernelType"]),
+        extensions: differs_nonempty(&old["extensions"], &new["extensions"]),
+    }
+}
+
+/// Paths added, removed, or whose whole file entry differs (`CalculateConfigFileDiffs`).
+pub fn changed_files(old: &Value, new: &Value) -> Vec<String> {
+    let files = |v: &Value| list(&v["config"]["storage"]["files"]);
+    let (old_files, new_files) = (files(old), files(new));
+    let path = |f: &Value| f["path"].as_str().unwrap_or("").to_string();
+    let mut changed = BTreeSet::new();
+    for f in &old_files {
+        if !new_files.iter().any(|n| path(n) == path(f) && n == f) {
+            changed.insert(path(f));
+        }
+    }
+    for f in &new_files {
+        if !old_files.iter().any(|o| path(o) == path(f)) {
+            changed.insert(path(f));
+        }
+    }
+    changed.into_iter().collect()
+}
+
+/// What the daemon does after writing a config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum PostConfigAction {
+    None,
+    ReloadCrio,
+    RestartCrio,
+    Reboot,
+}
+
+/// Files that need no action (both profiles): the kubelet CA and the global pull secret.
+const NONE_FILES: &[&str] = &["/etc/kubernetes/kubelet-ca.crt", "/var/lib/kubelet/config.json"];
+/// Files after which CRI-O reloads its config.
+const RELOAD_CRIO_FILES: &[&str] = &[
+    "/etc/containers/registries.conf",
+    "/etc/machine-config-daemon/no-reboot/containers-gpg.pub",
+    "/etc/containers/policy.json",
+];
+/// 4.16: directories whose files need no action, or a CRI-O reload.
+const NONE_DIRS_4_16: &[&str] = &["/etc/nmstate/openshift"];
+const RELOAD_CRIO_DIRS_4_16: &[&str] = &["/etc/containers/registries.d"];
+/// 4.16: the user CA bundle restarts CRI-O (after update-ca-trust); on 4.12 it reboots.
+const RESTART_CRIO_FILES_4_16: &[&str] =
+    &["/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt"];
+
+fn in_dir(path: &str, dirs: &[&str]) -> bool {
+    dirs.iter().any(|d| Path::new(path).starts_with(d))
+}
+
+/// The action for a set of changed files (`calculatePostConfigChangeActionFromFileDiffs` on
+/// 4.12, `...FromMCDiffs` on 4.16): any file outside the tables reboots; restart beats reload.
+pub fn post_config_action_for_files(profile: Profile, changed: &[&str]) -> PostConfigAction {
+    let mut action = PostConfigAction::None;
+    for path in changed {
+        let this = if NONE_FILES.contains(path) {
+            PostConfigAction::None
+        } else if RELOAD_CRIO_FILES.contains(path) {
+            PostConfigAction::ReloadCrio
+        } else {
+            match profile {
+                Profile::Ocp416 if RESTART_CRIO_FILES_4_16.contains(path) => PostConfigAction::RestartCrio,
+                Profile::Ocp416 if in_dir(path, NONE_DIRS_4_16) => PostConfigAction::None,
+                Profile::Ocp416 if in_dir(path, RELOAD_CRIO_DIRS_4_16) => PostConfigAction::ReloadCrio,
+                _ => return PostConfigAction::Reboot,
+            }
+        };
+        action = action.max(this);
+    }
+    action
+}
+
+/// The whole decision (`calculatePostConfigChangeAction`): the force file, then OS, kernel
+/// arguments, FIPS, units, kernel type or extensions, then the files. Passwd (ssh keys) never
+/// reboots.
+pub fn post_config_action(
+    profile: Profile,
+    diff: &MachineConfigDiff,
+    changed: &[&str],
+    force_file: bool,
+) -> PostConfigAction {
+    if force_file
+        || diff.os_update
+        || diff.kargs
+        || diff.fips
+        || diff.units
+        || diff.kernel_type
+        || diff.extensions
+    {
+        return PostConfigAction::Reboot;
+    }
+    post_config_action_for_files(profile, changed)
+}
+
+/// Write `data` to `path` as MCO does: a temp file in the same directory, its mode set before
+/// the data, fsync, then a rename over the target (so readers and inotify see one replace).
+pub fn write_file_atomically(path: &Path, data: &[u8], mode: u32) -> std::io::Result<()> {
+    let dir = path
+        .parent()
+        .ok_or_else(|| std::io::Error::other("no parent directory"))?;
+    std::fs::create_dir_all(dir)?;
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let tmp = dir.join(format!(".{name}.{}", uuid::Uuid::new_v4().simple()));
+    let mut file = std::fs::File::create(&tmp)?;
+    file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+    file.write_all(data)?;
+    file.sync_all()?;
+    std::fs::rename(&tmp, path)
+}
+
+/// A MachineConfig file entry's contents and mode.
+pub fn file_entry(file: &Value) -> (String, Vec<u8>, u32) {
+    let path = file["path"].as_str().unwrap_or("").to_string();
+    let data = file["contents"]["source"]
+        .as_str()
+        .and_then(decode_data_url)
+        .unwrap_or_default();
+    let mode = file["mode"].as_u64().map(|m| m as u32).unwrap_or(0o644);
+    (path, data, mode)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use PostConfigAction::*;
+    use serde_json::json;
+
+    /// As MCO's TestCalculatePostConfigChangeAction, one row per case, both profiles.
+    #[test]
+    fn post_config_actions_by_file() {
+        let user_ca = "/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt";
+        let cases: &[(&[&str], PostConfigAction, PostConfigAction)] = &[
+            (&["/etc/kubernetes/kubelet-ca.crt"], None, None),
+            (&["/var/lib/kubelet/config.json"], None, None),
+            (&["/etc/containers/registries.conf"], ReloadCrio, ReloadCrio),
+            (
+                &["/etc/containers/policy.json", "/var/lib/kubelet/config.json"],
+                ReloadCrio,
+                ReloadCrio,
+            ),
+            (
+                &["/etc/machine-config-daemon/no-reboot/containers-gpg.pub"],
+                ReloadCrio,
+                ReloadCrio,
+            ),
+            (&[user_ca], Reboot, RestartCrio),
+            (&[user_ca, "/etc/containers/policy.json"], Reboot, RestartCrio),
+            (&["/etc/containers/registries.d/x.yaml"], Reboot, ReloadCrio),
+            (&["/etc/nmstate/openshift/cluster.yml"], Reboot, None),
+            (
+                &["/etc/kubernetes/kubelet-ca.crt", "/etc/some/other"],
+                Reboot,
+                Reboot,
+            ),
+            (&[], None, None),
+        ];
+        for (files, on_4_12, on_4_16) in cases {
+            assert_eq!(
+                post_config_action_for_files(Profile::Ocp412, files),
+                *on_4_12,
+                "4.12 {files:?}"
+            );
+            assert_eq!(
+                post_config_action_for_files(Profile::Ocp416, files),
+                *on_4_16,
+                "4.16 {files:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn reboot_triggers_beyond_files() {
+        let files_only = MachineConfigDiff {
+            files: true,
+            ..Default::default()
+        };
+        assert_eq!(
+            post_config_action(
+                Profile::Ocp412,
+                &files_only,
+                &["/etc/kubernetes/kubelet-ca.crt"],
+                false
+            ),
+            None
+        );
+        assert_eq!(
+            post_config_action(
+                Profile::Ocp412,
+                &files_only,
+                &["/etc/kubernetes/kubelet-ca.crt"],
+                true
+            ),
+            Reboot
+        );
+        for d in [
+            MachineConfigDiff {
+                os_update: true,
+                ..Default::default()
+            },
+            MachineConfigDiff {
+                kargs: true,
+                ..Default::default()
+            },
+            MachineConfigDiff {
+                units: true,
+                ..Default::default()
+            },
+        ] {
+            assert_eq!(post_config_action(Profile::Ocp416, &d, &[], false), Reboot, "{d}");
+        }
+        let ssh = MachineConfigDiff {
+            passwd: true,
+            ..Default::default()
+        };
+        assert_eq!(post_config_action(Profile::Ocp416, &ssh, &[], false), None);
+    }
+
+    #[test]
+    fn diffs_and_their_upstream_log_form() {
+        let file = |data: &str| json!({"path": "/etc/kubernetes/kubelet-ca.crt", "mode": 420, "contents": {"source": data}});
+        let old = json!({"config": {"storage": {"files": [file("data:,a")]}}, "osImageURL": "x", "kernelArguments": []});
+        let new = json!({"config": {"storage": {"files": [file("data:,b"), {"path": "/etc/new", "contents": {"source": "data:,"}}]}}, "osImageURL": "x"});
+        let d = diff(&old, &new);
+        assert_eq!(
+            d.to_string(),
+            "&{osUpdate:false kargs:false fips:false passwd:false files:true units:false kernelType:false extensions:false}"
+        );
+        assert_eq!(
+            changed_files(&old, &new),
+            ["/etc/kubernetes/kubelet-ca.crt", "/etc/new"]
+        );
+        assert!(changed_files(&old, &old).is_empty());
+    }
+
+    #[test]
+    fn atomic_writes_replace_the_inode_with_the_mode_set() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("etc/kubernetes/kubelet-ca.crt");
+        write_file_atomically(&path, b"one", 0o644).unwrap();
+        let first = std::fs::metadata(&path).unwrap().ino();
+        write_file_atomically(&path, b"two", 0o600).unwrap();
+        let meta = std::fs::metadata(&path).unwrap();
+        assert_ne!(meta.ino(), first, "a new inode, as a rename gives");
+        assert_eq!(meta.mode() & 0o777, 0o600);
+        assert_eq!(std::fs::read(&path).unwrap(), b"two");
+        assert_eq!(
+            std::fs::read_dir(path.parent().unwrap()).unwrap().count(),
+            1,
+            "no temp file left"
+        );
+    }
+}
