@@ -8,6 +8,7 @@
 //! - `cluster`: the reference cluster side, kube-rs controllers playing the OpenShift operators.
 //! - `mco`: MCO's annotation keys, states and paths, shared by the cluster side and agents.
 //! - `node`: the node trait, its journal and service manager, and the embedded backend.
+//! - `wait`: `eventually`, the one way to wait for convergence.
 //!
 //! The cluster side, nodes, the reference daemon, steps and the CLI follow (issue 3).
 
@@ -17,5 +18,6 @@ pub mod mco;
 pub mod node;
 pub mod pki;
 pub mod profile;
+pub mod wait;
 
 pub use profile::Profile;

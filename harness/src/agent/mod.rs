@@ -1,8 +1,89 @@
 //! The reference daemon: the default agent under test, honouring the agent contract of
-//! DESIGN.md. The 4.12 and 4.16 paths sit side by side (`ocp_4_12`, `ocp_4_16`) over what they
-//! share (`common`), with one dispatch point on the profile.
+//! DESIGN.md (a kube client from `KUBECONFIG`, `NODE_NAME`, the node root `MCO_NODE_ROOT`,
+//! `systemctl`, `MCO_PROFILE`). The 4.12 and 4.16 paths sit side by side (`ocp_4_12`,
+//! `ocp_4_16`) over what they share, with one dispatch point on the profile (`behaviour`).
 //!
 //! # Layout
 //! - `common`: MachineConfig diffs, post-config actions, atomic writes.
+//! - `update`: the MachineConfig update flow both profiles run (MCD `update()`).
+//! - `ocp_4_12`, `ocp_4_16`: what each profile does differently; 4.16's certificate writer.
+//! - `embedded`: the daemon as a service of an embedded node.
 
 pub mod common;
+mod embedded;
+mod ocp_4_12;
+mod ocp_4_16;
+mod update;
+
+pub use embedded::ReferenceDaemon;
+
+use crate::node::Outcome;
+use crate::profile::Profile;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// How the agent reaches the node: its service manager and its log.
+#[async_trait::async_trait]
+pub trait AgentHost: Send + Sync {
+    /// `systemctl <args>`; the error is what made it impossible to run.
+    async fn systemctl(&self, args: &[&str]) -> Result<Outcome, String>;
+    /// One line of the daemon's own log (the journal shows it as `machine-config-daemon[pid]`).
+    fn log(&self, message: &str);
+}
+
+/// Everything the agent contract gives an agent.
+#[derive(Clone)]
+pub struct AgentEnv {
+    pub client: kube::Client,
+    pub node_name: String,
+    /// The node's filesystem root; every node path is under it.
+    pub root: PathBuf,
+    pub profile: Profile,
+    pub host: Arc<dyn AgentHost>,
+}
+
+impl AgentEnv {
+    /// A node path under the root.
+    pub fn path(&self, node_path: &str) -> PathBuf {
+        self.root.join(node_path.trim_start_matches('/'))
+    }
+
+    pub fn log(&self, message: &str) {
+        self.host.log(message);
+    }
+}
+
+/// What a profile changes in the shared flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Behaviour {
+    /// Leave kubelet-ca.crt and the cloud CA to the certificate writer (`skipCertificateWrite`).
+    pub skip_certificate_files: bool,
+    /// Run the ControllerConfig certificate writer.
+    pub certificate_writer: bool,
+}
+
+/// The one place the profile is matched.
+pub fn behaviour(profile: Profile) -> Behaviour {
+    match profile {
+        Profile::Ocp412 => ocp_4_12::BEHAVIOUR,
+        Profile::Ocp416 => ocp_4_16::BEHAVIOUR,
+    }
+}
+
+/// Run the daemon until `stop`.
+pub async fn run(env: AgentEnv, stop: CancellationToken) {
+    let behaviour = behaviour(env.profile);
+    env.log(&format!(
+        "Starting MachineConfigDaemon (mco-conformance reference daemon, profile {})",
+        env.profile
+    ));
+    if behaviour.certificate_writer {
+        tokio::join!(
+            update::node_loop(&env, behaviour, stop.clone()),
+            ocp_4_16::certificate_writer(&env, stop.clone())
+        );
+    } else {
+        update::node_loop(&env, behaviour, stop).await;
+    }
+}

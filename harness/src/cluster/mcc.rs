@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-fn mco_api(client: &kube::Client, kind: &str) -> Api<DynamicObject> {
+pub fn mco_api(client: &kube::Client, kind: &str) -> Api<DynamicObject> {
     let gvk = GroupVersionKind::gvk("machineconfiguration.openshift.io", "v1", kind);
     Api::all_with(client.clone(), &ApiResource::from_gvk(&gvk))
 }

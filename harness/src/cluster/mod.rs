@@ -11,6 +11,7 @@
 //! - `render`: templates to `00-<role>`, merging a pool's MachineConfigs, rendered names.
 //! - `pools`: the node and drain controllers' decisions (paused, maxUnavailable, status).
 //! - `mcc`: the machine-config controller applying `render` and `pools` through the API.
+//! - `runner`: all of them running, triggered by watches and the simulated clock.
 
 pub mod install;
 pub mod mcc;
@@ -18,10 +19,12 @@ pub mod names;
 pub mod operator;
 pub mod pools;
 pub mod render;
+pub mod runner;
 mod signers;
 
 pub use mcc::MachineConfigController;
 pub use operator::{CaSources, Operator, kubelet_ca_bundle};
+pub use runner::ClusterSide;
 pub use signers::SignerRotation;
 
 use crate::pki::{PkiError, rfc3339};

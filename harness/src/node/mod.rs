@@ -8,10 +8,12 @@
 //! - `services`: the service manager as a pure state machine behind `systemctl`.
 //! - `embedded`: the embedded backend.
 //! - `kubelet`: the fake kubelet (client CA at simulated time) and the kube-apiserver's probe.
+//! - `seed`: a node's files and Node object as a real one starts.
 
 pub mod embedded;
 pub mod journal;
 pub mod kubelet;
+pub mod seed;
 pub mod services;
 
 pub use embedded::{EmbeddedNode, Service, ServiceContext};

@@ -1,0 +1,52 @@
+//! The reference daemon as a service of an embedded node: the same inputs as the agent
+//! contract (the kubeconfig at `/etc/kubernetes/kubeconfig` under the node root, the node's
+//! name and root, the profile), with `systemctl` and the log going to the node's service
+//! manager and journal.
+
+use super::{AgentEnv, AgentHost};
+use crate::node::seed::AGENT_KUBECONFIG;
+use crate::node::{Node, Outcome, Service, ServiceContext};
+use crate::profile::Profile;
+use std::sync::Arc;
+
+pub struct ReferenceDaemon {
+    pub profile: Profile,
+}
+
+struct NodeHost(ServiceContext);
+
+#[async_trait::async_trait]
+impl AgentHost for NodeHost {
+    async fn systemctl(&self, args: &[&str]) -> Result<Outcome, String> {
+        self.0.node.systemctl(args).await.map_err(|e| e.to_string())
+    }
+
+    fn log(&self, message: &str) {
+        self.0.log(message);
+    }
+}
+
+#[async_trait::async_trait]
+impl Service for ReferenceDaemon {
+    async fn run(&self, ctx: ServiceContext) {
+        let path = ctx.node.root().join(AGENT_KUBECONFIG.trim_start_matches('/'));
+        let client = match std::fs::read_to_string(&path) {
+            Ok(yaml) => fake_apiserver::client_from_kubeconfig(&yaml)
+                .await
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        let client = match client {
+            Ok(c) => c,
+            Err(e) => return ctx.log(&format!("cannot build a client from {AGENT_KUBECONFIG}: {e}")),
+        };
+        let env = AgentEnv {
+            client,
+            node_name: ctx.node.name().to_string(),
+            root: ctx.node.root().to_path_buf(),
+            profile: self.profile,
+            host: Arc::new(NodeHost(ctx.clone())),
+        };
+        super::run(env, ctx.stop.clone()).await;
+    }
+}

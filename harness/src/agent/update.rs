@@ -1,0 +1,334 @@
+//! The MachineConfig update flow both profiles run (MCD `update()`, release-4.12/4.16
+//! `pkg/daemon/update.go`, `daemon.go`; mco-source.md §1), in upstream's order and words:
+//! `state=Working`; `Checking Reconcilable for config A to B`; `Starting update from A to B:
+//! &{…}`; the file diff; drain when the action needs it; `Updating files` and every file
+//! written atomically (`Writing file "…"`); units enabled through `systemctl`; the config stored
+//! on disk; then the post-config action (`Node has Desired Config B, skipping reboot`, a CRI-O
+//! reload or restart, or `Rebooting node`); and finally the uncordon handshake,
+//! `state=Done`, `currentConfig=B`.
+//!
+//! A reboot leaves `/etc/machine-config-daemon/pending-config`; the daemon that starts after it
+//! completes the update.
+
+use super::common::{
+    CURRENT_CONFIG_FILE, FORCE_FILE, PostConfigAction, changed_files, diff, file_entry, post_config_action,
+    write_file_atomically,
+};
+use super::ocp_4_16::CERTIFICATE_FILES;
+use super::{AgentEnv, Behaviour};
+use crate::cluster::mcc::machine_configs;
+use crate::mco::{
+    CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN, REASON, STATE, STATE_DEGRADED,
+    STATE_DONE, STATE_UNRECONCILABLE, STATE_WORKING,
+};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Where a rebooting update leaves the config it is moving to.
+pub const PENDING_CONFIG_FILE: &str = "/etc/machine-config-daemon/pending-config";
+/// How long the daemon waits for the drain controller (upstream: 10 minutes).
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(600);
+/// Reasons are cut to this length upstream.
+const MAX_REASON: usize = 2000;
+
+#[derive(Debug)]
+enum Failure {
+    /// The change cannot be applied on a running node.
+    Unreconcilable(String),
+    /// Something went wrong applying it.
+    Degraded(String),
+}
+
+fn degraded(e: impl std::fmt::Display) -> Failure {
+    Failure::Degraded(e.to_string())
+}
+
+async fn annotate(env: &AgentEnv, values: Value) -> Result<(), Failure> {
+    let nodes: Api<Node> = Api::all(env.client.clone());
+    nodes
+        .patch(
+            &env.node_name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": values}})),
+        )
+        .await
+        .map(|_| ())
+        .map_err(|e| degraded(format!("node {}: {e}", env.node_name)))
+}
+
+async fn spec_of(env: &AgentEnv, config: &str) -> Result<Value, Failure> {
+    let mc = machine_configs(&env.client)
+        .get(config)
+        .await
+        .map_err(|e| degraded(format!("machineconfig {config}: {e}")))?;
+    Ok(mc.data["spec"].clone())
+}
+
+/// Watch the own Node; run an update whenever `desiredConfig` differs from `currentConfig`.
+pub async fn node_loop(env: &AgentEnv, behaviour: Behaviour, stop: CancellationToken) {
+    let nodes: Api<Node> = Api::all(env.client.clone());
+    let config = watcher::Config::default().fields(&format!("metadata.name={}", env.node_name));
+    let mut events = watcher(nodes, config).default_backoff().applied_objects().boxed();
+    if let Some(pending) = std::fs::read_to_string(env.path(PENDING_CONFIG_FILE))
+        .ok()
+        .map(|s| s.trim().to_string())
+    {
+        env.log(&format!("Completing pending config {pending}"));
+        let _ = std::fs::remove_file(env.path(PENDING_CONFIG_FILE));
+        if let Err(failure) = complete_update(env, &pending).await {
+            report(env, failure).await;
+        }
+    }
+    loop {
+        let node = tokio::select! {
+            _ = stop.cancelled() => return,
+            event = events.next() => match event {
+                Some(Ok(node)) => node,
+                Some(Err(e)) => {
+                    env.log(&format!("node watch: {e}"));
+                    continue;
+                }
+                None => return,
+            },
+        };
+        let annotations: BTreeMap<String, String> = node.metadata.annotations.unwrap_or_default();
+        let get = |k: &str| annotations.get(k).cloned().unwrap_or_default();
+        let (current, desired, state) = (get(CURRENT_CONFIG), get(DESIRED_CONFIG), get(STATE));
+        if desired.is_empty()
+            || desired == current
+            || state == STATE_DEGRADED
+            || state == STATE_UNRECONCILABLE
+        {
+            continue;
+        }
+        let result = tokio::select! {
+            _ = stop.cancelled() => return,
+            result = update(env, behaviour, &current, &desired) => result,
+        };
+        match result {
+            Ok(true) => return, // rebooting: this daemon is about to be stopped
+            Ok(false) => {}
+            Err(failure) => report(env, failure).await,
+        }
+    }
+}
+
+async fn report(env: &AgentEnv, failure: Failure) {
+    let (state, reason) = match failure {
+        Failure::Unreconcilable(r) => (STATE_UNRECONCILABLE, r),
+        Failure::Degraded(r) => (STATE_DEGRADED, r),
+    };
+    let reason: String = reason.chars().take(MAX_REASON).collect();
+    env.log(&format!("Marking {state} due to: {reason}"));
+    let _ = annotate(env, json!({STATE: state, REASON: reason})).await;
+}
+
+/// The parts of a config a running node cannot change (`reconcilable()`).
+fn reconcilable(old: &Value, new: &Value) -> Result<(), Failure> {
+    if old["fips"].as_bool().unwrap_or(false) != new["fips"].as_bool().unwrap_or(false) {
+        return Err(Failure::Unreconcilable(
+            "detected change to FIPS flag; refusing to modify FIPS on a running cluster".into(),
+        ));
+    }
+    for field in ["disks", "filesystems", "raid", "directories"] {
+        if old["config"]["storage"][field] != new["config"]["storage"][field] {
+            return Err(Failure::Unreconcilable(format!(
+                "ignition {field} section contains changes"
+            )));
+        }
+    }
+    let files = new["config"]["storage"]["files"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if files
+        .iter()
+        .any(|f| f["append"].as_array().is_some_and(|a| !a.is_empty()))
+    {
+        return Err(Failure::Unreconcilable(
+            "ignition file append is not supported".into(),
+        ));
+    }
+    if files.iter().any(|f| f["path"] == FORCE_FILE) {
+        return Err(Failure::Unreconcilable(format!(
+            "cannot write {FORCE_FILE} through a MachineConfig"
+        )));
+    }
+    Ok(())
+}
+
+/// Apply `desired`; `Ok(true)` when the node is rebooting to finish it.
+async fn update(env: &AgentEnv, behaviour: Behaviour, current: &str, desired: &str) -> Result<bool, Failure> {
+    annotate(env, json!({STATE: STATE_WORKING})).await?;
+    env.log(&format!(
+        "Checking Reconcilable for config {current} to {desired}"
+    ));
+    let old = if current.is_empty() {
+        json!({})
+    } else {
+        spec_of(env, current).await?
+    };
+    let new = spec_of(env, desired).await?;
+    reconcilable(&old, &new)?;
+    let d = diff(&old, &new);
+    env.log(&format!("Starting update from {current} to {desired}: {d}"));
+    let changed = changed_files(&old, &new);
+    for path in &changed {
+        env.log(&format!("File diff: detected change to {path}"));
+    }
+    let changed_refs: Vec<&str> = changed.iter().map(String::as_str).collect();
+    let force = env.path(FORCE_FILE).exists();
+    if force {
+        let _ = std::fs::remove_file(env.path(FORCE_FILE));
+    }
+    let action = post_config_action(env.profile, &d, &changed_refs, force);
+    if action == PostConfigAction::Reboot {
+        drain(env, &format!("drain-{desired}")).await?;
+    } else {
+        env.log("Changes do not require drain, skipping.");
+    }
+    env.log("Updating files");
+    write_files(env, behaviour, &new)?;
+    write_units(env, &new).await?;
+    delete_stale_files(env, behaviour, &old, &new);
+    let stored =
+        serde_json::to_vec(&json!({"metadata": {"name": desired}, "spec": new})).map_err(degraded)?;
+    write_file_atomically(&env.path(CURRENT_CONFIG_FILE), &stored, 0o644)
+        .map_err(|e| degraded(format!("{CURRENT_CONFIG_FILE}: {e}")))?;
+    match action {
+        PostConfigAction::Reboot => {
+            write_file_atomically(&env.path(PENDING_CONFIG_FILE), desired.as_bytes(), 0o644)
+                .map_err(degraded)?;
+            env.log("Rebooting node");
+            systemctl(env, &["reboot"]).await?;
+            return Ok(true);
+        }
+        PostConfigAction::None => env.log(&format!("Node has Desired Config {desired}, skipping reboot")),
+        PostConfigAction::ReloadCrio => {
+            systemctl(env, &["reload", "crio"]).await?;
+            env.log(&format!("crio config reloaded successfully! Desired config {desired} has been applied, skipping reboot"));
+        }
+        PostConfigAction::RestartCrio => {
+            env.log("Running update-ca-trust");
+            systemctl(env, &["restart", "crio"]).await?;
+            env.log(&format!("crio config restarted successfully! Desired config {desired} has been applied, skipping reboot"));
+        }
+    }
+    complete_update(env, desired).await?;
+    Ok(false)
+}
+
+async fn systemctl(env: &AgentEnv, args: &[&str]) -> Result<(), Failure> {
+    let out = env.host.systemctl(args).await.map_err(degraded)?;
+    if out.exit_code != 0 {
+        return Err(degraded(format!(
+            "systemctl {}: exit {}: {}",
+            args.join(" "),
+            out.exit_code,
+            out.stderr.trim()
+        )));
+    }
+    Ok(())
+}
+
+fn write_files(env: &AgentEnv, behaviour: Behaviour, new: &Value) -> Result<(), Failure> {
+    for file in new["config"]["storage"]["files"].as_array().into_iter().flatten() {
+        let (path, data, mode) = file_entry(file);
+        if behaviour.skip_certificate_files && CERTIFICATE_FILES.iter().any(|(p, _)| *p == path) {
+            continue;
+        }
+        env.log(&format!("Writing file {path:?}"));
+        write_file_atomically(&env.path(&path), &data, mode)
+            .map_err(|e| degraded(format!("writing {path}: {e}")))?;
+    }
+    Ok(())
+}
+
+async fn write_units(env: &AgentEnv, new: &Value) -> Result<(), Failure> {
+    let units = new["config"]["systemd"]["units"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let mut enabled = Vec::new();
+    for unit in &units {
+        let name = unit["name"].as_str().unwrap_or("");
+        if let Some(contents) = unit["contents"].as_str() {
+            env.log(&format!("Writing systemd unit {name:?}"));
+            write_file_atomically(
+                &env.path(&format!("/etc/systemd/system/{name}")),
+                contents.as_bytes(),
+                0o644,
+            )
+            .map_err(degraded)?;
+        }
+        if unit["enabled"].as_bool() == Some(true) {
+            enabled.push(name.to_string());
+        }
+    }
+    if !enabled.is_empty() {
+        let mut args = vec!["enable"];
+        args.extend(enabled.iter().map(String::as_str));
+        systemctl(env, &args).await?;
+        env.log(&format!("Enabled systemd units: {enabled:?}"));
+    }
+    Ok(())
+}
+
+/// Files the old config had and the new one drops (never the certificate writer's on 4.16).
+fn delete_stale_files(env: &AgentEnv, behaviour: Behaviour, old: &Value, new: &Value) {
+    let paths = |v: &Value| -> Vec<String> {
+        v["config"]["storage"]["files"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|f| f["path"].as_str().map(str::to_string))
+            .collect()
+    };
+    let keep = paths(new);
+    for path in paths(old).into_iter().filter(|p| !keep.contains(p)) {
+        if behaviour.skip_certificate_files && CERTIFICATE_FILES.iter().any(|(p, _)| *p == path) {
+            continue;
+        }
+        env.log(&format!("Deleting stale data: {path}"));
+        let _ = std::fs::remove_file(env.path(&path));
+    }
+}
+
+/// Ask the drain controller for `request` and wait until it answers.
+async fn drain(env: &AgentEnv, request: &str) -> Result<(), Failure> {
+    annotate(env, json!({DESIRED_DRAIN: request})).await?;
+    let nodes: Api<Node> = Api::all(env.client.clone());
+    let answered = kube::runtime::wait::await_condition(nodes, &env.node_name, |node: Option<&Node>| {
+        node.and_then(|n| n.metadata.annotations.as_ref())
+            .and_then(|a| a.get(LAST_APPLIED_DRAIN))
+            .is_some_and(|v| v == request)
+    });
+    match tokio::time::timeout(DRAIN_TIMEOUT, answered).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(degraded(format!("waiting for {request}: {e}"))),
+        Err(_) => Err(degraded(format!(
+            "timed out waiting for the drain controller to answer {request}"
+        ))),
+    }
+}
+
+/// The end of every update: uncordon, then `state=Done` and `currentConfig`.
+async fn complete_update(env: &AgentEnv, desired: &str) -> Result<(), Failure> {
+    drain(env, &format!("uncordon-{desired}")).await?;
+    env.log(&format!(
+        "Update completed for config {desired} and node has been successfully uncordoned"
+    ));
+    annotate(
+        env,
+        json!({STATE: STATE_DONE, CURRENT_CONFIG: desired, REASON: ""}),
+    )
+    .await?;
+    env.log(&format!("In desired config {desired}"));
+    Ok(())
+}

@@ -1,0 +1,112 @@
+//! The cluster side running: every controller reconciles, level-triggered, whenever an object
+//! it reads changes (one merged set of watches) or the simulated clock moves, until a pass
+//! changes nothing. Errors go to the cluster log and the next trigger retries.
+
+use super::{ClusterError, ClusterLog, MachineConfigController, Operator, SignerRotation};
+use crate::pki::{Clock, SimClock};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Secret};
+use kube::api::Api;
+use kube::runtime::{WatchStreamExt, watcher};
+use std::sync::Arc;
+use time::OffsetDateTime;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+/// The reference cluster side of one scenario.
+pub struct ClusterSide {
+    pub signers: SignerRotation,
+    pub operator: Operator,
+    pub mcc: MachineConfigController,
+    pub log: ClusterLog,
+    pub clock: SimClock,
+}
+
+/// Passes after which a cluster that still changes is reported (a controller fighting another).
+const MAX_PASSES: usize = 50;
+
+impl ClusterSide {
+    /// One pass of every controller; true if any wrote.
+    pub async fn reconcile_once(&self) -> Result<bool, ClusterError> {
+        let mut changed = !self.signers.reconcile().await?.is_empty();
+        changed |= self.operator.reconcile().await?;
+        changed |= self.mcc.reconcile().await?;
+        Ok(changed)
+    }
+
+    /// Passes until one changes nothing.
+    pub async fn settle(&self) -> Result<(), ClusterError> {
+        for _ in 0..MAX_PASSES {
+            if !self.reconcile_once().await? {
+                return Ok(());
+            }
+        }
+        self.log
+            .record(self.clock.now(), "cluster side still changing after 50 passes");
+        Ok(())
+    }
+
+    /// The next instant a certificate rule fires.
+    pub async fn next_deadline(&self) -> Result<Option<OffsetDateTime>, ClusterError> {
+        self.signers.next_deadline().await
+    }
+
+    /// Run until `stop`, reconciling on every watched change and every clock advance.
+    pub fn spawn(
+        self: Arc<Self>,
+        client: kube::Client,
+        stop: CancellationToken,
+    ) -> tokio::task::JoinHandle<()> {
+        let tick = Arc::new(Notify::new());
+        let on_clock = tick.clone();
+        self.clock.on_advance(move |_| on_clock.notify_one());
+        tokio::spawn(async move {
+            let mco = |kind| crate::cluster::mcc::mco_api(&client, kind);
+            let cfg = watcher::Config::default;
+            let triggers = futures::stream::select_all(vec![
+                watcher(Api::<Secret>::all(client.clone()), cfg())
+                    .default_backoff()
+                    .touched_objects()
+                    .map(|_| ())
+                    .boxed(),
+                watcher(Api::<ConfigMap>::all(client.clone()), cfg())
+                    .default_backoff()
+                    .touched_objects()
+                    .map(|_| ())
+                    .boxed(),
+                watcher(Api::<Node>::all(client.clone()), cfg())
+                    .default_backoff()
+                    .touched_objects()
+                    .map(|_| ())
+                    .boxed(),
+                watcher(mco("MachineConfig"), cfg())
+                    .default_backoff()
+                    .touched_objects()
+                    .map(|_| ())
+                    .boxed(),
+                watcher(mco("MachineConfigPool"), cfg())
+                    .default_backoff()
+                    .touched_objects()
+                    .map(|_| ())
+                    .boxed(),
+                watcher(mco("ControllerConfig"), cfg())
+                    .default_backoff()
+                    .touched_objects()
+                    .map(|_| ())
+                    .boxed(),
+            ]);
+            let mut triggers = triggers.ready_chunks(64);
+            loop {
+                if let Err(e) = self.settle().await {
+                    self.log
+                        .record(self.clock.now(), &format!("reconcile failed: {e}"));
+                }
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tick.notified() => {}
+                    more = triggers.next() => if more.is_none() { return },
+                }
+            }
+        })
+    }
+}

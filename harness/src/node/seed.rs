@@ -1,0 +1,85 @@
+//! A node seeded like a real one (issue 3, "Embedded nodes"): its kubeconfigs with current
+//! context and CA data (`/etc/kubernetes/kubeconfig` for the agent, `/var/lib/kubelet/kubeconfig`
+//! for the kubelet), a non-CoreOS `/etc/os-release` (so upstream agents stay off rpm-ostree),
+//! the kubelet CA, the current config on disk, and the Node object with
+//! `currentConfig` = `desiredConfig`, `state=Done`, matching drain annotations and role labels.
+
+use super::{Node, NodeError};
+use crate::agent::common::CURRENT_CONFIG_FILE;
+use crate::mco::{
+    CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, KUBELET_CA_PATH, LAST_APPLIED_DRAIN, STATE, STATE_DONE,
+};
+use fake_apiserver::ClientIdentity;
+use k8s_openapi::api::core::v1::Node as NodeObject;
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::json;
+
+pub const AGENT_KUBECONFIG: &str = "/etc/kubernetes/kubeconfig";
+pub const KUBELET_KUBECONFIG: &str = "/var/lib/kubelet/kubeconfig";
+pub const OS_RELEASE: &str = "/etc/os-release";
+
+/// What a node starts from.
+pub struct NodeSeed<'a> {
+    pub role: &'a str,
+    pub api_url: &'a str,
+    pub api_ca_pem: &'a str,
+    pub agent: &'a ClientIdentity,
+    pub kubelet: &'a ClientIdentity,
+    /// The rendered config the node runs.
+    pub rendered: &'a str,
+    pub rendered_spec: &'a serde_json::Value,
+    pub kubelet_ca: &'a [u8],
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SeedError {
+    #[error(transparent)]
+    Node(#[from] NodeError),
+    #[error("node object {name}: {source}")]
+    Api { name: String, source: kube::Error },
+}
+
+pub async fn seed_node(admin: &kube::Client, node: &dyn Node, seed: &NodeSeed<'_>) -> Result<(), SeedError> {
+    let name = node.name().to_string();
+    node.write(
+        AGENT_KUBECONFIG,
+        fake_apiserver::kubeconfig(seed.api_url, seed.api_ca_pem, seed.agent).as_bytes(),
+        0o600,
+    )
+    .await?;
+    node.write(
+        KUBELET_KUBECONFIG,
+        fake_apiserver::kubeconfig(seed.api_url, seed.api_ca_pem, seed.kubelet).as_bytes(),
+        0o600,
+    )
+    .await?;
+    node.write(
+        OS_RELEASE,
+        b"NAME=\"mco-conformance node\"\nID=mco-conformance\nVERSION_ID=1\n",
+        0o644,
+    )
+    .await?;
+    node.write(KUBELET_CA_PATH, seed.kubelet_ca, 0o644).await?;
+    let current = json!({"metadata": {"name": seed.rendered}, "spec": seed.rendered_spec});
+    node.write(CURRENT_CONFIG_FILE, current.to_string().as_bytes(), 0o644)
+        .await?;
+    let uncordoned = format!("uncordon-{}", seed.rendered);
+    let object = json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {format!("node-role.kubernetes.io/{}", seed.role): "", "kubernetes.io/hostname": name, "kubernetes.io/os": "linux"},
+            "annotations": {CURRENT_CONFIG: seed.rendered, DESIRED_CONFIG: seed.rendered, STATE: STATE_DONE,
+                DESIRED_DRAIN: uncordoned, LAST_APPLIED_DRAIN: uncordoned},
+        },
+    });
+    let api: Api<NodeObject> = Api::all(admin.clone());
+    api.patch(
+        &name,
+        &PatchParams::apply("mco-conformance-seed").force(),
+        &Patch::Apply(&object),
+    )
+    .await
+    .map_err(|source| SeedError::Api { name, source })?;
+    Ok(())
+}

@@ -1,0 +1,52 @@
+//! The one way the harness waits for convergence (DESIGN.md: steps poll with a deadline in
+//! real time and report what they last saw when it passes). Used only where no single event
+//! says "done" — convergence across several objects and processes.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+/// How often a probe runs.
+pub const POLL: Duration = Duration::from_millis(20);
+
+/// Run `probe` until it returns `Ok`; after `deadline`, the last `Err` observation, with the
+/// time waited.
+pub async fn eventually<T, F, Fut>(deadline: Duration, mut probe: F) -> Result<T, String>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, String>>,
+{
+    let started = Instant::now();
+    let mut ticks = tokio::time::interval(POLL);
+    loop {
+        ticks.tick().await;
+        match probe().await {
+            Ok(value) => return Ok(value),
+            Err(seen) if started.elapsed() >= deadline => {
+                return Err(format!("not reached within {deadline:?}; last seen: {seen}"));
+            }
+            Err(_) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    #[tokio::test]
+    async fn returns_the_value_or_the_last_observation() {
+        let calls = AtomicU32::new(0);
+        let got = eventually(Duration::from_secs(5), || async {
+            let n = calls.fetch_add(1, Ordering::SeqCst);
+            if n >= 2 { Ok(n) } else { Err(format!("only {n}")) }
+        })
+        .await;
+        assert_eq!(got, Ok(2));
+        let never: Result<(), String> = eventually(Duration::from_millis(50), || async {
+            Err("still 0 nodes".to_string())
+        })
+        .await;
+        assert!(never.unwrap_err().ends_with("last seen: still 0 nodes"));
+    }
+}
