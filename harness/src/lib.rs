@@ -9,6 +9,10 @@
 //! - `mco`: MCO's annotation keys, states and paths, shared by the cluster side and agents.
 //! - `node`: the node trait, its journal and service manager, and the embedded backend.
 //! - `wait`: `eventually`, the one way to wait for convergence.
+//! - `scenario`: one scenario's fake cluster (API server, cluster side, nodes) on one clock.
+//! - `runner`: feature lint and the per-profile cucumber runs behind `cargo test` and the CLI.
+//! - `world`: the cucumber World around a scenario. The step definitions live in `steps/`,
+//!   compiled into the binaries that run features (see `steps/mod.rs` for why).
 //!
 //! The cluster side, nodes, the reference daemon, steps and the CLI follow (issue 3).
 
@@ -18,6 +22,9 @@ pub mod mco;
 pub mod node;
 pub mod pki;
 pub mod profile;
+pub mod runner;
+pub mod scenario;
 pub mod wait;
+pub mod world;
 
 pub use profile::Profile;

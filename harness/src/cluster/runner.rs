@@ -20,14 +20,34 @@ pub struct ClusterSide {
     pub mcc: MachineConfigController,
     pub log: ClusterLog,
     pub clock: SimClock,
+    /// One pass at a time: two concurrent passes would both rotate a due signer.
+    pass: tokio::sync::Mutex<()>,
 }
 
 /// Passes after which a cluster that still changes is reported (a controller fighting another).
 const MAX_PASSES: usize = 50;
 
 impl ClusterSide {
+    pub fn new(
+        signers: SignerRotation,
+        operator: Operator,
+        mcc: MachineConfigController,
+        log: ClusterLog,
+        clock: SimClock,
+    ) -> Self {
+        ClusterSide {
+            signers,
+            operator,
+            mcc,
+            log,
+            clock,
+            pass: tokio::sync::Mutex::new(()),
+        }
+    }
+
     /// One pass of every controller; true if any wrote.
     pub async fn reconcile_once(&self) -> Result<bool, ClusterError> {
+        let _one_at_a_time = self.pass.lock().await;
         let mut changed = !self.signers.reconcile().await?.is_empty();
         changed |= self.operator.reconcile().await?;
         changed |= self.mcc.reconcile().await?;

@@ -22,7 +22,7 @@ use crate::pki::{
 use crate::profile::Profile;
 use base64::Engine;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -37,9 +37,48 @@ pub struct SignerRotation {
     clock: SimClock,
     log: ClusterLog,
     serial: AtomicU64,
+    /// During a pass: every managed Secret and every ConfigMap bundle, read with two lists
+    /// instead of a GET per object, and kept current by this controller's own writes.
+    snapshot: std::sync::Mutex<Option<Snapshot>>,
+}
+
+#[derive(Default)]
+struct Snapshot {
+    certs: BTreeMap<(String, String), Stored>,
+    bundles: BTreeMap<(String, String), String>,
+}
+
+fn key(ns: &str, name: &str) -> (String, String) {
+    (ns.to_string(), name.to_string())
+}
+
+fn stored_from_secret(secret: Secret) -> Result<Option<Stored>, ClusterError> {
+    let data = secret.data.unwrap_or_default();
+    let text = |k: &str| {
+        data.get(k)
+            .map(|b| String::from_utf8_lossy(&b.0).into_owned())
+            .unwrap_or_default()
+    };
+    let (pem, key_pem) = (text("tls.crt"), text("tls.key"));
+    let Some(parsed) = parse_certs(&pem)?.into_iter().next() else {
+        return Ok(None);
+    };
+    Ok(Some(Stored {
+        cert: IssuedCert {
+            pem,
+            key_pem,
+            common_name: parsed.common_name,
+            issuer_common_name: parsed.issuer,
+            not_before: parsed.not_before,
+            not_after: parsed.not_after,
+            serial: parsed.serial,
+        },
+        annotations: secret.metadata.annotations.unwrap_or_default(),
+    }))
 }
 
 /// A certificate Secret as read back from the API server.
+#[derive(Clone)]
 struct Stored {
     cert: IssuedCert,
     annotations: BTreeMap<String, String>,
@@ -66,7 +105,54 @@ impl SignerRotation {
             clock,
             log,
             serial: AtomicU64::new(1000),
+            snapshot: std::sync::Mutex::new(None),
         }
+    }
+
+    fn snapshot(&self) -> std::sync::MutexGuard<'_, Option<Snapshot>> {
+        self.snapshot.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Read every managed Secret and every ConfigMap once, for the pass about to run.
+    async fn take_snapshot(&self) -> Result<(), ClusterError> {
+        let secrets = Api::<Secret>::all(self.client.clone())
+            .list(&ListParams::default().labels(MANAGED_TYPE_LABEL))
+            .await
+            .map_err(|e| ClusterError::kube("managed secrets".into(), e))?;
+        let configmaps = Api::<ConfigMap>::all(self.client.clone())
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| ClusterError::kube("configmaps".into(), e))?;
+        let mut snapshot = Snapshot::default();
+        for secret in secrets {
+            let k = key(
+                secret.metadata.namespace.as_deref().unwrap_or(""),
+                secret.metadata.name.as_deref().unwrap_or(""),
+            );
+            if let Some(stored) = stored_from_secret(secret)? {
+                snapshot.certs.insert(k, stored);
+            }
+        }
+        for cm in configmaps {
+            let k = key(
+                cm.metadata.namespace.as_deref().unwrap_or(""),
+                cm.metadata.name.as_deref().unwrap_or(""),
+            );
+            snapshot.bundles.insert(
+                k,
+                cm.data
+                    .unwrap_or_default()
+                    .get(CA_BUNDLE_KEY)
+                    .cloned()
+                    .unwrap_or_default(),
+            );
+        }
+        *self.snapshot() = Some(snapshot);
+        Ok(())
+    }
+
+    fn drop_snapshot(&self) {
+        *self.snapshot() = None;
     }
 
     fn next_serial(&self) -> u64 {
@@ -123,6 +209,13 @@ impl SignerRotation {
 
     /// One pass at the clock's now. Returns what changed, for the cluster log.
     pub async fn reconcile(&self) -> Result<Vec<String>, ClusterError> {
+        self.take_snapshot().await?;
+        let result = self.reconcile_snapshot().await;
+        self.drop_snapshot();
+        result
+    }
+
+    async fn reconcile_snapshot(&self) -> Result<Vec<String>, ClusterError> {
         let now = self.clock.now();
         let mut changes = Vec::new();
         for spec in self.catalogue.signers.iter().filter(|s| !s.installer) {
@@ -218,6 +311,13 @@ impl SignerRotation {
 
     /// The next instant after now at which a rule fires or a bundle certificate expires.
     pub async fn next_deadline(&self) -> Result<Option<OffsetDateTime>, ClusterError> {
+        self.take_snapshot().await?;
+        let result = self.deadline_snapshot().await;
+        self.drop_snapshot();
+        result
+    }
+
+    async fn deadline_snapshot(&self) -> Result<Option<OffsetDateTime>, ClusterError> {
         let now = self.clock.now();
         let mut deadlines = Vec::new();
         for spec in &self.catalogue.signers {
@@ -295,36 +395,18 @@ impl SignerRotation {
     }
 
     async fn read_cert(&self, ns: &str, name: &str) -> Result<Option<Stored>, ClusterError> {
+        if let Some(snapshot) = self.snapshot().as_ref() {
+            return Ok(snapshot.certs.get(&key(ns, name)).cloned());
+        }
         let api: Api<Secret> = Api::namespaced(self.client.clone(), ns);
-        let Some(secret) = api
+        match api
             .get_opt(name)
             .await
             .map_err(|e| ClusterError::kube(format!("secret {ns}/{name}"), e))?
-        else {
-            return Ok(None);
-        };
-        let data = secret.data.unwrap_or_default();
-        let text = |k: &str| {
-            data.get(k)
-                .map(|b| String::from_utf8_lossy(&b.0).into_owned())
-                .unwrap_or_default()
-        };
-        let (pem, key_pem) = (text("tls.crt"), text("tls.key"));
-        let Some(parsed) = parse_certs(&pem)?.into_iter().next() else {
-            return Ok(None);
-        };
-        Ok(Some(Stored {
-            cert: IssuedCert {
-                pem,
-                key_pem,
-                common_name: parsed.common_name,
-                issuer_common_name: parsed.issuer,
-                not_before: parsed.not_before,
-                not_after: parsed.not_after,
-                serial: parsed.serial,
-            },
-            annotations: secret.metadata.annotations.unwrap_or_default(),
-        }))
+        {
+            Some(secret) => stored_from_secret(secret),
+            None => Ok(None),
+        }
     }
 
     async fn write_cert_secret(
@@ -352,6 +434,9 @@ impl SignerRotation {
     }
 
     async fn read_bundle(&self, ns: &str, name: &str) -> Result<String, ClusterError> {
+        if let Some(snapshot) = self.snapshot().as_ref() {
+            return Ok(snapshot.bundles.get(&key(ns, name)).cloned().unwrap_or_default());
+        }
         let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), ns);
         let cm = api
             .get_opt(name)

@@ -1,0 +1,89 @@
+# Encodes: library-go pkg/operator/certrotation (signer.go needNewSigningCertKeyPair,
+# cabundle.go), cluster-kube-apiserver-operator certrotationcontroller.go (release-4.12/4.16),
+# MCO release-4.12 pkg/operator/sync.go (mergeCertWithCABundle) and release-4.16
+# pkg/daemon/certificate_writer.go; MCO e2e TestMCDRotatesCerts. See shared/notes/mco-source.md.
+@signer-rotation
+Feature: kube-apiserver-to-kubelet-signer rotation
+  The kube-apiserver reaches kubelets (oc logs, exec, attach) with a client certificate from
+  kube-apiserver-to-kubelet-signer; each kubelet trusts the CA bundle in
+  /etc/kubernetes/kubelet-ca.crt. When the signer rotates, every node must get a bundle with
+  the new signer before the kube-apiserver starts presenting a certificate from it.
+
+  Background:
+    Given a fresh cluster with 2 worker nodes
+
+  # A forced rotation (MCO e2e: null certificate-not-after) reaches every node. On 4.16 the
+  # daemon writes kube-apiserver-client-ca as it is; on 4.12 the file is the installer's
+  # initial bundle with its kube-apiserver-to-kubelet signer replaced by that signer's whole
+  # bundle (mco-source.md §1), delivered through a rendered MachineConfig.
+  Scenario Outline: A forced rotation reaches every node and every kubelet trusts the new signer
+    When the kube-apiserver-to-kubelet-signer is rotated by force
+    Then the kube-apiserver-to-kubelet-signer has rotated
+    And the kube-apiserver-to-kubelet-signer bundle holds 2 signers
+    And every node's kubelet-ca.crt equals "<bundle>"
+    And every kubelet accepts a client certificate from the current kube-apiserver-to-kubelet-signer
+    And every kubelet accepts the kube-apiserver's kubelet client certificate
+    And no node has rebooted
+
+    @ocp-4.12
+    Examples:
+      | bundle                                                      |
+      | the initial bundle with the kubelet signer's bundle merged in |
+
+    @ocp-4.16
+    Examples:
+      | bundle                   |
+      | kube-apiserver-client-ca |
+
+  # 4.12 renders a new MachineConfig for the new bundle (one more than the install's);
+  # 4.16 renders none: the bundle is not in any MachineConfig.
+  Scenario Outline: Rendered configs after a rotation
+    When the kube-apiserver-to-kubelet-signer is rotated by force
+    Then the worker pool has <rendered> rendered configs
+
+    @ocp-4.12
+    Examples:
+      | rendered |
+      | 2        |
+
+    @ocp-4.16
+    Examples:
+      | rendered |
+      | 1        |
+
+  # Each profile's daemon logs its own path.
+  Scenario Outline: The journal shows each profile's log lines
+    When the kube-apiserver-to-kubelet-signer is rotated by force
+    Then every node's journal shows "<line>"
+
+    @ocp-4.12
+    Examples:
+      | line                                                                                                         |
+      | files:true units:false kernelType:false extensions:false}                                                    |
+      | skipping reboot                                                                                              |
+      | "Loaded a new CA Bundle and Verifier" name="client-ca-bundle::/etc/kubernetes/kubelet-ca.crt"                |
+
+    @ocp-4.16
+    Examples:
+      | line                                                                                          |
+      | Certificate was synced from controllerconfig resourceVersion                                  |
+      | "Loaded a new CA Bundle and Verifier" name="client-ca-bundle::/etc/kubernetes/kubelet-ca.crt" |
+
+  # The 80 % rule: the signer is valid 365 days; library-go replaces it once now is past
+  # notAfter − 365/5 = day 292 (on 4.12 the 8-year refresh never fires first; on 4.16 the
+  # 292-day refresh coincides). Rules compare strictly, so at day 292 exactly it stays.
+  Scenario: The 80 % rule rotates the signer just after day 292 and not before
+    When 292 days pass
+    Then the kube-apiserver-to-kubelet-signer has not rotated
+    When 1 minute passes
+    Then the kube-apiserver-to-kubelet-signer has rotated
+    And the kube-apiserver-to-kubelet-signer bundle holds 2 signers
+    And no node has rebooted
+
+  # The old signer stays in the bundle until it expires (library-go cabundle.go): issued at day
+  # 0 with 365 days of validity, it leaves just after day 365.
+  Scenario: The old signer leaves the bundle once it expires
+    When 293 days pass
+    Then the kube-apiserver-to-kubelet-signer bundle holds 2 signers
+    When 73 days pass
+    Then the kube-apiserver-to-kubelet-signer bundle holds 1 signer

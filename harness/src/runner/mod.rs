@@ -1,0 +1,338 @@
+//! Running features: lint them, then one cucumber run per profile, each scenario in its own
+//! World, and one summary whose last line is `N passed, N failed, N skipped` (scenarios).
+//!
+//! A scenario tagged `@ocp-4.12` or `@ocp-4.16` (on itself, its feature, or its Examples block)
+//! runs for that profile only; `@container` is skipped on embedded nodes and `@slow` unless the
+//! tag expression asks for it, each listed with its reason above the summary. JUnit XML and
+//! Cucumber JSON go under the report directory, one file per profile. A failed scenario's node
+//! journals are kept there too, and their path printed.
+//!
+//! # Layout
+//! - `lint`: feature-file checks run before anything executes.
+
+pub mod lint;
+
+use crate::node::Node;
+use crate::profile::Profile;
+use crate::world::ConformanceWorld;
+use cucumber::gherkin::{Feature, Rule, Scenario};
+use cucumber::tag::Ext as _;
+use cucumber::{World as _, WriterExt as _, event, writer};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+/// Which node backend a run uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Nodes {
+    Embedded,
+    Container,
+}
+
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    pub profiles: Vec<Profile>,
+    /// A tag expression added to (never replacing) the profile and `@slow`/`@container` rules.
+    pub tags: Option<String>,
+    pub nodes: Nodes,
+    /// Feature files or directories.
+    pub paths: Vec<PathBuf>,
+    /// Where JUnit XML, Cucumber JSON and failed scenarios' journals go.
+    pub report_dir: PathBuf,
+    /// Scenarios run at once (each starts an API server and its nodes).
+    pub concurrency: usize,
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Summary {
+    pub passed: usize,
+    pub failed: usize,
+    /// `profile: feature: scenario: reason`
+    pub skipped: Vec<String>,
+}
+
+impl Summary {
+    pub fn line(&self) -> String {
+        format!(
+            "{} passed, {} failed, {} skipped",
+            self.passed,
+            self.failed,
+            self.skipped.len()
+        )
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("{} feature file problem(s):\n{}", .0.len(), .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+    Lint(Vec<lint::LintError>),
+    #[error("no feature files under {0:?}")]
+    NoFeatures(Vec<PathBuf>),
+    #[error("invalid tag expression {0:?}: {1}")]
+    Tags(String, String),
+    #[error("{0}: {1}")]
+    Io(PathBuf, std::io::Error),
+}
+
+/// What to do with one (expanded) scenario in a run for `profile`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Selection {
+    Run,
+    /// Not part of this run at all (another profile's, or excluded by the user's tags).
+    Out,
+    Skip(String),
+}
+
+/// The user's tag expression, parsed, and whether it names `@slow`.
+#[derive(Debug, Clone)]
+struct TagFilter {
+    expr: cucumber::gherkin::tagexpr::TagOperation,
+    wants_slow: bool,
+}
+
+fn select(profile: Profile, nodes: Nodes, tags: Option<&TagFilter>, all_tags: &[String]) -> Selection {
+    let has = |t: &str| all_tags.iter().any(|x| x == t);
+    let for_profiles: Vec<&str> = lint::PROFILE_TAGS.iter().copied().filter(|t| has(t)).collect();
+    if !for_profiles.is_empty() && !for_profiles.contains(&profile.as_str()) {
+        return Selection::Out;
+    }
+    if let Some(filter) = tags
+        && !filter.expr.eval(all_tags.iter())
+    {
+        return Selection::Out;
+    }
+    let asked_for_slow = tags.is_some_and(|t| t.wants_slow);
+    if has("slow") && !asked_for_slow {
+        return Selection::Skip("@slow: left out unless asked for (--tags @slow)".into());
+    }
+    if has("container") && nodes == Nodes::Embedded {
+        return Selection::Skip("@container: needs container nodes (--nodes container)".into());
+    }
+    Selection::Run
+}
+
+fn tags_of(feature: &Feature, rule: Option<&Rule>, scenario: &Scenario) -> Vec<String> {
+    feature
+        .tags
+        .iter()
+        .chain(rule.iter().flat_map(|r| r.tags.iter()))
+        .chain(scenario.tags.iter())
+        .cloned()
+        .collect()
+}
+
+/// Lint, run every profile, print the skips and the summary line last.
+pub async fn run(config: &RunConfig) -> Result<Summary, RunError> {
+    let files = lint::feature_files(&config.paths);
+    if files.is_empty() {
+        return Err(RunError::NoFeatures(config.paths.clone()));
+    }
+    let features = lint::lint(&files).map_err(RunError::Lint)?;
+    let tags = match &config.tags {
+        Some(t) => Some(TagFilter {
+            expr: t
+                .parse::<cucumber::gherkin::tagexpr::TagOperation>()
+                .map_err(|e| RunError::Tags(t.clone(), e.to_string()))?,
+            wants_slow: t.contains("@slow"),
+        }),
+        None => None,
+    };
+    std::fs::create_dir_all(&config.report_dir).map_err(|e| RunError::Io(config.report_dir.clone(), e))?;
+    let mut summary = Summary::default();
+    for &profile in &config.profiles {
+        for feature in &features {
+            let scenarios = feature.scenarios.iter().map(|s| (None, s)).chain(
+                feature
+                    .rules
+                    .iter()
+                    .flat_map(|r| r.scenarios.iter().map(move |s| (Some(r), s))),
+            );
+            for (rule, scenario) in scenarios {
+                for (name, scenario_tags) in expanded(scenario) {
+                    let mut all = tags_of(feature, rule, scenario);
+                    all.extend(scenario_tags);
+                    if let Selection::Skip(reason) = select(profile, config.nodes, tags.as_ref(), &all) {
+                        summary
+                            .skipped
+                            .push(format!("{profile}: {}: {name}: {reason}", feature.name));
+                    }
+                }
+            }
+        }
+        let (passed, failed) = run_profile(config, profile, &files, tags.clone()).await?;
+        summary.passed += passed;
+        summary.failed += failed;
+    }
+    for skip in &summary.skipped {
+        println!("skipped: {skip}");
+    }
+    println!("{}", summary.line());
+    Ok(summary)
+}
+
+/// A scenario's name and the extra tags of each row it expands to.
+fn expanded(scenario: &Scenario) -> Vec<(String, Vec<String>)> {
+    if scenario.examples.is_empty() {
+        return vec![(scenario.name.clone(), Vec::new())];
+    }
+    scenario
+        .examples
+        .iter()
+        .flat_map(|ex| {
+            let rows = ex.table.as_ref().map_or(0, |t| t.rows.len().saturating_sub(1));
+            (0..rows).map(move |i| (format!("{} (row {})", scenario.name, i + 1), ex.tags.clone()))
+        })
+        .collect()
+}
+
+#[derive(Default)]
+struct Tally {
+    passed: usize,
+    failed: usize,
+}
+
+async fn run_profile(
+    config: &RunConfig,
+    profile: Profile,
+    files: &[PathBuf],
+    tags: Option<TagFilter>,
+) -> Result<(usize, usize), RunError> {
+    let tally = Arc::new(Mutex::new(Tally::default()));
+    let report = config.report_dir.clone();
+    let open = |name: String| {
+        let path = report.join(name);
+        std::fs::File::create(&path).map_err(|e| RunError::Io(path, e))
+    };
+    let junit = open(format!("{profile}.junit.xml"))?;
+    let json = open(format!("{profile}.cucumber.json"))?;
+    let after_tally = tally.clone();
+    let failed_dir = report.join("failed").join(profile.as_str());
+    let nodes = config.nodes;
+    for file in files {
+        let filter_tags = tags.clone();
+        ConformanceWorld::cucumber()
+            .with_cli(cucumber::cli::Opts::<_, _, _, cucumber::cli::Empty>::default())
+            .max_concurrent_scenarios(config.concurrency.max(1))
+            .fail_on_skipped()
+            .before(move |_, _, _, world| {
+                world.profile = profile;
+                Box::pin(async {})
+            })
+            .after({
+                let tally = after_tally.clone();
+                let failed_dir = failed_dir.clone();
+                move |_, _, scenario, finished, world| {
+                    let failed = matches!(
+                        finished,
+                        event::ScenarioFinished::StepFailed(..)
+                            | event::ScenarioFinished::BeforeHookFailed(_)
+                    );
+                    {
+                        let mut t = tally.lock().unwrap_or_else(|p| p.into_inner());
+                        if failed { t.failed += 1 } else { t.passed += 1 }
+                    }
+                    let name = scenario.name.clone();
+                    let failed_dir = failed_dir.clone();
+                    Box::pin(async move {
+                        let Some(world) = world else { return };
+                        if let Some(s) = world.scenario.take() {
+                            if failed {
+                                keep_evidence(&failed_dir, &name, &s).await;
+                            }
+                            s.shutdown().await;
+                        }
+                    })
+                }
+            })
+            .with_writer(
+                writer::Basic::stdout()
+                    .summarized()
+                    .tee::<ConformanceWorld, _>(writer::JUnit::for_tee(
+                        junit.try_clone().map_err(|e| RunError::Io(report.clone(), e))?,
+                        0,
+                    ))
+                    .tee::<ConformanceWorld, _>(writer::Json::for_tee(
+                        json.try_clone().map_err(|e| RunError::Io(report.clone(), e))?,
+                    ))
+                    .normalized(),
+            )
+            .filter_run(file.clone(), move |feature, rule, scenario| {
+                select(
+                    profile,
+                    nodes,
+                    filter_tags.as_ref(),
+                    &tags_of(feature, rule, scenario),
+                ) == Selection::Run
+            })
+            .await;
+    }
+    let t = tally.lock().unwrap_or_else(|p| p.into_inner());
+    Ok((t.passed, t.failed))
+}
+
+/// Write each node's journal and the cluster log of a failed scenario, and say where.
+async fn keep_evidence(dir: &std::path::Path, scenario: &str, s: &crate::scenario::Scenario) {
+    let safe: String = scenario
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let dir = dir.join(safe);
+    if std::fs::create_dir_all(&dir).is_err() {
+        return;
+    }
+    for node in &s.nodes {
+        let lines = node.journal_since(crate::node::JournalMark(0)).await;
+        let _ = std::fs::write(dir.join(format!("{}.journal", node.name())), lines.join("\n"));
+    }
+    let _ = std::fs::write(dir.join("cluster.log"), s.log.lines().join("\n"));
+    println!(
+        "kept the failed scenario's journals and cluster log in {}",
+        dir.display()
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(tags: &[&str]) -> Vec<String> {
+        tags.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn selection_by_profile_backend_and_tags() {
+        let p = Profile::Ocp412;
+        assert_eq!(select(p, Nodes::Embedded, None, &t(&[])), Selection::Run);
+        assert_eq!(
+            select(p, Nodes::Embedded, None, &t(&["ocp-4.12"])),
+            Selection::Run
+        );
+        assert_eq!(
+            select(p, Nodes::Embedded, None, &t(&["ocp-4.16"])),
+            Selection::Out
+        );
+        assert!(
+            matches!(select(p, Nodes::Embedded, None, &t(&["container"])), Selection::Skip(r) if r.starts_with("@container"))
+        );
+        assert_eq!(
+            select(p, Nodes::Container, None, &t(&["container"])),
+            Selection::Run
+        );
+        assert!(matches!(
+            select(p, Nodes::Embedded, None, &t(&["slow"])),
+            Selection::Skip(_)
+        ));
+        let slow = TagFilter {
+            expr: "@slow".parse().unwrap(),
+            wants_slow: true,
+        };
+        assert_eq!(
+            select(p, Nodes::Embedded, Some(&slow), &t(&["slow"])),
+            Selection::Run
+        );
+        assert_eq!(
+            select(p, Nodes::Embedded, Some(&slow), &t(&[])),
+            Selection::Out,
+            "user tags narrow the run"
+        );
+    }
+}

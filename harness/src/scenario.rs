@@ -1,0 +1,394 @@
+//! One scenario's fake cluster, ready to act on: the API server, the reference cluster side
+//! running on watches, and embedded nodes with their kubelets and agents, all on one simulated
+//! clock. Steps and Rust tests drive it; nothing in it is global.
+//!
+//! Time moves deadline by deadline (`advance`): the clock stops at every instant a certificate
+//! rule fires, the cluster side reconciles there, and the nodes converge before it moves on, so
+//! each rotation is seen by every node as it would be in a cluster that lived through it.
+
+use crate::agent::ReferenceDaemon;
+use crate::cluster::install::install;
+use crate::cluster::mcc::{machine_config_pools, machine_configs};
+use crate::cluster::operator::controller_configs;
+use crate::cluster::render::Templates;
+use crate::cluster::{
+    ClusterError, ClusterLog, ClusterSide, MachineConfigController, Operator, SignerRotation,
+};
+use crate::mco::{CURRENT_CONFIG, DESIRED_CONFIG, LAST_SYNCED_CONTROLLER_CONFIG, STATE, STATE_DONE};
+use crate::node::kubelet::FakeKubelet;
+use crate::node::seed::{NodeSeed, seed_node};
+use crate::node::{AGENT_UNIT, CRIO_UNIT, EmbeddedNode, KUBELET_UNIT, Node};
+use crate::pki::{Catalogue, Clock, IssuedCert, SimClock, StartingState, parse_certs};
+use crate::profile::Profile;
+use crate::wait::eventually;
+use base64::Engine;
+use k8s_openapi::api::core::v1::{ConfigMap, Node as NodeObject, Secret};
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// How a scenario starts.
+#[derive(Debug, Clone)]
+pub struct ScenarioOptions {
+    pub profile: Profile,
+    /// Name of a state in `fixtures/starting-states.yaml`.
+    pub starting_state: String,
+    /// `(role, count)` pairs.
+    pub nodes: Vec<(String, usize)>,
+    pub fixtures: PathBuf,
+    /// How long convergence may take before a step fails.
+    pub deadline: Duration,
+}
+
+impl ScenarioOptions {
+    pub fn new(profile: Profile) -> Self {
+        ScenarioOptions {
+            profile,
+            starting_state: "fresh-install".into(),
+            nodes: vec![("worker".into(), 2)],
+            fixtures: default_fixtures(),
+            deadline: Duration::from_secs(30),
+        }
+    }
+}
+
+/// `fixtures/` of this repository.
+pub fn default_fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("harness/ has a parent")
+        .join("fixtures")
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    #[error("starting the API server: {0}")]
+    ApiServer(String),
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+    #[error("fixture: {0}")]
+    Fixture(String),
+    #[error("{0}")]
+    NotConverged(String),
+    #[error("node {node}: {message}")]
+    Node { node: String, message: String },
+}
+
+pub struct Scenario {
+    pub options: ScenarioOptions,
+    server: fake_apiserver::ServerHandle,
+    pub admin: kube::Client,
+    pub clock: SimClock,
+    pub side: Arc<ClusterSide>,
+    pub nodes: Vec<EmbeddedNode>,
+    pub log: ClusterLog,
+    stop: CancellationToken,
+}
+
+fn fixture_err(e: impl std::fmt::Display) -> ScenarioError {
+    ScenarioError::Fixture(e.to_string())
+}
+
+impl Scenario {
+    pub async fn start(options: ScenarioOptions) -> Result<Self, ScenarioError> {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let server = fake_apiserver::FakeApiServer::builder()
+            .start()
+            .await
+            .map_err(|e| ScenarioError::ApiServer(e.to_string()))?;
+        let admin = server
+            .admin_client()
+            .await
+            .map_err(|e| ScenarioError::ApiServer(e.to_string()))?;
+        let catalogue =
+            Arc::new(Catalogue::load(&options.fixtures.join("signers.yaml")).map_err(fixture_err)?);
+        let states = StartingState::load_all(&options.fixtures.join("starting-states.yaml"), &catalogue)
+            .map_err(fixture_err)?;
+        let state = states
+            .into_iter()
+            .find(|s| s.name == options.starting_state)
+            .ok_or_else(|| {
+                fixture_err(format!(
+                    "no starting state {:?} in fixtures/starting-states.yaml",
+                    options.starting_state
+                ))
+            })?;
+        let templates =
+            Arc::new(Templates::load(&options.fixtures.join("templates.yaml")).map_err(fixture_err)?);
+        let (clock, log, profile) = (SimClock::default(), ClusterLog::default(), options.profile);
+        let side = Arc::new(ClusterSide::new(
+            SignerRotation::new(admin.clone(), catalogue, profile, clock.clone(), log.clone()),
+            Operator::new(admin.clone(), profile, clock.clone(), log.clone()),
+            MachineConfigController::new(admin.clone(), templates, profile, clock.clone(), log.clone()),
+            log.clone(),
+            clock.clone(),
+        ));
+        install(&admin, &options.fixtures, &side.signers, &state, true).await?;
+        side.settle().await?;
+        let cc = controller_configs(&admin)
+            .get("machine-config-controller")
+            .await
+            .map_err(|e| ClusterError::kube("controllerconfig".into(), e))?;
+        let bundle = base64::engine::general_purpose::STANDARD
+            .decode(
+                cc.data["spec"]["kubeAPIServerServingCAData"]
+                    .as_str()
+                    .unwrap_or(""),
+            )
+            .map_err(fixture_err)?;
+        let agent = server
+            .identity(
+                "system:serviceaccount:openshift-machine-config-operator:machine-config-daemon",
+                &["system:serviceaccounts"],
+            )
+            .map_err(fixture_err)?;
+        let mut nodes = Vec::new();
+        for (role, count) in &options.nodes {
+            let pool = machine_config_pools(&admin)
+                .get(role)
+                .await
+                .map_err(|e| ClusterError::kube(format!("machineconfigpool {role}"), e))?;
+            let rendered = pool.data["spec"]["configuration"]["name"]
+                .as_str()
+                .unwrap_or("")
+                .to_string();
+            let spec = machine_configs(&admin)
+                .get(&rendered)
+                .await
+                .map_err(|e| ClusterError::kube(format!("machineconfig {rendered}"), e))?
+                .data["spec"]
+                .clone();
+            for i in 0..*count {
+                let name = format!("{role}-{i}");
+                let node = EmbeddedNode::new(&name, &[KUBELET_UNIT, CRIO_UNIT, AGENT_UNIT], clock.clone())
+                    .map_err(|e| ScenarioError::Node {
+                        node: name.clone(),
+                        message: e.to_string(),
+                    })?;
+                let kubelet = server
+                    .identity(&format!("system:node:{name}"), &["system:nodes"])
+                    .map_err(fixture_err)?;
+                let seed = NodeSeed {
+                    role,
+                    api_url: server.url(),
+                    api_ca_pem: &server.ca_pem(),
+                    agent: &agent,
+                    kubelet: &kubelet,
+                    rendered: &rendered,
+                    rendered_spec: &spec,
+                    kubelet_ca: &bundle,
+                };
+                seed_node(&admin, &node, &seed)
+                    .await
+                    .map_err(|e| ScenarioError::Node {
+                        node: name.clone(),
+                        message: e.to_string(),
+                    })?;
+                node.set_service(KUBELET_UNIT, Arc::new(FakeKubelet));
+                node.set_service(AGENT_UNIT, Arc::new(ReferenceDaemon { profile }));
+                node.boot().await;
+                nodes.push(node);
+            }
+        }
+        let stop = CancellationToken::new();
+        side.clone().spawn(admin.clone(), stop.clone());
+        Ok(Scenario {
+            options,
+            server,
+            admin,
+            clock,
+            side,
+            nodes,
+            log,
+            stop,
+        })
+    }
+
+    pub fn server(&self) -> &fake_apiserver::ServerHandle {
+        &self.server
+    }
+
+    /// MCO's e2e way to force a rotation: null `certificate-not-after` with a JSON patch, then
+    /// let a minute pass (the operators' resync), as on a live cluster.
+    pub async fn force_rotation(&self, namespace: &str, signer: &str) -> Result<(), ScenarioError> {
+        let secrets: Api<Secret> = Api::namespaced(self.admin.clone(), namespace);
+        let force: json_patch::Patch = serde_json::from_value(json!([
+            {"op": "replace", "path": "/metadata/annotations/auth.openshift.io~1certificate-not-after", "value": null}
+        ]))
+        .expect("a valid JSON patch");
+        secrets
+            .patch(signer, &PatchParams::default(), &Patch::Json::<()>(force))
+            .await
+            .map_err(|e| ClusterError::kube(format!("secret {namespace}/{signer}"), e))?;
+        self.advance(time::Duration::minutes(1)).await
+    }
+
+    /// Move the clock by `by`, stopping at every rule deadline on the way.
+    pub async fn advance(&self, by: time::Duration) -> Result<(), ScenarioError> {
+        let until = self.clock.now() + by;
+        loop {
+            let next = self.side.next_deadline().await?;
+            let stop = next.map_or(until, |n| n.min(until));
+            self.clock.advance(stop - self.clock.now());
+            self.side.settle().await?;
+            self.converge().await?;
+            if stop >= until {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Wait until the cluster side is quiet and every node has caught up with it: on 4.16 each
+    /// agent has synced the current ControllerConfig; on both, every node of an unpaused pool
+    /// runs its pool's config and is `Done`.
+    pub async fn converge(&self) -> Result<(), ScenarioError> {
+        let deadline = self.options.deadline;
+        eventually(deadline, || async { self.pending().await.map_or(Ok(()), Err) })
+            .await
+            .map_err(|e| {
+                ScenarioError::NotConverged(format!("{e}\ncluster log (last 20):\n{}", self.log_tail(20)))
+            })
+    }
+
+    /// What is still out of step, if anything. It only observes: reacting is the running
+    /// cluster side's job.
+    async fn pending(&self) -> Option<String> {
+        let cc_rv = controller_configs(&self.admin)
+            .get("machine-config-controller")
+            .await
+            .ok()?
+            .metadata
+            .resource_version
+            .unwrap_or_default();
+        let pools = machine_config_pools(&self.admin)
+            .list(&ListParams::default())
+            .await
+            .ok()?;
+        let targets: BTreeMap<String, (String, bool)> = pools
+            .iter()
+            .map(|p| {
+                let v = serde_json::to_value(p).unwrap_or_default();
+                (
+                    p.metadata.name.clone().unwrap_or_default(),
+                    (
+                        v["spec"]["configuration"]["name"]
+                            .as_str()
+                            .unwrap_or("")
+                            .to_string(),
+                        v["spec"]["paused"].as_bool().unwrap_or(false),
+                    ),
+                )
+            })
+            .collect();
+        let nodes = Api::<NodeObject>::all(self.admin.clone())
+            .list(&ListParams::default())
+            .await
+            .ok()?;
+        for node in nodes {
+            let name = node.metadata.name.clone().unwrap_or_default();
+            let a = node.metadata.annotations.clone().unwrap_or_default();
+            let get = |k: &str| a.get(k).cloned().unwrap_or_default();
+            let role = node
+                .metadata
+                .labels
+                .unwrap_or_default()
+                .keys()
+                .find_map(|l| l.strip_prefix("node-role.kubernetes.io/").map(str::to_string));
+            if self.options.profile == Profile::Ocp416 && get(LAST_SYNCED_CONTROLLER_CONFIG) != cc_rv {
+                return Some(format!(
+                    "node {name} synced controllerconfig {:?}, current is {cc_rv}",
+                    get(LAST_SYNCED_CONTROLLER_CONFIG)
+                ));
+            }
+            if let Some((target, paused)) = role.and_then(|r| targets.get(&r))
+                && !paused
+                && (get(CURRENT_CONFIG) != *target
+                    || get(DESIRED_CONFIG) != *target
+                    || get(STATE) != STATE_DONE)
+            {
+                return Some(format!(
+                    "node {name}: currentConfig {} desiredConfig {} state {} (pool target {target})",
+                    get(CURRENT_CONFIG),
+                    get(DESIRED_CONFIG),
+                    get(STATE)
+                ));
+            }
+        }
+        None
+    }
+
+    pub fn log_tail(&self, n: usize) -> String {
+        let lines = self.log.lines();
+        lines[lines.len().saturating_sub(n)..].join("\n")
+    }
+
+    pub fn node(&self, name: &str) -> Option<&EmbeddedNode> {
+        self.nodes.iter().find(|n| n.name() == name)
+    }
+
+    pub async fn bundle(&self, namespace: &str, name: &str) -> Result<String, ScenarioError> {
+        let cm = Api::<ConfigMap>::namespaced(self.admin.clone(), namespace)
+            .get(name)
+            .await
+            .map_err(|e| ClusterError::kube(format!("configmap {namespace}/{name}"), e))?;
+        Ok(cm
+            .data
+            .unwrap_or_default()
+            .get("ca-bundle.crt")
+            .cloned()
+            .unwrap_or_default())
+    }
+
+    /// A certificate Secret (`tls.crt`, `tls.key`) as an issued certificate.
+    pub async fn certificate(&self, namespace: &str, name: &str) -> Result<IssuedCert, ScenarioError> {
+        let secret = Api::<Secret>::namespaced(self.admin.clone(), namespace)
+            .get(name)
+            .await
+            .map_err(|e| ClusterError::kube(format!("secret {namespace}/{name}"), e))?;
+        let data = secret.data.unwrap_or_default();
+        let text = |k: &str| {
+            data.get(k)
+                .map(|b| String::from_utf8_lossy(&b.0).into_owned())
+                .unwrap_or_default()
+        };
+        let parsed = parse_certs(&text("tls.crt"))
+            .map_err(fixture_err)?
+            .into_iter()
+            .next()
+            .ok_or_else(|| fixture_err(format!("secret {namespace}/{name} holds no certificate")))?;
+        Ok(IssuedCert {
+            pem: text("tls.crt"),
+            key_pem: text("tls.key"),
+            common_name: parsed.common_name,
+            issuer_common_name: parsed.issuer,
+            not_before: parsed.not_before,
+            not_after: parsed.not_after,
+            serial: parsed.serial,
+        })
+    }
+
+    /// Names of a pool's rendered configs.
+    pub async fn rendered_configs(&self, pool: &str) -> Result<Vec<String>, ScenarioError> {
+        let prefix = format!("rendered-{pool}-");
+        let all = machine_configs(&self.admin)
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| ClusterError::kube("machineconfigs".into(), e))?;
+        Ok(all
+            .into_iter()
+            .filter_map(|m| m.metadata.name)
+            .filter(|n| n.starts_with(&prefix))
+            .collect())
+    }
+
+    pub async fn shutdown(&self) {
+        self.stop.cancel();
+        for node in &self.nodes {
+            node.shutdown().await;
+        }
+    }
+}

@@ -1,0 +1,54 @@
+//! The cucumber World: one per scenario, nothing global. It holds the scenario's fake cluster
+//! once a `Given` step starts it, the profile the run is for (set by the runner before any
+//! step), and what steps record to compare against later (journal marks, boot ids, signers).
+
+use crate::node::JournalMark;
+use crate::pki::IssuedCert;
+use crate::profile::Profile;
+use crate::scenario::Scenario;
+use std::collections::BTreeMap;
+
+#[derive(cucumber::World)]
+#[world(init = Self::new)]
+pub struct ConformanceWorld {
+    pub profile: Profile,
+    pub scenario: Option<Scenario>,
+    /// Per node: the journal position when the scenario's cluster was up.
+    pub marks: BTreeMap<String, JournalMark>,
+    /// Per node: the boot id when the scenario's cluster was up.
+    pub boot_ids: BTreeMap<String, String>,
+    /// Per signer name: the certificate it held when the cluster was up.
+    pub signers_at_start: BTreeMap<String, IssuedCert>,
+}
+
+impl std::fmt::Debug for ConformanceWorld {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConformanceWorld")
+            .field("profile", &self.profile)
+            .field("nodes", &self.marks.keys().collect::<Vec<_>>())
+            .field(
+                "cluster_log_tail",
+                &self.scenario.as_ref().map(|s| s.log_tail(10)),
+            )
+            .finish()
+    }
+}
+
+impl ConformanceWorld {
+    fn new() -> Self {
+        ConformanceWorld {
+            profile: Profile::Ocp416,
+            scenario: None,
+            marks: BTreeMap::new(),
+            boot_ids: BTreeMap::new(),
+            signers_at_start: BTreeMap::new(),
+        }
+    }
+
+    /// The running scenario; a step that needs one before `Given` started it fails with this.
+    pub fn cluster(&self) -> anyhow::Result<&Scenario> {
+        self.scenario
+            .as_ref()
+            .ok_or_else(|| anyhow::anyhow!("no cluster yet: start one with a `Given a … cluster` step"))
+    }
+}

@@ -1,0 +1,71 @@
+//! `cargo test` runs the features: every feature under `features/`, embedded nodes, both
+//! profiles, unless told otherwise. This runner owns its command line: libtest's flags
+//! (`--nocapture`, name filters) are ignored; it reads `--profile`, `--tags` and `--nodes` (or
+//! `MCO_CONFORMANCE_PROFILE`, `MCO_CONFORMANCE_TAGS`, `MCO_CONFORMANCE_NODES`), prints the
+//! summary line last, and exits non-zero on any failure. Reports go to
+//! `target/conformance/`.
+
+#[path = "../harness/src/steps/mod.rs"]
+mod steps;
+
+use harness::Profile;
+use harness::runner::{Nodes, RunConfig, run};
+use std::path::Path;
+use std::process::ExitCode;
+
+/// `--flag value` from the command line, else the environment variable.
+fn option(args: &[String], flag: &str, env: &str) -> Option<String> {
+    args.windows(2)
+        .find(|w| w[0] == flag)
+        .map(|w| w[1].clone())
+        .or_else(|| std::env::var(env).ok())
+        .filter(|v| !v.is_empty())
+}
+
+fn config() -> Result<RunConfig, String> {
+    let args: Vec<String> = std::env::args().collect();
+    let profiles = match option(&args, "--profile", "MCO_CONFORMANCE_PROFILE").as_deref() {
+        None | Some("all") => Profile::ALL.to_vec(),
+        Some(p) => vec![p.parse::<Profile>().map_err(|e| e.to_string())?],
+    };
+    let nodes = match option(&args, "--nodes", "MCO_CONFORMANCE_NODES").as_deref() {
+        None | Some("embedded") => Nodes::Embedded,
+        Some("container") => Nodes::Container,
+        Some(other) => {
+            return Err(format!(
+                "unknown node backend {other:?}: expected embedded or container"
+            ));
+        }
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    Ok(RunConfig {
+        profiles,
+        tags: option(&args, "--tags", "MCO_CONFORMANCE_TAGS"),
+        nodes,
+        paths: vec![root.join("features")],
+        report_dir: root.join("target").join("conformance"),
+        concurrency: 4,
+    })
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let _ = &steps::SOURCES;
+    let config = match config() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("conformance: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(&config).await {
+        Ok(summary) if summary.failed == 0 => ExitCode::SUCCESS,
+        Ok(_) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("conformance: {e}");
+            println!("0 passed, 1 failed, 0 skipped");
+            ExitCode::FAILURE
+        }
+    }
+}
