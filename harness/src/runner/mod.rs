@@ -207,10 +207,10 @@ async fn run_profile(
     let after_tally = tally.clone();
     let failed_dir = report.join("failed").join(profile.as_str());
     let nodes = config.nodes;
+    let steps = Arc::new(ConformanceWorld::collection());
     for file in files {
         let filter_tags = tags.clone();
         ConformanceWorld::cucumber()
-            .with_cli(cucumber::cli::Opts::<_, _, _, cucumber::cli::Empty>::default())
             .max_concurrent_scenarios(config.concurrency.max(1))
             .fail_on_skipped()
             .before(move |_, _, _, world| {
@@ -220,12 +220,27 @@ async fn run_profile(
             .after({
                 let tally = after_tally.clone();
                 let failed_dir = failed_dir.clone();
-                move |_, _, scenario, finished, world| {
-                    let failed = matches!(
-                        finished,
+                let steps = steps.clone();
+                move |feature, rule, scenario, finished, world| {
+                    // A step that matches no definition is reported "skipped" and does not end
+                    // the scenario in error; it fails the scenario here (fail_on_skipped),
+                    // unless the scenario is tagged @allow.skipped.
+                    let allowed_skip = scenario.tags.iter().any(|t| t == "allow.skipped");
+                    let backgrounds = feature
+                        .background
+                        .iter()
+                        .chain(rule.and_then(|r| r.background.as_ref()));
+                    let unmatched = backgrounds
+                        .flat_map(|b| b.steps.iter())
+                        .chain(scenario.steps.iter())
+                        .any(|step| !matches!(steps.find(step), Ok(Some(_))));
+                    let failed = match finished {
                         event::ScenarioFinished::StepFailed(..)
-                            | event::ScenarioFinished::BeforeHookFailed(_)
-                    );
+                        | event::ScenarioFinished::BeforeHookFailed(_) => true,
+                        event::ScenarioFinished::StepSkipped | event::ScenarioFinished::StepPassed => {
+                            unmatched && !allowed_skip
+                        }
+                    };
                     {
                         let mut t = tally.lock().unwrap_or_else(|p| p.into_inner());
                         if failed { t.failed += 1 } else { t.passed += 1 }
@@ -255,6 +270,9 @@ async fn run_profile(
                     ))
                     .normalized(),
             )
+            // Last: changing the writer drops CLI options set before it, and without them
+            // cucumber would parse this process's own arguments.
+            .with_cli(cucumber::cli::Opts::<_, _, _, cucumber::cli::Empty>::default())
             .filter_run(file.clone(), move |feature, rule, scenario| {
                 select(
                     profile,

@@ -21,3 +21,72 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("harness/src/steps/signer.rs", include_str!("signer.rs")),
     ("harness/src/steps/time.rs", include_str!("time.rs")),
 ];
+
+/// One step definition as its source declares it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepDoc {
+    pub keyword: &'static str,
+    pub phrase: String,
+    pub description: String,
+    pub location: String,
+}
+
+/// Every step, read from the step sources: the attribute's expression or regex, the first line
+/// of its doc comment, and where it is defined.
+pub fn catalogue() -> Vec<StepDoc> {
+    let mut out = Vec::new();
+    for (file, text) in SOURCES {
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let line = line.trim();
+            let Some(keyword) = ["given", "when", "then"]
+                .into_iter()
+                .find(|k| line.starts_with(&format!("#[{k}(")))
+            else {
+                continue;
+            };
+            let phrase = line
+                .split_once('"')
+                .map(|(_, rest)| rest.rsplit_once('"').map_or(rest, |(p, _)| p))
+                .unwrap_or("")
+                .trim_start_matches('^')
+                .trim_end_matches('$')
+                .replace("\\\\", "\\");
+            let mut doc = Vec::new();
+            for prev in lines[..i].iter().rev() {
+                match prev.trim().strip_prefix("///") {
+                    Some(d) => doc.push(d.trim()),
+                    None => break,
+                }
+            }
+            doc.reverse();
+            let keyword = match keyword {
+                "given" => "Given",
+                "when" => "When",
+                _ => "Then",
+            };
+            out.push(StepDoc {
+                keyword,
+                phrase,
+                description: doc.join(" "),
+                location: format!("{file}:{}", i + 1),
+            });
+        }
+    }
+    out
+}
+
+/// The catalogue as the README's Markdown table.
+pub fn catalogue_markdown() -> String {
+    let mut out = String::from("| step | what it does | defined in |\n|---|---|---|\n");
+    for s in catalogue() {
+        out.push_str(&format!(
+            "| {} `{}` | {} | `{}` |\n",
+            s.keyword,
+            s.phrase.replace('|', "\\|"),
+            s.description,
+            s.location
+        ));
+    }
+    out
+}

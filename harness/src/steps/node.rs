@@ -45,6 +45,7 @@ async fn kubelet_ca_equals(world: &mut ConformanceWorld, source: String) -> anyh
     Ok(())
 }
 
+/// Every node has the boot id it had when the cluster started.
 #[then("no node has rebooted")]
 async fn no_reboot(world: &mut ConformanceWorld) -> anyhow::Result<()> {
     for node in &world.cluster()?.nodes {

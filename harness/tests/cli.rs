@@ -1,0 +1,74 @@
+//! The `mco-conformance` command line: bad input exits 2 naming the problem, `steps` lists the
+//! phrases from the code, and a narrowed run ends with the summary line.
+
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_mco-conformance");
+
+#[test]
+fn bad_features_and_profiles_exit_2_with_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.feature");
+    std::fs::write(
+        &bad,
+        "Feature: bad\n  Scenario Outline: o\n    Given a fresh cluster with 1 worker node\n",
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .args(["run", "--profile", "ocp-4.16"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "{}:2: Scenario Outline \"o\" has no Examples",
+            bad.display()
+        )),
+        "{stderr}"
+    );
+    let out = Command::new(BIN)
+        .args(["run", "--profile", "ocp-4.99"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown profile \"ocp-4.99\""));
+}
+
+#[test]
+fn steps_lists_every_phrase_with_its_source() {
+    let out = Command::new(BIN).arg("steps").output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("Given a fresh cluster with {int} worker node(s)"),
+        "{text}"
+    );
+    assert!(text.contains("(harness/src/steps/signer.rs:"), "{text}");
+}
+
+#[test]
+fn an_unmatched_step_fails_the_run_with_its_location() {
+    let dir = tempfile::tempdir().unwrap();
+    let feature = dir.path().join("typo.feature");
+    std::fs::write(
+        &feature,
+        "Feature: typo\n  Scenario: s\n    Given a fresh clutser with 1 worker node\n",
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .args(["run", "--profile", "ocp-4.16", "--report-dir"])
+        .arg(dir.path().join("report"))
+        .arg(&feature)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("typo.feature:3"), "{stdout}");
+    assert_eq!(
+        stdout.lines().last(),
+        Some("0 passed, 1 failed, 0 skipped"),
+        "{stdout}"
+    );
+}

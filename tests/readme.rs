@@ -1,0 +1,22 @@
+//! The README's step catalogue is generated from the step definitions
+//! (`mco-conformance steps --markdown`) and must not drift from them.
+
+#[path = "../harness/src/steps/mod.rs"]
+#[allow(dead_code)]
+mod steps;
+
+#[test]
+fn the_readme_step_catalogue_matches_the_code() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("README.md");
+    let (begin, end) = ("<!-- steps:begin -->\n", "<!-- steps:end -->");
+    let start = readme.find(begin).expect("README has a steps:begin marker") + begin.len();
+    let stop = readme[start..].find(end).expect("README has a steps:end marker") + start;
+    let generated = steps::catalogue_markdown();
+    assert_eq!(
+        &readme[start..stop],
+        generated,
+        "the README step catalogue is stale: replace it with the output of `cargo run --bin mco-conformance -- steps --markdown`"
+    );
+    assert!(steps::catalogue().len() >= 10, "every step is listed");
+}
