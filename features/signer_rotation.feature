@@ -87,3 +87,18 @@ Feature: kube-apiserver-to-kubelet-signer rotation
     Then the kube-apiserver-to-kubelet-signer bundle holds 2 signers
     When 73 days pass
     Then the kube-apiserver-to-kubelet-signer bundle holds 1 signer
+
+  # The kube-apiserver's kubelet client certificate (30 d, refresh 15 d) is not re-issued when
+  # the signer rotates: its issuer stays in the bundle. Issued at day 0, its refresh falls due at
+  # day 15 (and the new signer, made a minute in, is by then older than 15 d / 10 = 36 h), so the
+  # first certificate from the new signer comes just after day 15 — and every kubelet already
+  # trusts it, because the bundle reached them first.
+  Scenario: The kube-apiserver's client certificate follows the new signer on its own refresh
+    When the kube-apiserver-to-kubelet-signer is rotated by force
+    Then the kube-apiserver's kubelet client certificate is still issued by the previous kube-apiserver-to-kubelet-signer
+    When 14 days pass
+    Then the kube-apiserver's kubelet client certificate is still issued by the previous kube-apiserver-to-kubelet-signer
+    When 1 day passes
+    Then the kube-apiserver's kubelet client certificate is issued by the current kube-apiserver-to-kubelet-signer
+    And every kubelet accepts the kube-apiserver's kubelet client certificate
+    And no node has rebooted

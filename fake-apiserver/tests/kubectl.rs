@@ -200,22 +200,44 @@ async fn exercise(binary: PathBuf) {
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(watch.stdout.take().unwrap()).lines();
-    // Collect kubectl's request log, to show what it was doing if a line does not come.
-    let stderr = watch.stderr.take().unwrap();
-    let log = tokio::spawn(async move {
-        let mut text = String::new();
-        let _ = tokio::io::AsyncReadExt::read_to_string(&mut BufReader::new(stderr), &mut text).await;
-        text
+    // kubectl's request log, line by line: to know when its watch is open, and to show what it
+    // was doing if a line does not come.
+    let (log_tx, mut log_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let mut stderr = BufReader::new(watch.stderr.take().unwrap()).lines();
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = stderr.next_line().await {
+            let _ = log_tx.send(line);
+        }
     });
+    let mut log = Vec::new();
     let first = next_line(&mut lines).await;
     if first.is_none() {
         watch.kill().await.unwrap();
         panic!(
             "kubectl get -w printed nothing in time; its log:\n{}",
-            log.await.unwrap()
+            drain(&mut log_rx, &mut log).join("\n")
         );
     }
     assert_eq!(first.as_deref(), Some("1"));
+    // For one object, kubectl skips its watch's first event (the synthetic ADDED), so a change
+    // made before the watch is open would be skipped too — as with a real kube-apiserver. Wait
+    // for the watch's response before changing anything.
+    let opened = tokio::time::timeout(Duration::from_secs(20), async {
+        while let Some(line) = log_rx.recv().await {
+            let watching = line.contains("watch=true");
+            log.push(line);
+            if watching {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert!(
+        matches!(opened, Ok(true)),
+        "kubectl never opened its watch; its log:\n{}",
+        log.join("\n")
+    );
     cc_api
         .patch(
             "machine-config-controller",
@@ -224,7 +246,13 @@ async fn exercise(binary: PathBuf) {
         )
         .await
         .unwrap();
-    assert_eq!(next_line(&mut lines).await.as_deref(), Some("2"));
+    let second = next_line(&mut lines).await;
+    assert_eq!(
+        second.as_deref(),
+        Some("2"),
+        "kubectl's log:\n{}",
+        drain(&mut log_rx, &mut log).join("\n")
+    );
     watch.kill().await.unwrap();
 
     // apply twice, then a change.
@@ -259,4 +287,12 @@ async fn next_line(lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildS
         .await
         .ok()
         .and_then(|l| l.unwrap())
+}
+
+/// Everything kubectl has logged so far.
+fn drain(rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>, log: &mut Vec<String>) -> Vec<String> {
+    while let Ok(line) = rx.try_recv() {
+        log.push(line);
+    }
+    log.clone()
 }

@@ -23,8 +23,7 @@ use crate::profile::Profile;
 use crate::wait::eventually;
 use base64::Engine;
 use k8s_openapi::api::core::v1::{ConfigMap, Node as NodeObject, Secret};
-use kube::api::{Api, ListParams, Patch, PatchParams};
-use serde_json::json;
+use kube::api::{Api, ListParams};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -215,15 +214,7 @@ impl Scenario {
     /// MCO's e2e way to force a rotation: null `certificate-not-after` with a JSON patch, then
     /// let a minute pass (the operators' resync), as on a live cluster.
     pub async fn force_rotation(&self, namespace: &str, signer: &str) -> Result<(), ScenarioError> {
-        let secrets: Api<Secret> = Api::namespaced(self.admin.clone(), namespace);
-        let force: json_patch::Patch = serde_json::from_value(json!([
-            {"op": "replace", "path": "/metadata/annotations/auth.openshift.io~1certificate-not-after", "value": null}
-        ]))
-        .expect("a valid JSON patch");
-        secrets
-            .patch(signer, &PatchParams::default(), &Patch::Json::<()>(force))
-            .await
-            .map_err(|e| ClusterError::kube(format!("secret {namespace}/{signer}"), e))?;
+        crate::cluster::force_rotation(&self.admin, namespace, signer).await?;
         self.advance(time::Duration::minutes(1)).await
     }
 

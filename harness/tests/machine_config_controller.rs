@@ -12,7 +12,7 @@ use harness::cluster::render::{Templates, file_contents};
 use harness::cluster::{ClusterLog, MachineConfigController, Operator, SignerRotation};
 use harness::mco::{CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN, STATE};
 use harness::pki::{Catalogue, SimClock, StartingState};
-use k8s_openapi::api::core::v1::{Node, Secret};
+use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -129,19 +129,13 @@ impl Cluster {
     }
 
     async fn force_rotation(&self) {
-        let secrets: Api<Secret> = Api::namespaced(self.client.clone(), "openshift-kube-apiserver-operator");
-        let force: json_patch::Patch = serde_json::from_value(json!([
-            {"op": "replace", "path": "/metadata/annotations/auth.openshift.io~1certificate-not-after", "value": null}
-        ]))
+        harness::cluster::force_rotation(
+            &self.client,
+            "openshift-kube-apiserver-operator",
+            "kube-apiserver-to-kubelet-signer",
+        )
+        .await
         .unwrap();
-        secrets
-            .patch(
-                "kube-apiserver-to-kubelet-signer",
-                &PatchParams::default(),
-                &Patch::Json::<()>(force),
-            )
-            .await
-            .unwrap();
         self.clock.advance(time::Duration::hours(1));
         self.settle().await;
     }

@@ -9,9 +9,8 @@ use harness::cluster::install::install;
 use harness::cluster::operator::controller_configs;
 use harness::cluster::{ClusterLog, Operator, SignerRotation};
 use harness::pki::{Catalogue, SimClock, StartingState, subjects};
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::api::{Api, Patch, PatchParams};
-use serde_json::json;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::Api;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -79,19 +78,13 @@ impl Cluster {
     }
 
     async fn force_rotation(&self) {
-        let secrets: Api<Secret> = Api::namespaced(self.client.clone(), "openshift-kube-apiserver-operator");
-        let force: json_patch::Patch = serde_json::from_value(json!([
-            {"op": "replace", "path": "/metadata/annotations/auth.openshift.io~1certificate-not-after", "value": null}
-        ]))
+        harness::cluster::force_rotation(
+            &self.client,
+            "openshift-kube-apiserver-operator",
+            "kube-apiserver-to-kubelet-signer",
+        )
+        .await
         .unwrap();
-        secrets
-            .patch(
-                "kube-apiserver-to-kubelet-signer",
-                &PatchParams::default(),
-                &Patch::Json::<()>(force),
-            )
-            .await
-            .unwrap();
         self.clock.advance(time::Duration::hours(1));
         self.signers.reconcile().await.unwrap();
     }

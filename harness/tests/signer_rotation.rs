@@ -7,7 +7,7 @@ use harness::Profile;
 use harness::cluster::{ClusterLog, SignerRotation};
 use harness::pki::{Catalogue, Clock, SIMULATION_EPOCH, SimClock, StartingState, parse_certs, subjects};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, PostParams};
 use serde_json::json;
 use std::path::Path;
 use std::sync::Arc;
@@ -181,17 +181,7 @@ async fn a_forced_rotation_replaces_the_signer_at_once() {
     let ns = "openshift-kube-apiserver-operator";
     let before = f.secret_cert(ns, "kube-apiserver-to-kubelet-signer").await;
     f.clock.advance(Duration::days(10));
-    let secrets: Api<Secret> = Api::namespaced(f.client.clone(), ns);
-    let force: json_patch::Patch = serde_json::from_value(json!([
-        {"op": "replace", "path": "/metadata/annotations/auth.openshift.io~1certificate-not-after", "value": null}
-    ]))
-    .unwrap();
-    secrets
-        .patch(
-            "kube-apiserver-to-kubelet-signer",
-            &PatchParams::default(),
-            &Patch::Json::<()>(force),
-        )
+    harness::cluster::force_rotation(&f.client, ns, "kube-apiserver-to-kubelet-signer")
         .await
         .unwrap();
     let changes = f.signers.reconcile().await.unwrap();

@@ -25,7 +25,7 @@ mod signers;
 pub use mcc::MachineConfigController;
 pub use operator::{CaSources, Operator, kubelet_ca_bundle};
 pub use runner::ClusterSide;
-pub use signers::SignerRotation;
+pub use signers::{SignerRotation, force_rotation};
 
 use crate::pki::{PkiError, rfc3339};
 use std::sync::{Arc, Mutex};

@@ -430,6 +430,13 @@ impl SignerRotation {
         )
         .await
         .map_err(|e| ClusterError::kube(format!("secret {ns}/{name}"), e))?;
+        if let Some(snapshot) = self.snapshot().as_mut() {
+            let stored = Stored {
+                cert: cert.clone(),
+                annotations: cert.annotations(),
+            };
+            snapshot.certs.insert(key(ns, name), stored);
+        }
         Ok(())
     }
 
@@ -458,8 +465,29 @@ impl SignerRotation {
         )
         .await
         .map_err(|e| ClusterError::kube(format!("configmap {ns}/{name}"), e))?;
+        if let Some(snapshot) = self.snapshot().as_mut() {
+            snapshot.bundles.insert(key(ns, name), bundle.to_string());
+        }
         Ok(())
     }
+}
+
+/// MCO's e2e way to force a rotation (`ForceKubeApiserverCertificateRotation`): a JSON patch
+/// nulling `auth.openshift.io/certificate-not-after` on the signer's Secret.
+pub async fn force_rotation(
+    client: &kube::Client,
+    namespace: &str,
+    signer: &str,
+) -> Result<(), ClusterError> {
+    let force: json_patch::Patch = serde_json::from_value(json!([
+        {"op": "replace", "path": "/metadata/annotations/auth.openshift.io~1certificate-not-after", "value": null}
+    ]))
+    .expect("a valid JSON patch");
+    Api::<Secret>::namespaced(client.clone(), namespace)
+        .patch(signer, &PatchParams::default(), &Patch::Json::<()>(force))
+        .await
+        .map_err(|e| ClusterError::kube(format!("secret {namespace}/{signer}"), e))?;
+    Ok(())
 }
 
 fn signer_of<'a>(catalogue: &'a Catalogue, target: &TargetSpec) -> &'a SignerSpec {

@@ -104,61 +104,89 @@ fn parse_time(
     }
 }
 
-/// library-go `needNewSigningCertKeyPair`: whether a signer must be replaced at `now`.
-pub fn signer_rotation(
+/// notBefore and notAfter from the annotations; `Missing` or `Malformed` when they are not
+/// both there and valid.
+fn validity_of(
     annotations: &BTreeMap<String, String>,
-    now: OffsetDateTime,
-    policy: &RotationPolicy,
-) -> Option<RotationReason> {
-    let (not_before, not_after) = match (
+) -> Result<(OffsetDateTime, OffsetDateTime), RotationReason> {
+    match (
         parse_time(annotations, NOT_BEFORE),
         parse_time(annotations, NOT_AFTER),
     ) {
-        (Err(e), _) | (_, Err(e)) => return Some(e),
-        (Ok(Some(b)), Ok(Some(a))) => (b, a),
-        _ => return Some(RotationReason::Missing),
-    };
+        (Err(e), _) | (_, Err(e)) => Err(e),
+        (Ok(Some(b)), Ok(Some(a))) => Ok((b, a)),
+        _ => Err(RotationReason::Missing),
+    }
+}
+
+/// The rules that depend on time alone, shared by signers and targets: expiry, then (unless
+/// only-when-expired) the 80 % point, then the refresh point, which a target may only use once
+/// `refresh_gate` (its signer's notBefore + refresh/10) has passed.
+fn time_rotation(
+    (not_before, not_after): (OffsetDateTime, OffsetDateTime),
+    now: OffsetDateTime,
+    policy: &RotationPolicy,
+    refresh_gate: Option<OffsetDateTime>,
+) -> Option<RotationReason> {
     if now > not_after {
         return Some(RotationReason::Expired { not_after });
     }
     if policy.refresh_only_when_expired {
         return None;
     }
-    let validity = not_after - not_before;
-    let latest = not_after - validity / 5;
+    let latest = not_after - (not_after - not_before) / 5;
     if now > latest {
         return Some(RotationReason::PastEightyPercent { at: latest });
     }
-    if let Some(refresh) = policy.refresh
-        && now > not_before + refresh
-    {
-        return Some(RotationReason::PastRefresh {
+    let refresh = policy.refresh?;
+    (now > not_before + refresh && refresh_gate.is_none_or(|gate| now > gate)).then_some(
+        RotationReason::PastRefresh {
             at: not_before + refresh,
-        });
-    }
-    None
+        },
+    )
 }
 
-/// The first instant at which `signer_rotation` would answer yes (rules compare strictly, so
-/// one second past each boundary), or `None` when the annotations already call for a rotation.
-pub fn signer_deadline(
-    annotations: &BTreeMap<String, String>,
+/// The first instant `time_rotation` answers yes (rules compare strictly: one second past).
+fn time_deadline(
+    (not_before, not_after): (OffsetDateTime, OffsetDateTime),
     policy: &RotationPolicy,
-) -> Option<OffsetDateTime> {
-    let (Ok(Some(not_before)), Ok(Some(not_after))) = (
-        parse_time(annotations, NOT_BEFORE),
-        parse_time(annotations, NOT_AFTER),
-    ) else {
-        return None;
-    };
+    refresh_gate: Option<OffsetDateTime>,
+) -> OffsetDateTime {
     let mut at = not_after;
     if !policy.refresh_only_when_expired {
         at = at.min(not_after - (not_after - not_before) / 5);
         if let Some(refresh) = policy.refresh {
-            at = at.min(not_before + refresh);
+            at = at.min((not_before + refresh).max(refresh_gate.unwrap_or(not_before)));
         }
     }
-    Some(at + Duration::SECOND)
+    at + Duration::SECOND
+}
+
+fn refresh_gate(policy: &RotationPolicy, signer_not_before: OffsetDateTime) -> Option<OffsetDateTime> {
+    policy.refresh.map(|r| signer_not_before + r / 10)
+}
+
+/// library-go `needNewSigningCertKeyPair`: whether a signer must be replaced at `now`.
+pub fn signer_rotation(
+    annotations: &BTreeMap<String, String>,
+    now: OffsetDateTime,
+    policy: &RotationPolicy,
+) -> Option<RotationReason> {
+    match validity_of(annotations) {
+        Err(reason) => Some(reason),
+        Ok(validity) => time_rotation(validity, now, policy, None),
+    }
+}
+
+/// The first instant at which `signer_rotation` would answer yes, or `None` when the
+/// annotations already call for a rotation.
+pub fn signer_deadline(
+    annotations: &BTreeMap<String, String>,
+    policy: &RotationPolicy,
+) -> Option<OffsetDateTime> {
+    validity_of(annotations)
+        .ok()
+        .map(|v| time_deadline(v, policy, None))
 }
 
 /// As `signer_deadline`, for a target and the signer that would re-issue it.
@@ -167,20 +195,9 @@ pub fn target_deadline(
     policy: &RotationPolicy,
     signer_not_before: OffsetDateTime,
 ) -> Option<OffsetDateTime> {
-    let (Ok(Some(not_before)), Ok(Some(not_after))) = (
-        parse_time(annotations, NOT_BEFORE),
-        parse_time(annotations, NOT_AFTER),
-    ) else {
-        return None;
-    };
-    let mut at = not_after;
-    if !policy.refresh_only_when_expired {
-        at = at.min(not_after - (not_after - not_before) / 5);
-        if let Some(refresh) = policy.refresh {
-            at = at.min((not_before + refresh).max(signer_not_before + refresh / 10));
-        }
-    }
-    Some(at + Duration::SECOND)
+    validity_of(annotations)
+        .ok()
+        .map(|v| time_deadline(v, policy, refresh_gate(policy, signer_not_before)))
 }
 
 /// What a target's rule needs to know about its signer and bundle.
@@ -203,30 +220,17 @@ pub fn target_rotation(
     policy: &RotationPolicy,
     context: &TargetContext<'_>,
 ) -> Option<RotationReason> {
-    let (not_before, not_after) = match (
-        parse_time(annotations, NOT_BEFORE),
-        parse_time(annotations, NOT_AFTER),
-    ) {
-        (Err(e), _) | (_, Err(e)) => return Some(e),
-        (Ok(Some(b)), Ok(Some(a))) => (b, a),
-        _ => return Some(RotationReason::Missing),
+    let validity = match validity_of(annotations) {
+        Err(reason) => return Some(reason),
+        Ok(v) => v,
     };
-    if now > not_after {
-        return Some(RotationReason::Expired { not_after });
-    }
-    if !policy.refresh_only_when_expired {
-        let latest = not_after - (not_after - not_before) / 5;
-        if now > latest {
-            return Some(RotationReason::PastEightyPercent { at: latest });
-        }
-        if let Some(refresh) = policy.refresh
-            && now > not_before + refresh
-            && now > context.signer_not_before + refresh / 10
-        {
-            return Some(RotationReason::PastRefresh {
-                at: not_before + refresh,
-            });
-        }
+    if let Some(reason) = time_rotation(
+        validity,
+        now,
+        policy,
+        refresh_gate(policy, context.signer_not_before),
+    ) {
+        return Some(reason);
     }
     let issuer = annotations.get(ISSUER).cloned().unwrap_or_default();
     (!context.bundle_subjects.contains(&issuer)).then_some(RotationReason::IssuerGone { issuer })

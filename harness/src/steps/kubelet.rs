@@ -4,7 +4,20 @@ use cucumber::then;
 use harness::node::Node;
 use harness::node::kubelet::probe;
 use harness::pki::{Clock, Signer};
+use harness::scenario::Scenario;
 use harness::world::ConformanceWorld;
+
+/// Every node's kubelet accepts this client certificate, or the first refusal with its reason.
+async fn every_kubelet_accepts(c: &Scenario, cert_pem: &str, key_pem: &str) -> anyhow::Result<()> {
+    for node in &c.nodes {
+        let addr = node
+            .kubelet_endpoint()
+            .await
+            .ok_or_else(|| anyhow::anyhow!("{}: the kubelet is not serving", node.name()))?;
+        probe(addr, cert_pem, key_pem).await?;
+    }
+    Ok(())
+}
 
 /// A kubelet client certificate from the signer's current certificate (what the
 /// kube-apiserver holds once its certificate is re-issued) is accepted by every kubelet.
@@ -23,14 +36,7 @@ async fn kubelets_accept(world: &mut ConformanceWorld, signer: String) -> anyhow
         time::Duration::days(30),
         9999,
     )?;
-    for node in &c.nodes {
-        let addr = node
-            .kubelet_endpoint()
-            .await
-            .ok_or_else(|| anyhow::anyhow!("{}: the kubelet is not serving", node.name()))?;
-        probe(addr, &client.pem, &client.key_pem).await?;
-    }
-    Ok(())
+    every_kubelet_accepts(c, &client.pem, &client.key_pem).await
 }
 
 /// The kube-apiserver's own kubelet client certificate is accepted by every kubelet.
@@ -40,12 +46,44 @@ async fn kubelets_accept_kube_apiserver(world: &mut ConformanceWorld) -> anyhow:
     let client = c
         .certificate("openshift-kube-apiserver", "kubelet-client")
         .await?;
-    for node in &c.nodes {
-        let addr = node
-            .kubelet_endpoint()
-            .await
-            .ok_or_else(|| anyhow::anyhow!("{}: the kubelet is not serving", node.name()))?;
-        probe(addr, &client.pem, &client.key_pem).await?;
-    }
+    every_kubelet_accepts(c, &client.pem, &client.key_pem).await
+}
+
+/// The kube-apiserver's kubelet client certificate was issued by the signer's current
+/// certificate (library-go re-issues it on its own refresh, not at the signer's rotation).
+#[then(expr = "the kube-apiserver's kubelet client certificate is issued by the current {word}")]
+async fn client_issued_by_current(world: &mut ConformanceWorld, signer: String) -> anyhow::Result<()> {
+    let c = world.cluster()?;
+    let client = c
+        .certificate("openshift-kube-apiserver", "kubelet-client")
+        .await?;
+    let current = c
+        .certificate("openshift-kube-apiserver-operator", &signer)
+        .await?;
+    anyhow::ensure!(
+        client.issuer_common_name == current.common_name,
+        "the kubelet client certificate (since {}) is issued by {}, the current {signer} is {}",
+        harness::pki::rfc3339(client.not_before),
+        client.issuer_common_name,
+        current.common_name
+    );
+    Ok(())
+}
+
+/// The kube-apiserver's kubelet client certificate was not issued by the current signer yet.
+#[then(expr = "the kube-apiserver's kubelet client certificate is still issued by the previous {word}")]
+async fn client_issued_by_previous(world: &mut ConformanceWorld, signer: String) -> anyhow::Result<()> {
+    let c = world.cluster()?;
+    let client = c
+        .certificate("openshift-kube-apiserver", "kubelet-client")
+        .await?;
+    let current = c
+        .certificate("openshift-kube-apiserver-operator", &signer)
+        .await?;
+    anyhow::ensure!(
+        client.issuer_common_name != current.common_name,
+        "already issued by the current {signer} {}",
+        current.common_name
+    );
     Ok(())
 }
