@@ -357,7 +357,6 @@ async fn memory(client: &kube::Client) -> Result<()> {
         .create(&PostParams::default(), &namespace)
         .await
         .context("creating the bench-memory namespace")?;
-    tokio::time::sleep(Duration::from_millis(200)).await;
     let before = rss_bytes()?;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
     let payload = "x".repeat(1024);

@@ -6,8 +6,9 @@
 //! published in resourceVersion order, and a watch that starts from resourceVersion N sees every
 //! change after N exactly once (it subscribes and reads the history under the same lock the
 //! writers publish under). This module owns semantics (versions, conflicts, history); it knows
-//! nothing of HTTP. Writes are in `write.rs`.
+//! nothing of HTTP. Writes are in `write.rs`, the checks they make in `prepare.rs`.
 
+mod prepare;
 mod write;
 
 pub use write::{DeleteOutcome, Preconditions, Subresource};
