@@ -2,59 +2,22 @@
 //! config on 4.12 (rolled out one node at a time, held back by a paused pool) and none on
 //! 4.16; drain requests are answered.
 
+mod common;
+
 use base64::Engine;
-use fake_apiserver::FakeApiServer;
+use common::Controllers;
 use harness::Profile;
-use harness::cluster::install::install;
 use harness::cluster::mcc::{machine_config_pools, machine_configs};
 use harness::cluster::operator::controller_configs;
-use harness::cluster::render::{Templates, file_contents};
-use harness::cluster::{ClusterLog, MachineConfigController, Operator, SignerRotation};
+use harness::cluster::render::file_contents;
 use harness::mco::{CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN, STATE};
-use harness::pki::{Catalogue, SimClock, StartingState};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .join("fixtures")
-}
-
-struct Cluster {
-    _server: fake_apiserver::ServerHandle,
-    client: kube::Client,
-    clock: SimClock,
-    signers: SignerRotation,
-    operator: Operator,
-    mcc: MachineConfigController,
-}
-
-async fn cluster(profile: Profile) -> Cluster {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let server = FakeApiServer::builder().start().await.unwrap();
-    let client = server.admin_client().await.unwrap();
-    let catalogue = Arc::new(Catalogue::load(&fixtures().join("signers.yaml")).unwrap());
-    let templates = Arc::new(Templates::load(&fixtures().join("templates.yaml")).unwrap());
-    let (clock, log) = (SimClock::default(), ClusterLog::default());
-    let signers = SignerRotation::new(client.clone(), catalogue, profile, clock.clone(), log.clone());
-    install(&client, &fixtures(), &signers, &StartingState::default(), true)
-        .await
-        .unwrap();
-    let operator = Operator::new(client.clone(), profile, clock.clone(), log.clone());
-    let mcc = MachineConfigController::new(client.clone(), templates, profile, clock.clone(), log);
-    let c = Cluster {
-        _server: server,
-        client,
-        clock,
-        signers,
-        operator,
-        mcc,
-    };
+/// A settled cluster with two worker nodes on the pool's first rendered config.
+async fn cluster(profile: Profile) -> Controllers {
+    let c = Controllers::start(profile, "fresh-install", true).await;
     c.settle().await;
     let target = c.pool_target("worker").await;
     let nodes: Api<Node> = Api::all(c.client.clone());
@@ -70,20 +33,7 @@ async fn cluster(profile: Profile) -> Cluster {
     c
 }
 
-impl Cluster {
-    /// Run the cluster side until a pass changes nothing.
-    async fn settle(&self) {
-        for _ in 0..20 {
-            let mut changed = !self.signers.reconcile().await.unwrap().is_empty();
-            changed |= self.operator.reconcile().await.unwrap();
-            changed |= self.mcc.reconcile().await.unwrap();
-            if !changed {
-                return;
-            }
-        }
-        panic!("the cluster side did not settle in 20 passes");
-    }
-
+impl Controllers {
     async fn pool_target(&self, pool: &str) -> String {
         let p = machine_config_pools(&self.client).get(pool).await.unwrap();
         p.data["spec"]["configuration"]["name"]
@@ -128,14 +78,9 @@ impl Cluster {
             .unwrap();
     }
 
+    /// A forced rotation an hour in, and the cluster side settled after it.
     async fn force_rotation(&self) {
-        harness::cluster::force_rotation(
-            &self.client,
-            "openshift-kube-apiserver-operator",
-            "kube-apiserver-to-kubelet-signer",
-        )
-        .await
-        .unwrap();
+        self.force_kubelet_signer_rotation().await;
         self.clock.advance(time::Duration::hours(1));
         self.settle().await;
     }

@@ -2,61 +2,19 @@
 //! after a fresh install and after a forced rotation (the two checks MCO's TestMCDRotatesCerts
 //! makes on 4.16, and mco-source.md §1's merge on 4.12).
 
+mod common;
+
 use base64::Engine;
-use fake_apiserver::FakeApiServer;
+use common::Controllers;
 use harness::Profile;
-use harness::cluster::install::install;
 use harness::cluster::operator::controller_configs;
-use harness::cluster::{ClusterLog, Operator, SignerRotation};
-use harness::pki::{Catalogue, SimClock, StartingState, subjects};
-use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::Api;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use harness::pki::subjects;
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .join("fixtures")
+async fn cluster(profile: Profile, bootstrap_complete: bool) -> Controllers {
+    Controllers::start(profile, "fresh-install", bootstrap_complete).await
 }
 
-struct Cluster {
-    _server: fake_apiserver::ServerHandle,
-    client: kube::Client,
-    signers: SignerRotation,
-    operator: Operator,
-    clock: SimClock,
-}
-
-async fn cluster(profile: Profile, bootstrap_complete: bool) -> Cluster {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let server = FakeApiServer::builder().start().await.unwrap();
-    let client = server.admin_client().await.unwrap();
-    let catalogue = Arc::new(Catalogue::load(&fixtures().join("signers.yaml")).unwrap());
-    let clock = SimClock::default();
-    let log = ClusterLog::default();
-    let signers = SignerRotation::new(client.clone(), catalogue, profile, clock.clone(), log.clone());
-    install(
-        &client,
-        &fixtures(),
-        &signers,
-        &StartingState::default(),
-        bootstrap_complete,
-    )
-    .await
-    .unwrap();
-    let operator = Operator::new(client.clone(), profile, clock.clone(), log);
-    Cluster {
-        _server: server,
-        client,
-        signers,
-        operator,
-        clock,
-    }
-}
-
-impl Cluster {
+impl Controllers {
     async fn cc_bundle(&self) -> String {
         let cc = controller_configs(&self.client)
             .get("machine-config-controller")
@@ -69,22 +27,9 @@ impl Cluster {
         String::from_utf8(base64::engine::general_purpose::STANDARD.decode(b64).unwrap()).unwrap()
     }
 
-    async fn configmap(&self, ns: &str, name: &str) -> String {
-        let cm = Api::<ConfigMap>::namespaced(self.client.clone(), ns)
-            .get(name)
-            .await
-            .unwrap();
-        cm.data.unwrap()["ca-bundle.crt"].clone()
-    }
-
+    /// A forced rotation an hour in, and the signer controller's pass.
     async fn force_rotation(&self) {
-        harness::cluster::force_rotation(
-            &self.client,
-            "openshift-kube-apiserver-operator",
-            "kube-apiserver-to-kubelet-signer",
-        )
-        .await
-        .unwrap();
+        self.force_kubelet_signer_rotation().await;
         self.clock.advance(time::Duration::hours(1));
         self.signers.reconcile().await.unwrap();
     }
@@ -100,7 +45,7 @@ async fn on_4_16_the_bundle_is_kube_apiserver_client_ca() {
     );
     assert_eq!(
         c.cc_bundle().await,
-        c.configmap("openshift-config-managed", "kube-apiserver-client-ca")
+        c.bundle("openshift-config-managed", "kube-apiserver-client-ca")
             .await
     );
     c.force_rotation().await;
@@ -108,7 +53,7 @@ async fn on_4_16_the_bundle_is_kube_apiserver_client_ca() {
     let after = c.cc_bundle().await;
     assert_eq!(
         after,
-        c.configmap("openshift-config-managed", "kube-apiserver-client-ca")
+        c.bundle("openshift-config-managed", "kube-apiserver-client-ca")
             .await
     );
     assert_eq!(
@@ -126,7 +71,7 @@ async fn on_4_12_the_initial_bundle_gets_the_kubelet_signers_bundle_merged_in() 
     let c = cluster(Profile::Ocp412, true).await;
     c.operator.reconcile().await.unwrap();
     let initial = subjects(
-        &c.configmap("openshift-config", "initial-kube-apiserver-server-ca")
+        &c.bundle("openshift-config", "initial-kube-apiserver-server-ca")
             .await,
     )
     .unwrap();
@@ -143,7 +88,7 @@ async fn on_4_12_the_initial_bundle_gets_the_kubelet_signers_bundle_merged_in() 
     c.force_rotation().await;
     c.operator.reconcile().await.unwrap();
     let kubelet = subjects(
-        &c.configmap(
+        &c.bundle(
             "openshift-kube-apiserver-operator",
             "kube-apiserver-to-kubelet-client-ca",
         )
@@ -164,7 +109,7 @@ async fn on_4_16_before_bootstrap_completes_the_4_12_rule_holds() {
     let c = cluster(Profile::Ocp416, false).await;
     c.operator.reconcile().await.unwrap();
     let initial = c
-        .configmap("openshift-config", "initial-kube-apiserver-server-ca")
+        .bundle("openshift-config", "initial-kube-apiserver-server-ca")
         .await;
     assert_eq!(
         subjects(&c.cc_bundle().await).unwrap(),

@@ -2,75 +2,18 @@
 //! deadline by deadline. Expected days are derived by hand from the upstream rules in the
 //! comments; the controller is checked against them.
 
-use fake_apiserver::FakeApiServer;
+mod common;
+
+use common::Controllers;
 use harness::Profile;
-use harness::cluster::{ClusterLog, SignerRotation};
-use harness::pki::{Catalogue, Clock, SIMULATION_EPOCH, SimClock, StartingState, parse_certs, subjects};
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
-use kube::api::{Api, PostParams};
-use serde_json::json;
-use std::path::Path;
-use std::sync::Arc;
+use harness::pki::{Clock, SIMULATION_EPOCH, parse_certs, subjects};
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::Api;
 use time::{Duration, OffsetDateTime};
 
-const NAMESPACES: &[&str] = &[
-    "openshift-config",
-    "openshift-config-managed",
-    "openshift-kube-apiserver",
-    "openshift-kube-apiserver-operator",
-    "openshift-kube-controller-manager-operator",
-];
-
-struct Fixture {
-    _server: fake_apiserver::ServerHandle,
-    client: kube::Client,
-    clock: SimClock,
-    signers: SignerRotation,
-}
-
-fn fixtures() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .join("fixtures")
-}
-
-async fn fixture(profile: Profile, state: &str) -> Fixture {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let server = FakeApiServer::builder().start().await.unwrap();
-    let client = server.admin_client().await.unwrap();
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    for ns in NAMESPACES {
-        namespaces
-            .create(
-                &PostParams::default(),
-                &serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap(),
-            )
-            .await
-            .unwrap();
-    }
-    let catalogue = Arc::new(Catalogue::load(&fixtures().join("signers.yaml")).unwrap());
-    let states = StartingState::load_all(&fixtures().join("starting-states.yaml"), &catalogue).unwrap();
-    let state = states.into_iter().find(|s| s.name == state).unwrap();
-    let clock = SimClock::default();
-    let signers = SignerRotation::new(
-        client.clone(),
-        catalogue,
-        profile,
-        clock.clone(),
-        ClusterLog::default(),
-    );
-    signers.seed(&state).await.unwrap();
-    Fixture {
-        _server: server,
-        client,
-        clock,
-        signers,
-    }
-}
-
-impl Fixture {
-    /// Advance to `until`, stopping at every deadline the rules name and reconciling there.
+impl Controllers {
+    /// Advance to `until`, stopping at every deadline the rules name and running the signer
+    /// controller there.
     async fn advance_to(&self, until: OffsetDateTime) {
         loop {
             let next = self.signers.next_deadline().await.unwrap();
@@ -83,12 +26,8 @@ impl Fixture {
         }
     }
 
-    async fn bundle(&self, ns: &str, name: &str) -> Vec<String> {
-        let cm = Api::<ConfigMap>::namespaced(self.client.clone(), ns)
-            .get(name)
-            .await
-            .unwrap();
-        subjects(&cm.data.unwrap()["ca-bundle.crt"]).unwrap()
+    async fn bundle_subjects(&self, ns: &str, name: &str) -> Vec<String> {
+        subjects(&self.bundle(ns, name).await).unwrap()
     }
 
     async fn secret_cert(&self, ns: &str, name: &str) -> harness::pki::ParsedCert {
@@ -114,11 +53,11 @@ fn day(n: i64) -> OffsetDateTime {
 /// signer leaves the bundle when it expires, just after day 365.
 #[tokio::test]
 async fn the_kubelet_signer_rotates_after_day_292_and_the_client_cert_follows_at_day_300() {
-    let f = fixture(Profile::Ocp412, "fresh-install").await;
+    let f = Controllers::start(Profile::Ocp412, "fresh-install", true).await;
     let ns = "openshift-kube-apiserver-operator";
     let first = f.secret_cert(ns, "kube-apiserver-to-kubelet-signer").await;
     assert_eq!(
-        f.bundle(ns, "kube-apiserver-to-kubelet-client-ca").await,
+        f.bundle_subjects(ns, "kube-apiserver-to-kubelet-client-ca").await,
         std::slice::from_ref(&first.common_name)
     );
 
@@ -140,7 +79,7 @@ async fn the_kubelet_signer_rotates_after_day_292_and_the_client_cert_follows_at
         second.not_before
     );
     assert_eq!(
-        f.bundle(ns, "kube-apiserver-to-kubelet-client-ca").await,
+        f.bundle_subjects(ns, "kube-apiserver-to-kubelet-client-ca").await,
         [second.common_name.clone(), first.common_name.clone()],
         "4.12: newest first, the old signer kept"
     );
@@ -164,7 +103,7 @@ async fn the_kubelet_signer_rotates_after_day_292_and_the_client_cert_follows_at
 
     f.advance_to(day(366)).await;
     assert_eq!(
-        f.bundle(ns, "kube-apiserver-to-kubelet-client-ca").await,
+        f.bundle_subjects(ns, "kube-apiserver-to-kubelet-client-ca").await,
         std::slice::from_ref(&second.common_name),
         "the old signer left once expired"
     );
@@ -177,18 +116,16 @@ async fn the_kubelet_signer_rotates_after_day_292_and_the_client_cert_follows_at
 /// MCO's e2e forces a rotation by nulling `certificate-not-after` with a JSON patch.
 #[tokio::test]
 async fn a_forced_rotation_replaces_the_signer_at_once() {
-    let f = fixture(Profile::Ocp416, "fresh-install").await;
+    let f = Controllers::start(Profile::Ocp416, "fresh-install", true).await;
     let ns = "openshift-kube-apiserver-operator";
     let before = f.secret_cert(ns, "kube-apiserver-to-kubelet-signer").await;
     f.clock.advance(Duration::days(10));
-    harness::cluster::force_rotation(&f.client, ns, "kube-apiserver-to-kubelet-signer")
-        .await
-        .unwrap();
+    f.force_kubelet_signer_rotation().await;
     let changes = f.signers.reconcile().await.unwrap();
     assert!(changes.iter().any(|c| c.starts_with("rotated signer openshift-kube-apiserver-operator/kube-apiserver-to-kubelet-signer (missing notAfter)")), "{changes:?}");
     let after = f.secret_cert(ns, "kube-apiserver-to-kubelet-signer").await;
     assert_eq!(after.not_before, day(10));
-    let bundle = f.bundle(ns, "kube-apiserver-to-kubelet-client-ca").await;
+    let bundle = f.bundle_subjects(ns, "kube-apiserver-to-kubelet-client-ca").await;
     assert_eq!(bundle.len(), 2);
     assert!(bundle.contains(&before.common_name) && bundle.contains(&after.common_name));
     assert!(
@@ -200,7 +137,7 @@ async fn a_forced_rotation_replaces_the_signer_at_once() {
 /// A cluster 250 days old carries the monthly signers' previous generations too.
 #[tokio::test]
 async fn an_aged_cluster_starts_with_the_bundles_it_would_have() {
-    let f = fixture(Profile::Ocp416, "signer-250-days-old").await;
+    let f = Controllers::start(Profile::Ocp416, "signer-250-days-old", true).await;
     let kubelet = f
         .secret_cert(
             "openshift-kube-apiserver-operator",
@@ -211,7 +148,7 @@ async fn an_aged_cluster_starts_with_the_bundles_it_would_have() {
     // csr-signer is 5 days old with a 15-day cadence and 30-day validity: the one before it
     // (issued day −20) is still valid, the one before that (day −35) expired on day −5.
     let csr = f
-        .bundle("openshift-kube-controller-manager-operator", "csr-signer-ca")
+        .bundle_subjects("openshift-kube-controller-manager-operator", "csr-signer-ca")
         .await;
     assert_eq!(
         csr.iter().filter(|s| s.contains("csr-signer@")).count(),

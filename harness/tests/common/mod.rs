@@ -1,0 +1,85 @@
+//! The cluster side at controller level, for tests that drive its controllers one pass at a
+//! time: a fake API server, a simulated clock, and the signer, operator and machine-config
+//! controllers over a cluster installed from `fixtures/` in a starting state.
+#![allow(dead_code)] // each test file uses a part
+
+use fake_apiserver::FakeApiServer;
+use harness::Profile;
+use harness::cluster::install::install;
+use harness::cluster::render::Templates;
+use harness::cluster::{ClusterLog, MachineConfigController, Operator, SignerRotation};
+use harness::pki::{Catalogue, SimClock, StartingState};
+use harness::scenario::default_fixtures;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::Api;
+use std::sync::Arc;
+
+pub const KUBELET_SIGNER_NS: &str = "openshift-kube-apiserver-operator";
+pub const KUBELET_SIGNER: &str = "kube-apiserver-to-kubelet-signer";
+
+pub struct Controllers {
+    pub server: fake_apiserver::ServerHandle,
+    pub client: kube::Client,
+    pub clock: SimClock,
+    pub signers: SignerRotation,
+    pub operator: Operator,
+    pub mcc: MachineConfigController,
+}
+
+impl Controllers {
+    /// A cluster installed in the named starting state; no controller has run yet.
+    pub async fn start(profile: Profile, state: &str, bootstrap_complete: bool) -> Self {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let server = FakeApiServer::builder().start().await.unwrap();
+        let client = server.admin_client().await.unwrap();
+        let fixtures = default_fixtures();
+        let catalogue = Arc::new(Catalogue::load(&fixtures.join("signers.yaml")).unwrap());
+        let states = StartingState::load_all(&fixtures.join("starting-states.yaml"), &catalogue).unwrap();
+        let state = states.into_iter().find(|s| s.name == state).unwrap();
+        let templates = Arc::new(Templates::load(&fixtures.join("templates.yaml")).unwrap());
+        let (clock, log) = (SimClock::default(), ClusterLog::default());
+        let signers = SignerRotation::new(client.clone(), catalogue, profile, clock.clone(), log.clone());
+        install(&client, &fixtures, &signers, &state, bootstrap_complete)
+            .await
+            .unwrap();
+        let operator = Operator::new(client.clone(), profile, clock.clone(), log.clone());
+        let mcc = MachineConfigController::new(client.clone(), templates, profile, clock.clone(), log);
+        Controllers {
+            server,
+            client,
+            clock,
+            signers,
+            operator,
+            mcc,
+        }
+    }
+
+    /// Run the whole cluster side until a pass changes nothing.
+    pub async fn settle(&self) {
+        for _ in 0..20 {
+            let mut changed = !self.signers.reconcile().await.unwrap().is_empty();
+            changed |= self.operator.reconcile().await.unwrap();
+            changed |= self.mcc.reconcile().await.unwrap();
+            if !changed {
+                return;
+            }
+        }
+        panic!("the cluster side did not settle in 20 passes");
+    }
+
+    /// A ConfigMap's `ca-bundle.crt`.
+    pub async fn bundle(&self, ns: &str, name: &str) -> String {
+        let cm = Api::<ConfigMap>::namespaced(self.client.clone(), ns)
+            .get(name)
+            .await
+            .unwrap();
+        cm.data.unwrap()["ca-bundle.crt"].clone()
+    }
+
+    /// MCO's e2e forced rotation of the kubelet signer.
+    pub async fn force_kubelet_signer_rotation(&self) {
+        harness::cluster::force_rotation(&self.client, KUBELET_SIGNER_NS, KUBELET_SIGNER)
+            .await
+            .unwrap();
+    }
+}
