@@ -108,7 +108,7 @@ async fn the_kubelet_signer_rotates_after_day_292_and_the_client_cert_follows_at
         "the old signer left once expired"
     );
     let union = f
-        .bundle("openshift-config-managed", "kube-apiserver-client-ca")
+        .bundle_subjects("openshift-config-managed", "kube-apiserver-client-ca")
         .await;
     assert!(union.contains(&second.common_name) && !union.contains(&first.common_name));
 }
