@@ -13,7 +13,8 @@
 //! ```
 //!
 //! # Layout
-//! - `server`: builder, accept loop, and the handle (identities, kubeconfigs, rotation, faults).
+//! - `server`: builder and accept loop; `handle`: what callers hold (identities, kubeconfigs,
+//!   rotation, faults, shutdown).
 //! - `http`: per-request handling: routing, verbs, watch streams, discovery, OpenAPI, tables.
 //! - `store`: objects, resourceVersions, history and the watch feed; all semantics live here.
 //! - `resource`: the registry of built-in and CRD-defined resources.
@@ -25,6 +26,7 @@
 pub mod auth;
 pub mod error;
 pub mod faults;
+mod handle;
 mod http;
 pub mod manifests;
 pub mod patch;
@@ -39,8 +41,7 @@ pub mod validation;
 pub use auth::{Authorizer, Identity, RequestAttributes};
 pub use error::ApiError;
 pub use faults::Fault;
+pub use handle::{FaultInjector, ServerHandle, client_from_kubeconfig, kubeconfig};
 pub use http::IGNORED_PARAMETERS;
 pub use pki::{CertificateAuthority, ClientIdentity, ServingCert};
-pub use server::{
-    FakeApiServer, FakeApiServerBuilder, ServerHandle, StartError, client_from_kubeconfig, kubeconfig,
-};
+pub use server::{FakeApiServer, FakeApiServerBuilder, StartError};

@@ -8,20 +8,19 @@
 use crate::auth::{Authenticator, CertAuth, Identity, Policy};
 use crate::error::ApiError;
 use crate::faults::{Fault, Faults};
-use crate::pki::{CertificateAuthority, ClientIdentity, DEFAULT_SERVING_HOSTS, PkiError, ServingCert};
+use crate::handle::ServerHandle;
+use crate::pki::{CertificateAuthority, DEFAULT_SERVING_HOSTS, PkiError, ServingCert};
 use crate::store::{Store, StoreConfig, Subresource};
 use crate::tls::{TlsError, server_config};
-use base64::Engine;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use rustls::ServerConfig;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 use tokio::net::TcpListener;
-use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
@@ -37,20 +36,20 @@ pub struct Shared {
     pub(crate) bookmark_interval: Duration,
     pub(crate) log_requests: bool,
     pub(crate) addr: SocketAddr,
-    authenticator: RwLock<Arc<Authenticator>>,
+    pub(crate) authenticator: RwLock<Arc<Authenticator>>,
     tls: RwLock<Arc<ServerConfig>>,
-    serving: RwLock<ServingCert>,
-    tokens: HashMap<String, Identity>,
-    anonymous: bool,
+    pub(crate) serving: RwLock<ServingCert>,
+    pub(crate) tokens: HashMap<String, Identity>,
+    pub(crate) anonymous: bool,
     connections: RwLock<CancellationToken>,
     watches: RwLock<CancellationToken>,
 }
 
-fn read<T: Clone>(lock: &RwLock<T>) -> T {
+pub(crate) fn read<T: Clone>(lock: &RwLock<T>) -> T {
     lock.read().unwrap_or_else(|p| p.into_inner()).clone()
 }
 
-fn replace<T>(lock: &RwLock<T>, value: T) -> T {
+pub(crate) fn replace<T>(lock: &RwLock<T>, value: T) -> T {
     std::mem::replace(&mut *lock.write().unwrap_or_else(|p| p.into_inner()), value)
 }
 
@@ -68,11 +67,11 @@ impl Shared {
         read(&self.watches)
     }
 
-    fn close_watches(&self) {
+    pub(crate) fn close_watches(&self) {
         replace(&self.watches, CancellationToken::new()).cancel();
     }
 
-    fn drop_connections(&self) {
+    pub(crate) fn drop_connections(&self) {
         replace(&self.connections, CancellationToken::new()).cancel();
     }
 
@@ -93,7 +92,11 @@ impl Shared {
         Ok(())
     }
 
-    fn rebuild_tls(&self, serving: &ServingCert, authenticator: &Authenticator) -> Result<(), TlsError> {
+    pub(crate) fn rebuild_tls(
+        &self,
+        serving: &ServingCert,
+        authenticator: &Authenticator,
+    ) -> Result<(), TlsError> {
         let config = server_config(
             &serving.chain_pem,
             &serving.key_pem,
@@ -401,147 +404,4 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: Cancell
             }
         });
     }
-}
-
-/// A running server. Dropping it stops the server.
-pub struct ServerHandle {
-    url: String,
-    shared: Arc<Shared>,
-    client_ca: CertificateAuthority,
-    admin: ClientIdentity,
-    shutdown: CancellationToken,
-    task: Option<JoinHandle<()>>,
-}
-
-impl ServerHandle {
-    /// `https://127.0.0.1:<port>`
-    pub fn url(&self) -> &str {
-        &self.url
-    }
-
-    pub fn addr(&self) -> SocketAddr {
-        self.shared.addr
-    }
-
-    /// The CA that clients must trust for the current serving certificate.
-    pub fn ca_pem(&self) -> String {
-        read(&self.shared.serving).ca_pem
-    }
-
-    /// The CA client identities are issued from.
-    pub fn client_ca(&self) -> &CertificateAuthority {
-        &self.client_ca
-    }
-
-    /// A new client identity: CN `user`, O `groups`.
-    pub fn identity(&self, user: &str, groups: &[&str]) -> Result<ClientIdentity, PkiError> {
-        self.client_ca.issue_client(user, groups)
-    }
-
-    /// `system:admin` in `system:masters`.
-    pub fn admin_identity(&self) -> &ClientIdentity {
-        &self.admin
-    }
-
-    /// A kubeconfig for `identity`, with CA data, an explicit port and a current context.
-    pub fn kubeconfig(&self, identity: &ClientIdentity) -> String {
-        kubeconfig(&self.url, &self.ca_pem(), identity)
-    }
-
-    /// A kube client authenticated as `identity`.
-    pub async fn client(&self, identity: &ClientIdentity) -> Result<kube::Client, kube::Error> {
-        client_from_kubeconfig(&self.kubeconfig(identity)).await
-    }
-
-    pub async fn admin_client(&self) -> Result<kube::Client, kube::Error> {
-        self.client(&self.admin).await
-    }
-
-    /// Inject a fault (see `Fault`).
-    pub fn inject(&self, fault: Fault) -> Result<(), ApiError> {
-        self.shared.inject(fault)
-    }
-
-    /// A cloneable handle that injects faults, for tasks that outlive a borrow of the server.
-    pub fn fault_injector(&self) -> FaultInjector {
-        FaultInjector {
-            shared: self.shared.clone(),
-        }
-    }
-
-    /// Serve a new certificate on new handshakes; with `drop_connections`, close every open
-    /// connection so clients must handshake again.
-    pub fn rotate_serving_cert(&self, cert: ServingCert, drop_connections: bool) -> Result<(), TlsError> {
-        self.shared.rebuild_tls(&cert, &self.shared.authenticator())?;
-        replace(&self.shared.serving, cert);
-        if drop_connections {
-            self.shared.close_watches();
-            self.shared.drop_connections();
-        }
-        Ok(())
-    }
-
-    /// Replace the trusted client CAs (PEM); applies to new connections.
-    pub fn set_client_cas(&self, pems: &[String]) -> Result<(), String> {
-        let authenticator = Authenticator::new(pems, self.shared.tokens.clone(), self.shared.anonymous)?;
-        self.shared
-            .rebuild_tls(&read(&self.shared.serving), &authenticator)
-            .map_err(|e| e.to_string())?;
-        replace(&self.shared.authenticator, Arc::new(authenticator));
-        Ok(())
-    }
-
-    /// Stop accepting, close every connection, and wait for the accept loop to end.
-    pub async fn shutdown(mut self) {
-        self.shutdown.cancel();
-        if let Some(task) = self.task.take() {
-            let _ = task.await;
-        }
-    }
-}
-
-impl Drop for ServerHandle {
-    fn drop(&mut self) {
-        self.shutdown.cancel();
-    }
-}
-
-/// Injects faults into a running server (see `ServerHandle::fault_injector`).
-#[derive(Clone)]
-pub struct FaultInjector {
-    shared: Arc<Shared>,
-}
-
-impl FaultInjector {
-    pub fn inject(&self, fault: Fault) -> Result<(), ApiError> {
-        self.shared.inject(fault)
-    }
-}
-
-/// A kubeconfig document for one identity on one server.
-pub fn kubeconfig(url: &str, ca_pem: &str, identity: &ClientIdentity) -> String {
-    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
-    let context = format!("{}@fake-apiserver", identity.user);
-    let doc = json!({
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "fake-apiserver", "cluster": {"server": url, "certificate-authority-data": b64(ca_pem)}}],
-        "users": [{"name": identity.user, "user": {
-            "client-certificate-data": b64(&identity.cert_pem),
-            "client-key-data": b64(&identity.key_pem)}}],
-        "contexts": [{"name": context, "context": {"cluster": "fake-apiserver", "user": identity.user}}],
-        "current-context": context,
-        "preferences": {},
-    });
-    serde_yaml::to_string(&doc).expect("a JSON value serialises as YAML")
-}
-
-/// A kube client from a kubeconfig document, the way any kube-rs user makes one.
-pub async fn client_from_kubeconfig(yaml: &str) -> Result<kube::Client, kube::Error> {
-    let kubeconfig = kube::config::Kubeconfig::from_yaml(yaml).map_err(kube::Error::InferKubeconfig)?;
-    let config =
-        kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
-            .await
-            .map_err(kube::Error::InferKubeconfig)?;
-    kube::Client::try_from(config)
 }
