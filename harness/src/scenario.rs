@@ -211,19 +211,20 @@ impl Scenario {
         &self.server
     }
 
-    /// MCO's e2e way to force a rotation: null `certificate-not-after` with a JSON patch, then
-    /// let a minute pass (the operators' resync), as on a live cluster.
+    /// MCO's e2e way to force a rotation: null `certificate-not-after` with a JSON patch, a
+    /// minute after the last step (a rotation in the same second as the signer's issue would
+    /// give the new signer the same name), then wait for the cluster and nodes to follow.
     pub async fn force_rotation(&self, namespace: &str, signer: &str) -> Result<(), ScenarioError> {
+        self.advance(time::Duration::minutes(1)).await?;
         crate::cluster::force_rotation(&self.admin, namespace, signer).await?;
-        self.advance(time::Duration::minutes(1)).await
+        self.advance(time::Duration::ZERO).await
     }
 
     /// Move the clock by `by`, stopping at every rule deadline on the way.
     pub async fn advance(&self, by: time::Duration) -> Result<(), ScenarioError> {
         let until = self.clock.now() + by;
         loop {
-            let next = self.side.next_deadline().await?;
-            let stop = next.map_or(until, |n| n.min(until));
+            let stop = self.side.next_stop(until).await?;
             self.clock.advance(stop - self.clock.now());
             self.side.settle().await?;
             self.converge().await?;

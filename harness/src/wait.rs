@@ -5,7 +5,8 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-/// How often a probe runs.
+/// How often a probe runs at most: the first retries come sooner (1 ms, doubling up to this),
+/// because most waits end within a few milliseconds.
 pub const POLL: Duration = Duration::from_millis(20);
 
 /// Run `probe` until it returns `Ok`; after `deadline`, the last `Err` observation, with the
@@ -16,9 +17,8 @@ where
     Fut: Future<Output = Result<T, String>>,
 {
     let started = Instant::now();
-    let mut ticks = tokio::time::interval(POLL);
+    let mut pause = Duration::from_millis(1);
     loop {
-        ticks.tick().await;
         match probe().await {
             Ok(value) => return Ok(value),
             Err(seen) if started.elapsed() >= deadline => {
@@ -26,6 +26,8 @@ where
             }
             Err(_) => {}
         }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(POLL);
     }
 }
 

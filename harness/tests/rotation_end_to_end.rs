@@ -143,6 +143,11 @@ async fn on_4_12_the_bundle_arrives_through_a_new_rendered_config_without_reboot
         assert!(journal.contains(&format!(
             "Starting update from {before} to {target}: &{{osUpdate:false kargs:false fips:false passwd:false files:true units:false kernelType:false extensions:false}}"
         )), "{journal}");
+        assert_eq!(
+            journal.matches("Starting update from").count(),
+            1,
+            "one update per new config, not one per queued Node event: {journal}"
+        );
         assert!(
             journal.contains("systemd[1]: Reloading."),
             "units enabled through systemctl: {journal}"

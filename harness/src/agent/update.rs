@@ -26,7 +26,6 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -74,7 +73,10 @@ async fn spec_of(env: &AgentEnv, config: &str) -> Result<Value, Failure> {
 pub async fn node_loop(env: &AgentEnv, behaviour: Behaviour, stop: CancellationToken) {
     let nodes: Api<Node> = Api::all(env.client.clone());
     let config = watcher::Config::default().fields(&format!("metadata.name={}", env.node_name));
-    let mut events = watcher(nodes, config).default_backoff().applied_objects().boxed();
+    let mut events = watcher(nodes.clone(), config)
+        .default_backoff()
+        .applied_objects()
+        .boxed();
     if let Some(pending) = std::fs::read_to_string(env.path(PENDING_CONFIG_FILE))
         .ok()
         .map(|s| s.trim().to_string())
@@ -97,16 +99,21 @@ pub async fn node_loop(env: &AgentEnv, behaviour: Behaviour, stop: CancellationT
                 None => return,
             },
         };
-        let annotations: BTreeMap<String, String> = node.metadata.annotations.unwrap_or_default();
-        let get = |k: &str| annotations.get(k).cloned().unwrap_or_default();
-        let (current, desired, state) = (get(CURRENT_CONFIG), get(DESIRED_CONFIG), get(STATE));
-        if desired.is_empty()
-            || desired == current
-            || state == STATE_DEGRADED
-            || state == STATE_UNRECONCILABLE
-        {
+        if wanted_update(&node).is_none() {
             continue;
         }
+        // Events queue up while an update runs, among them this daemon's own earlier writes
+        // (state=Working with the old currentConfig): decide on the Node as it is now.
+        let node = match nodes.get(&env.node_name).await {
+            Ok(node) => node,
+            Err(e) => {
+                env.log(&format!("node {}: {e}", env.node_name));
+                continue;
+            }
+        };
+        let Some((current, desired)) = wanted_update(&node) else {
+            continue;
+        };
         let result = tokio::select! {
             _ = stop.cancelled() => return,
             result = update(env, behaviour, &current, &desired) => result,
@@ -117,6 +124,15 @@ pub async fn node_loop(env: &AgentEnv, behaviour: Behaviour, stop: CancellationT
             Err(failure) => report(env, failure).await,
         }
     }
+}
+
+/// `(currentConfig, desiredConfig)` when the Node asks for an update this daemon should run.
+fn wanted_update(node: &Node) -> Option<(String, String)> {
+    let annotations = node.metadata.annotations.as_ref()?;
+    let get = |k: &str| annotations.get(k).cloned().unwrap_or_default();
+    let (current, desired, state) = (get(CURRENT_CONFIG), get(DESIRED_CONFIG), get(STATE));
+    let blocked = state == STATE_DEGRADED || state == STATE_UNRECONCILABLE;
+    (!desired.is_empty() && desired != current && !blocked).then_some((current, desired))
 }
 
 async fn report(env: &AgentEnv, failure: Failure) {

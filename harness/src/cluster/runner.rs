@@ -1,6 +1,7 @@
 //! The cluster side running: every controller reconciles, level-triggered, whenever an object
-//! it reads changes (one merged set of watches) or the simulated clock moves, until a pass
-//! changes nothing. Errors go to the cluster log and the next trigger retries.
+//! it reads changes (one merged set of watches), until a pass changes nothing. Whoever moves the
+//! simulated clock settles the cluster there (`Scenario::advance`), so a clock move is not a
+//! trigger of its own. Errors go to the cluster log and the next trigger retries.
 
 use super::{ClusterError, ClusterLog, MachineConfigController, Operator, SignerRotation};
 use crate::pki::{Clock, SimClock};
@@ -10,7 +11,6 @@ use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 use std::sync::Arc;
 use time::OffsetDateTime;
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 /// The reference cluster side of one scenario.
@@ -26,6 +26,10 @@ pub struct ClusterSide {
 
 /// Passes after which a cluster that still changes is reported (a controller fighting another).
 const MAX_PASSES: usize = 50;
+
+/// How often the certificate controllers resync (library-go `certrotation`
+/// `client_cert_rotation_controller.go`: `ResyncEvery(time.Minute)`).
+pub const RESYNC: time::Duration = time::Duration::minutes(1);
 
 impl ClusterSide {
     pub fn new(
@@ -71,15 +75,30 @@ impl ClusterSide {
         self.signers.next_deadline().await
     }
 
-    /// Run until `stop`, reconciling on every watched change and every clock advance.
+    /// Where the clock should next stop on its way to `until`: the first rule deadline, or,
+    /// when more fall within one resync interval of it, the last of those. A real certificate
+    /// controller acts on a deadline at its next resync, up to a minute later, so deadlines that
+    /// close together are met in one pass there too (a signer rotating one second after its
+    /// predecessor leaves the bundle, say).
+    pub async fn next_stop(&self, until: OffsetDateTime) -> Result<OffsetDateTime, ClusterError> {
+        let deadlines = self.signers.deadlines().await?;
+        let Some(first) = deadlines.first().copied() else {
+            return Ok(until);
+        };
+        let last = deadlines
+            .into_iter()
+            .take_while(|d| *d <= first + RESYNC)
+            .last()
+            .unwrap_or(first);
+        Ok(last.min(until))
+    }
+
+    /// Run until `stop`, reconciling on every watched change.
     pub fn spawn(
         self: Arc<Self>,
         client: kube::Client,
         stop: CancellationToken,
     ) -> tokio::task::JoinHandle<()> {
-        let tick = Arc::new(Notify::new());
-        let on_clock = tick.clone();
-        self.clock.on_advance(move |_| on_clock.notify_one());
         tokio::spawn(async move {
             let mco = |kind| crate::cluster::mcc::mco_api(&client, kind);
             let cfg = watcher::Config::default;
@@ -123,7 +142,6 @@ impl ClusterSide {
                 }
                 tokio::select! {
                     _ = stop.cancelled() => return,
-                    _ = tick.notified() => {}
                     more = triggers.next() => if more.is_none() { return },
                 }
             }

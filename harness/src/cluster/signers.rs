@@ -171,7 +171,7 @@ impl SignerRotation {
         let mut bundles: BTreeMap<String, String> = BTreeMap::new();
         for spec in &self.catalogue.signers {
             let policy = spec.policy(self.profile);
-            let issued_at = now - state.age_of(&spec.name);
+            let issued_at = now - state.age_of_signer(spec);
             let current = self.issue_signer(spec, issued_at)?;
             let bundle = bundles.entry(spec.bundle.clone()).or_default();
             if !spec.installer {
@@ -311,13 +311,19 @@ impl SignerRotation {
 
     /// The next instant after now at which a rule fires or a bundle certificate expires.
     pub async fn next_deadline(&self) -> Result<Option<OffsetDateTime>, ClusterError> {
+        Ok(self.deadlines().await?.first().copied())
+    }
+
+    /// Every instant after now at which a rule fires or a bundle certificate expires, earliest
+    /// first.
+    pub async fn deadlines(&self) -> Result<Vec<OffsetDateTime>, ClusterError> {
         self.take_snapshot().await?;
         let result = self.deadline_snapshot().await;
         self.drop_snapshot();
         result
     }
 
-    async fn deadline_snapshot(&self) -> Result<Option<OffsetDateTime>, ClusterError> {
+    async fn deadline_snapshot(&self) -> Result<Vec<OffsetDateTime>, ClusterError> {
         let now = self.clock.now();
         let mut deadlines = Vec::new();
         for spec in &self.catalogue.signers {
@@ -341,7 +347,10 @@ impl SignerRotation {
                 ));
             }
         }
-        Ok(deadlines.into_iter().filter(|d| *d > now).min())
+        deadlines.retain(|d| *d > now);
+        deadlines.sort();
+        deadlines.dedup();
+        Ok(deadlines)
     }
 
     fn issue_signer(&self, spec: &SignerSpec, at: OffsetDateTime) -> Result<IssuedCert, ClusterError> {

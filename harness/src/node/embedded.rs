@@ -83,8 +83,16 @@ fn new_boot_id() -> String {
 
 impl EmbeddedNode {
     /// A node named `name` with its root in a fresh temp dir, the given units, not yet booted.
+    /// The temp dir is on a memory file system where there is one (`/dev/shm`): the files,
+    /// modes and renames are as real, and an agent's fsyncs cost nothing.
     pub fn new(name: &str, units: &[&str], clock: SimClock) -> Result<Self, NodeError> {
-        let dir = assert_fs::TempDir::new().map_err(|e| NodeError::Io {
+        let shm = Path::new("/dev/shm");
+        let dir = if shm.is_dir() {
+            assert_fs::TempDir::with_prefix_in("mco-node-", shm)
+        } else {
+            assert_fs::TempDir::with_prefix("mco-node-")
+        };
+        let dir = dir.map_err(|e| NodeError::Io {
             node: name.into(),
             path: "<temp dir>".into(),
             source: std::io::Error::other(e.to_string()),

@@ -116,8 +116,11 @@ impl Service for FakeKubelet {
         let (changed_tx, mut changed) = tokio::sync::mpsc::unbounded_channel();
         let dir = ctx.node.root().join("etc/kubernetes");
         let _ = std::fs::create_dir_all(&dir);
+        // Only changes count: the kubelet's own reads raise access events, which must not make
+        // it read again.
         let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
             if let Ok(event) = event
+                && !matches!(event.kind, notify::EventKind::Access(_))
                 && event.paths.iter().any(|p| p.ends_with("kubelet-ca.crt"))
             {
                 let _ = changed_tx.send(());

@@ -220,6 +220,16 @@ impl StartingState {
     pub fn age_of(&self, signer: &str) -> Duration {
         self.ages.get(signer).copied().unwrap_or(Duration::ZERO)
     }
+
+    /// How old a signer of the catalogue is at the start: as named, else as old as the cluster
+    /// for the installer's signers (made at install, never rotated) and new for the others.
+    pub fn age_of_signer(&self, spec: &SignerSpec) -> Duration {
+        match self.ages.get(&spec.name) {
+            Some(age) => *age,
+            None if spec.installer => self.cluster_age(),
+            None => Duration::ZERO,
+        }
+    }
 }
 
 #[cfg(test)]
