@@ -1,0 +1,115 @@
+//! Benchmarks of whole scenarios: how long a fresh fake cluster with three embedded nodes takes
+//! to be ready for a scenario's first step, and how long the features take on the wall clock,
+//! the signer-rotation feature alone and every feature, each for both profiles.
+//!
+//! Run with `cargo bench -p harness --bench scenarios`. Cucumber's own output of the feature
+//! runs scrolls by first; the Markdown table (`| measurement | result | target |`) comes last.
+
+// The step definitions, compiled into this binary as into the runner (inventory registrations
+// inside the harness rlib could be dropped by the linker).
+#[path = "../src/steps/mod.rs"]
+#[allow(dead_code)]
+mod steps;
+
+use anyhow::{Context, Result, bail};
+use harness::Profile;
+use harness::runner::{Nodes, RunConfig, run};
+use harness::scenario::{Scenario, ScenarioOptions};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+const SET_UPS: usize = 15;
+const FEATURE_RUNS: usize = 3;
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut rows = Vec::new();
+    for profile in Profile::ALL {
+        let times = set_up_times(profile).await?;
+        rows.push(row(
+            &format!("fresh cluster with 3 embedded nodes, {profile}: start to ready, p50 / max"),
+            &format!("{} / {}", ms(percentile(&times, 50)), ms(*times.last().unwrap())),
+            "≤ 100 ms",
+        ));
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let features = root.join("features");
+    let (best, scenarios) = feature_wall(&root, features.join("signer_rotation.feature")).await?;
+    rows.push(row(
+        "signer_rotation.feature, both profiles: wall, best of 3",
+        &format!("{} ({scenarios} scenarios)", secs(best)),
+        "≤ 3 s",
+    ));
+    let (best, scenarios) = feature_wall(&root, features).await?;
+    rows.push(row(
+        "every feature, both profiles, embedded nodes: wall, best of 3",
+        &format!("{} ({scenarios} scenarios)", secs(best)),
+        "≤ 10 s",
+    ));
+    println!("\n| measurement | result | target |\n|---|---|---|");
+    for r in rows {
+        println!("{r}");
+    }
+    Ok(())
+}
+
+/// From `Scenario::start` returning (API server up, cluster installed and settled, nodes seeded
+/// and booted with kubelet and agent running) to the first step being able to act.
+async fn set_up_times(profile: Profile) -> Result<Vec<Duration>> {
+    let mut times = Vec::new();
+    for _ in 0..SET_UPS {
+        let mut options = ScenarioOptions::new(profile);
+        options.nodes = vec![("worker".into(), 3)];
+        let started = Instant::now();
+        let scenario = Scenario::start(options).await.context("starting a scenario")?;
+        scenario.converge().await.context("a fresh cluster converges")?;
+        times.push(started.elapsed());
+        scenario.shutdown().await;
+    }
+    times.sort();
+    Ok(times)
+}
+
+async fn feature_wall(root: &Path, path: PathBuf) -> Result<(Duration, usize)> {
+    let mut best = Duration::MAX;
+    let mut scenarios = 0;
+    for _ in 0..FEATURE_RUNS {
+        let config = RunConfig {
+            profiles: Profile::ALL.to_vec(),
+            tags: None,
+            nodes: Nodes::Embedded,
+            paths: vec![path.clone()],
+            report_dir: root.join("target").join("conformance-bench"),
+            concurrency: 4,
+        };
+        let started = Instant::now();
+        let summary = run(&config).await.context("running the features")?;
+        let took = started.elapsed();
+        if summary.failed > 0 {
+            bail!("{}: {}", path.display(), summary.line());
+        }
+        best = best.min(took);
+        scenarios = summary.passed;
+    }
+    Ok((best, scenarios))
+}
+
+fn percentile(sorted: &[Duration], p: usize) -> Duration {
+    sorted[(sorted.len() * p / 100).min(sorted.len() - 1)]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1e3)
+}
+
+fn secs(d: Duration) -> String {
+    format!("{:.2} s", d.as_secs_f64())
+}
+
+fn row(measurement: &str, result: &str, target: &str) -> String {
+    format!("| {measurement} | {result} | {target} |")
+}
