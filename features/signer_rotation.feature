@@ -23,6 +23,7 @@ Feature: kube-apiserver-to-kubelet-signer rotation
     And every node's kubelet-ca.crt equals "<bundle>"
     And every kubelet accepts a client certificate from the current kube-apiserver-to-kubelet-signer
     And every kubelet accepts the kube-apiserver's kubelet client certificate
+    And every node is Ready
     And no node has rebooted
 
     @ocp-4.12

@@ -12,13 +12,13 @@ use crate::cluster::mcc::{machine_config_pools, machine_configs};
 use crate::cluster::operator::controller_configs;
 use crate::cluster::render::Templates;
 use crate::cluster::{
-    ClusterError, ClusterLog, ClusterSide, MachineConfigController, Operator, SignerRotation,
+    ClusterError, ClusterLog, ClusterSide, MachineConfigController, NodeLifecycle, Operator, SignerRotation,
 };
 use crate::mco::{CURRENT_CONFIG, DESIRED_CONFIG, LAST_SYNCED_CONTROLLER_CONFIG, STATE, STATE_DONE};
 use crate::node::kubelet::FakeKubelet;
 use crate::node::seed::{NodeSeed, seed_node};
-use crate::node::{AGENT_UNIT, CRIO_UNIT, EmbeddedNode, KUBELET_UNIT, Node};
-use crate::pki::{Catalogue, Clock, IssuedCert, SimClock, StartingState, parse_certs};
+use crate::node::{AGENT_UNIT, CRIO_UNIT, EmbeddedNode, HEARTBEAT_FILE, KUBELET_UNIT, Node};
+use crate::pki::{Catalogue, Clock, IssuedCert, SimClock, StartingState, parse_certs, rfc3339};
 use crate::profile::Profile;
 use crate::wait::eventually;
 use base64::Engine;
@@ -123,8 +123,10 @@ impl Scenario {
             SignerRotation::new(admin.clone(), catalogue, profile, clock.clone(), log.clone()),
             Operator::new(admin.clone(), profile, clock.clone(), log.clone()),
             MachineConfigController::new(admin.clone(), templates, profile, clock.clone(), log.clone()),
+            NodeLifecycle::new(admin.clone(), clock.clone(), log.clone()),
             log.clone(),
             clock.clone(),
+            admin.clone(),
         ));
         install(&admin, &options.fixtures, &side.signers, &state, true).await?;
         side.settle().await?;
@@ -194,8 +196,8 @@ impl Scenario {
             }
         }
         let stop = CancellationToken::new();
-        side.clone().spawn(admin.clone(), stop.clone());
-        Ok(Scenario {
+        side.clone().spawn(stop.clone());
+        let scenario = Scenario {
             options,
             server,
             admin,
@@ -204,7 +206,49 @@ impl Scenario {
             nodes,
             log,
             stop,
+        };
+        scenario.await_kubelets().await?;
+        Ok(scenario)
+    }
+
+    /// Every kubelet serving and its first node status posted.
+    async fn await_kubelets(&self) -> Result<(), ScenarioError> {
+        eventually(self.options.deadline, || async {
+            for node in &self.nodes {
+                if node.kubelet_endpoint().await.is_none() {
+                    return Err(format!("{}: the kubelet is not serving yet", node.name()));
+                }
+            }
+            Ok(())
         })
+        .await
+        .map_err(ScenarioError::NotConverged)?;
+        self.await_heartbeats().await
+    }
+
+    /// Every running kubelet has tried to post its status at the clock's now, so the node
+    /// lifecycle controller never judges a heartbeat that is about to come.
+    async fn await_heartbeats(&self) -> Result<(), ScenarioError> {
+        let now = rfc3339(self.clock.now());
+        eventually(self.options.deadline, || async {
+            for node in &self.nodes {
+                if node.kubelet_endpoint().await.is_none() {
+                    continue; // stopped: it posts nothing, as a stopped kubelet would
+                }
+                let seen = node.read(HEARTBEAT_FILE).await.unwrap_or_default();
+                let seen = String::from_utf8_lossy(&seen);
+                if !seen.starts_with(&now) {
+                    return Err(format!(
+                        "{}: the kubelet last tried to post its status at {:?}; the clock is at {now}",
+                        node.name(),
+                        seen.trim()
+                    ));
+                }
+            }
+            Ok(())
+        })
+        .await
+        .map_err(ScenarioError::NotConverged)
     }
 
     pub fn server(&self) -> &fake_apiserver::ServerHandle {
@@ -226,6 +270,7 @@ impl Scenario {
         loop {
             let stop = self.side.next_stop(until).await?;
             self.clock.advance(stop - self.clock.now());
+            self.await_heartbeats().await?;
             self.side.settle().await?;
             self.converge().await?;
             if stop >= until {
@@ -311,6 +356,49 @@ impl Scenario {
             }
         }
         None
+    }
+
+    /// Where the kube-apiserver reaches a node's kubelet: the Node's InternalIP and
+    /// `status.daemonEndpoints.kubeletEndpoint.Port`, as the kubelet published them.
+    pub async fn kubelet_address(&self, node: &str) -> Result<std::net::SocketAddr, ScenarioError> {
+        let object = Api::<NodeObject>::all(self.admin.clone())
+            .get(node)
+            .await
+            .map_err(|e| ClusterError::kube(format!("node {node}"), e))?;
+        let status = object.status.unwrap_or_default();
+        let ip = status
+            .addresses
+            .unwrap_or_default()
+            .into_iter()
+            .find(|a| a.type_ == "InternalIP")
+            .and_then(|a| a.address.parse::<std::net::IpAddr>().ok());
+        let port = status
+            .daemon_endpoints
+            .and_then(|d| d.kubelet_endpoint)
+            .map(|e| e.port)
+            .filter(|p| *p > 0);
+        match (ip, port) {
+            (Some(ip), Some(port)) => Ok(std::net::SocketAddr::new(ip, port as u16)),
+            _ => Err(ScenarioError::Node {
+                node: node.to_string(),
+                message: "the kubelet has not published an InternalIP and port in the Node's status".into(),
+            }),
+        }
+    }
+
+    /// The Node's Ready condition as `(status, reason)`, if it has one.
+    pub async fn node_ready(&self, node: &str) -> Result<Option<(String, String)>, ScenarioError> {
+        let object = Api::<NodeObject>::all(self.admin.clone())
+            .get(node)
+            .await
+            .map_err(|e| ClusterError::kube(format!("node {node}"), e))?;
+        Ok(object
+            .status
+            .and_then(|s| s.conditions)
+            .unwrap_or_default()
+            .into_iter()
+            .find(|c| c.type_ == "Ready")
+            .map(|c| (c.status, c.reason.unwrap_or_default())))
     }
 
     pub fn log_tail(&self, n: usize) -> String {

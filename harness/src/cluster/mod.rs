@@ -11,9 +11,11 @@
 //! - `render`: templates to `00-<role>`, merging a pool's MachineConfigs, rendered names.
 //! - `pools`: the node and drain controllers' decisions (paused, maxUnavailable, status).
 //! - `mcc`: the machine-config controller applying `render` and `pools` through the API.
-//! - `runner`: all of them running, triggered by watches and the simulated clock.
+//! - `lifecycle`: the node lifecycle controller's Ready=Unknown for kubelets gone quiet.
+//! - `runner`: all of them running, triggered by watches; settled where the clock stops.
 
 pub mod install;
+pub mod lifecycle;
 pub mod mcc;
 pub mod names;
 pub mod operator;
@@ -22,6 +24,7 @@ pub mod render;
 pub mod runner;
 mod signers;
 
+pub use lifecycle::NodeLifecycle;
 pub use mcc::MachineConfigController;
 pub use operator::{CaSources, Operator, kubelet_ca_bundle};
 pub use runner::ClusterSide;

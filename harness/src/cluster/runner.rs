@@ -3,12 +3,12 @@
 //! simulated clock settles the cluster there (`Scenario::advance`), so a clock move is not a
 //! trigger of its own. Errors go to the cluster log and the next trigger retries.
 
-use super::{ClusterError, ClusterLog, MachineConfigController, Operator, SignerRotation};
+use super::{ClusterError, ClusterLog, MachineConfigController, NodeLifecycle, Operator, SignerRotation};
 use crate::pki::{Clock, SimClock};
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{ConfigMap, Node, Secret};
-use kube::api::Api;
-use kube::runtime::{WatchStreamExt, watcher};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Secret};
+use kube::api::{Api, ListParams};
+use kube::runtime::{PredicateConfig, WatchStreamExt, watcher};
 use std::sync::Arc;
 use time::OffsetDateTime;
 use tokio_util::sync::CancellationToken;
@@ -18,10 +18,14 @@ pub struct ClusterSide {
     pub signers: SignerRotation,
     pub operator: Operator,
     pub mcc: MachineConfigController,
+    pub lifecycle: NodeLifecycle,
     pub log: ClusterLog,
     pub clock: SimClock,
     /// One pass at a time: two concurrent passes would both rotate a due signer.
     pass: tokio::sync::Mutex<()>,
+    /// The API state and instant of the last pass that changed nothing.
+    quiet: std::sync::Mutex<Option<(String, OffsetDateTime)>>,
+    client: kube::Client,
 }
 
 /// Passes after which a cluster that still changes is reported (a controller fighting another).
@@ -36,16 +40,21 @@ impl ClusterSide {
         signers: SignerRotation,
         operator: Operator,
         mcc: MachineConfigController,
+        lifecycle: NodeLifecycle,
         log: ClusterLog,
         clock: SimClock,
+        client: kube::Client,
     ) -> Self {
         ClusterSide {
             signers,
             operator,
             mcc,
+            lifecycle,
             log,
             clock,
             pass: tokio::sync::Mutex::new(()),
+            quiet: std::sync::Mutex::new(None),
+            client,
         }
     }
 
@@ -55,19 +64,39 @@ impl ClusterSide {
         let mut changed = !self.signers.reconcile().await?.is_empty();
         changed |= self.operator.reconcile().await?;
         changed |= self.mcc.reconcile().await?;
+        changed |= self.lifecycle.reconcile().await?;
         Ok(changed)
     }
 
-    /// Passes until one changes nothing.
+    /// Passes until one changes nothing. A pass at the same simulated instant over the same
+    /// API state as the last quiet one would change nothing again (every controller is a
+    /// function of the two), so it is skipped: watch events of the cluster side's own writes
+    /// then cost one small request instead of a pass.
     pub async fn settle(&self) -> Result<(), ClusterError> {
         for _ in 0..MAX_PASSES {
+            let seen = (self.latest_resource_version().await?, self.clock.now());
+            if self.quiet.lock().unwrap_or_else(|p| p.into_inner()).as_ref() == Some(&seen) {
+                return Ok(());
+            }
             if !self.reconcile_once().await? {
+                *self.quiet.lock().unwrap_or_else(|p| p.into_inner()) = Some(seen);
                 return Ok(());
             }
         }
         self.log
             .record(self.clock.now(), "cluster side still changing after 50 passes");
         Ok(())
+    }
+
+    /// The API server's current resourceVersion: a list's, which is global (the etcd revision
+    /// on a real API server), read with the smallest list there is.
+    async fn latest_resource_version(&self) -> Result<String, ClusterError> {
+        let namespaces: Api<Namespace> = Api::all(self.client.clone());
+        let list = namespaces
+            .list_metadata(&ListParams::default().limit(1))
+            .await
+            .map_err(|e| ClusterError::kube("namespaces".into(), e))?;
+        Ok(list.metadata.resource_version.unwrap_or_default())
     }
 
     /// The next instant a certificate rule fires.
@@ -94,11 +123,8 @@ impl ClusterSide {
     }
 
     /// Run until `stop`, reconciling on every watched change.
-    pub fn spawn(
-        self: Arc<Self>,
-        client: kube::Client,
-        stop: CancellationToken,
-    ) -> tokio::task::JoinHandle<()> {
+    pub fn spawn(self: Arc<Self>, stop: CancellationToken) -> tokio::task::JoinHandle<()> {
+        let client = self.client.clone();
         tokio::spawn(async move {
             let mco = |kind| crate::cluster::mcc::mco_api(&client, kind);
             let cfg = watcher::Config::default;
@@ -113,9 +139,12 @@ impl ClusterSide {
                     .touched_objects()
                     .map(|_| ())
                     .boxed(),
+                // Kubelet heartbeats change only Node status, which no pass reacts to (the
+                // lifecycle controller judges them where the clock stops).
                 watcher(Api::<Node>::all(client.clone()), cfg())
                     .default_backoff()
                     .touched_objects()
+                    .predicate_filter(node_without_status, PredicateConfig::default())
                     .map(|_| ())
                     .boxed(),
                 watcher(mco("MachineConfig"), cfg())
@@ -147,4 +176,16 @@ impl ClusterSide {
             }
         })
     }
+}
+
+/// A Node's hash without its status: what the controllers react to.
+fn node_without_status(node: &Node) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    node.metadata.annotations.hash(&mut hasher);
+    node.metadata.labels.hash(&mut hasher);
+    serde_json::to_string(&node.spec)
+        .unwrap_or_default()
+        .hash(&mut hasher);
+    Some(hasher.finish())
 }

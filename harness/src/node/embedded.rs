@@ -6,7 +6,7 @@
 //! `-- Boot <id> --`, and the enabled units start again. Files elsewhere stay.
 
 use super::services::{Effect, Outcome, ServiceManager, unit_name};
-use super::{FileStat, Journal, JournalMark, Node, NodeError};
+use super::{FileStat, Journal, JournalMark, NOW_FILE, Node, NodeError};
 use crate::pki::{Clock, SimClock};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -15,6 +15,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use time::OffsetDateTime;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -65,6 +66,8 @@ struct Inner {
     boot_id: Mutex<String>,
     next_pid: AtomicU32,
     kubelet_endpoint: Mutex<Option<SocketAddr>>,
+    /// The simulated now, for services that act when the clock moves (the kubelet's status).
+    clock_moves: tokio::sync::watch::Receiver<OffsetDateTime>,
 }
 
 /// A handle to an embedded node; clones share the node.
@@ -75,6 +78,16 @@ pub struct EmbeddedNode {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// `/run/mco-conformance/now` (DESIGN.md, "Time: two domains"): the simulated now in RFC 3339
+/// for out-of-process node parts, rewritten whenever the clock moves. A node that is gone, or
+/// rebooting with `/run` emptied, gets it at the next move or boot.
+fn write_now_file(path: &Path, now: OffsetDateTime) {
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let _ = std::fs::write(path, format!("{}\n", crate::pki::rfc3339(now)));
 }
 
 fn new_boot_id() -> String {
@@ -108,6 +121,15 @@ impl EmbeddedNode {
         units: &[&str],
         clock: SimClock,
     ) -> Self {
+        // The clock's listener keeps only the channel and the root, not the node, so a dropped
+        // node is not kept alive by its clock.
+        let (moved, clock_moves) = tokio::sync::watch::channel(clock.now());
+        let now_file = root.join(NOW_FILE.trim_start_matches('/'));
+        write_now_file(&now_file, clock.now());
+        clock.on_advance(move |now| {
+            write_now_file(&now_file, now);
+            moved.send_replace(now);
+        });
         EmbeddedNode {
             inner: Arc::new(Inner {
                 name: name.to_string(),
@@ -115,6 +137,7 @@ impl EmbeddedNode {
                 _dir: dir,
                 journal: Journal::new(name),
                 clock,
+                clock_moves,
                 manager: Mutex::new(ServiceManager::new(units)),
                 services: Mutex::new(BTreeMap::new()),
                 running: Mutex::new(BTreeMap::new()),
@@ -132,6 +155,11 @@ impl EmbeddedNode {
 
     pub fn clock(&self) -> &SimClock {
         &self.inner.clock
+    }
+
+    /// Changes whenever the simulated clock moves.
+    pub fn clock_moves(&self) -> tokio::sync::watch::Receiver<OffsetDateTime> {
+        self.inner.clock_moves.clone()
     }
 
     pub fn journal(&self) -> &Journal {
@@ -267,6 +295,7 @@ impl EmbeddedNode {
             let _ = std::fs::remove_dir_all(&run);
         }
         let _ = std::fs::create_dir_all(&run);
+        write_now_file(&self.inner.root.join(NOW_FILE.trim_start_matches('/')), now);
         let id = new_boot_id();
         *lock(&self.inner.boot_id) = id.clone();
         self.inner.journal.boot(&id);

@@ -164,9 +164,13 @@ impl Service for FakeKubelet {
             ));
         }
         let acceptor = tokio_rustls::TlsAcceptor::from(config);
+        let status = super::kubelet_status::report(&ctx, addr.map_or(0, |a| a.port()));
+        tokio::pin!(status);
+        let mut status_ended = false;
         loop {
             tokio::select! {
                 _ = ctx.stop.cancelled() => break,
+                () = &mut status, if !status_ended => status_ended = true,
                 Some(()) = changed.recv() => Self::load(&ctx, &bundle, false),
                 Some(rejected) = rejections.recv() => ctx.log(&format!(
                     "E0000 authentication.go:73] \"Unable to authenticate the request\" err=\"verifying certificate: {rejected}\""

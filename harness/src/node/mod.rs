@@ -8,11 +8,13 @@
 //! - `services`: the service manager as a pure state machine behind `systemctl`.
 //! - `embedded`: the embedded backend.
 //! - `kubelet`: the fake kubelet (client CA at simulated time) and the kube-apiserver's probe.
+//! - `kubelet_status`: the kubelet's node status (Ready, heartbeats, its published port).
 //! - `seed`: a node's files and Node object as a real one starts.
 
 pub mod embedded;
 pub mod journal;
 pub mod kubelet;
+pub mod kubelet_status;
 pub mod seed;
 pub mod services;
 
@@ -46,6 +48,15 @@ pub enum NodeError {
     #[error("node {node}: {path:?} is not an absolute path inside the node")]
     BadPath { node: String, path: String },
 }
+
+/// The simulated now in RFC 3339 (DESIGN.md, "Time: two domains"), which the node backend
+/// rewrites whenever the scenario's clock moves, for node parts in other processes.
+pub const NOW_FILE: &str = "/run/mco-conformance/now";
+
+/// The kubelet's last attempt to post its node status: `<RFC 3339 simulated time> ok`, or
+/// `… failed: <error>`. The harness waits for it after moving the clock, so the node lifecycle
+/// controller never judges a heartbeat that is about to come.
+pub const HEARTBEAT_FILE: &str = "/run/mco-conformance/kubelet-heartbeat";
 
 /// The units every node has (DESIGN.md): the kubelet, CRI-O, and the agent under test.
 pub const KUBELET_UNIT: &str = "kubelet.service";

@@ -10,11 +10,39 @@ use harness::world::ConformanceWorld;
 /// Every node's kubelet accepts this client certificate, or the first refusal with its reason.
 async fn every_kubelet_accepts(c: &Scenario, cert_pem: &str, key_pem: &str) -> anyhow::Result<()> {
     for node in &c.nodes {
-        let addr = node
-            .kubelet_endpoint()
-            .await
-            .ok_or_else(|| anyhow::anyhow!("{}: the kubelet is not serving", node.name()))?;
+        let addr = c.kubelet_address(node.name()).await?;
         probe(addr, cert_pem, key_pem).await?;
+    }
+    Ok(())
+}
+
+/// Every Node's Ready condition is True: its kubelet posts status with the API server's trust.
+#[then("every node is Ready")]
+async fn every_node_ready(world: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let c = world.cluster()?;
+    for node in &c.nodes {
+        let ready = c.node_ready(node.name()).await?;
+        anyhow::ensure!(
+            matches!(&ready, Some((status, _)) if status == "True"),
+            "{} is not Ready: its Ready condition is {ready:?}",
+            node.name()
+        );
+    }
+    Ok(())
+}
+
+/// No Node's Ready condition is True (the node lifecycle controller marks a kubelet that stopped
+/// posting status `Unknown`, which `oc get nodes` shows as NotReady).
+#[then("every node is NotReady")]
+async fn every_node_not_ready(world: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let c = world.cluster()?;
+    for node in &c.nodes {
+        let ready = c.node_ready(node.name()).await?;
+        anyhow::ensure!(
+            !matches!(&ready, Some((status, _)) if status == "True"),
+            "{} is still Ready",
+            node.name()
+        );
     }
     Ok(())
 }
