@@ -9,14 +9,12 @@ Feature: kube-apiserver-to-kubelet-signer rotation
   /etc/kubernetes/kubelet-ca.crt. When the signer rotates, every node must get a bundle with
   the new signer before the kube-apiserver starts presenting a certificate from it.
 
-  Background:
-    Given a fresh cluster with 2 worker nodes
-
   # A forced rotation (MCO e2e: null certificate-not-after) reaches every node. On 4.16 the
   # daemon writes kube-apiserver-client-ca as it is; on 4.12 the file is the installer's
   # initial bundle with its kube-apiserver-to-kubelet signer replaced by that signer's whole
   # bundle (mco-source.md §1), delivered through a rendered MachineConfig.
   Scenario Outline: A forced rotation reaches every node and every kubelet trusts the new signer
+    Given a fresh cluster with 2 worker nodes
     When the kube-apiserver-to-kubelet-signer is rotated by force
     Then the kube-apiserver-to-kubelet-signer has rotated
     And the kube-apiserver-to-kubelet-signer bundle holds 2 signers
@@ -39,6 +37,7 @@ Feature: kube-apiserver-to-kubelet-signer rotation
   # 4.12 renders a new MachineConfig for the new bundle (one more than the install's);
   # 4.16 renders none: the bundle is not in any MachineConfig.
   Scenario Outline: Rendered configs after a rotation
+    Given a fresh cluster with 2 worker nodes
     When the kube-apiserver-to-kubelet-signer is rotated by force
     Then the worker pool has <rendered> rendered configs
 
@@ -54,6 +53,7 @@ Feature: kube-apiserver-to-kubelet-signer rotation
 
   # Each profile's daemon logs its own path.
   Scenario Outline: The journal shows each profile's log lines
+    Given a fresh cluster with 2 worker nodes
     When the kube-apiserver-to-kubelet-signer is rotated by force
     Then every node's journal shows "<line>"
 
@@ -74,6 +74,7 @@ Feature: kube-apiserver-to-kubelet-signer rotation
   # notAfter − 365/5 = day 292 (on 4.12 the 8-year refresh never fires first; on 4.16 the
   # 292-day refresh coincides). Rules compare strictly, so at day 292 exactly it stays.
   Scenario: The 80 % rule rotates the signer just after day 292 and not before
+    Given a fresh cluster with 2 worker nodes
     When 292 days pass
     Then the kube-apiserver-to-kubelet-signer has not rotated
     When 1 minute passes
@@ -84,6 +85,7 @@ Feature: kube-apiserver-to-kubelet-signer rotation
   # The old signer stays in the bundle until it expires (library-go cabundle.go): issued at day
   # 0 with 365 days of validity, it leaves just after day 365.
   Scenario: The old signer leaves the bundle once it expires
+    Given a fresh cluster with 2 worker nodes
     When 293 days pass
     Then the kube-apiserver-to-kubelet-signer bundle holds 2 signers
     When 73 days pass
@@ -95,6 +97,7 @@ Feature: kube-apiserver-to-kubelet-signer rotation
   # first certificate from the new signer comes just after day 15 — and every kubelet already
   # trusts it, because the bundle reached them first.
   Scenario: The kube-apiserver's client certificate follows the new signer on its own refresh
+    Given a fresh cluster with 2 worker nodes
     When the kube-apiserver-to-kubelet-signer is rotated by force
     Then the kube-apiserver's kubelet client certificate is still issued by the previous kube-apiserver-to-kubelet-signer
     When 14 days pass
@@ -103,3 +106,37 @@ Feature: kube-apiserver-to-kubelet-signer rotation
     Then the kube-apiserver's kubelet client certificate is issued by the current kube-apiserver-to-kubelet-signer
     And every kubelet accepts the kube-apiserver's kubelet client certificate
     And no node has rebooted
+
+  # The churn MCO-499 is about: 90 simulated days of a cluster 250 days old, every signer of the
+  # catalogue on its own cadence (fixtures/starting-states.yaml signer-250-days-old). A signer
+  # rotates once now > notBefore + refresh or past 80 % of its life (library-go signer.go); its
+  # predecessor stays in the bundle until it expires (cabundle.go).
+  #   kube-apiserver-to-kubelet-signer, 365 d, 250 d old: 80 % is day 292, so day 42. Its
+  #     predecessor would leave at day 115, after the window.
+  #   kube-control-plane-signer, 60/30 d, 20 d old: days 10, 40, 70. At each, the generation
+  #     before the current one (issued 30 d earlier still) expires: one bundle change each.
+  #   csr-signer-signer, 60/30 d, 10 d old: days 20, 50, 80.
+  #   csr-signer, 30/15 d, 5 d old: days 10, 25, 40, 55, 70, 85.
+  #   The installer's kubelet-signer (24 h) expired 249 days before the window opens.
+  # 4.16 writes kube-apiserver-client-ca, the union of all of these bundles, so kubelet-ca.crt
+  # changes on days 10, 20, 25, 40, 42, 50, 55, 70, 80 and 85: 10 times (days 10, 40 and 70 bring
+  # two signers, in one resync), with no new rendered config. 4.12's kubelet-ca.crt is the
+  # initial bundle merged with kube-apiserver-to-kubelet-client-ca only: one change, on day 42,
+  # through one new rendered config.
+  Scenario Outline: 90 days of signer churn reach the kubelets per profile
+    Given a cluster in the starting state "signer-250-days-old" with 2 worker nodes
+    When 90 days pass
+    Then every kubelet loaded a new kubelet-ca.crt <changes> time(s)
+    And the worker pool has <rendered> rendered configs
+    And every kubelet accepts the kube-apiserver's kubelet client certificate
+    And no node has rebooted
+
+    @ocp-4.12
+    Examples:
+      | changes | rendered |
+      | 1       | 2        |
+
+    @ocp-4.16
+    Examples:
+      | changes | rendered |
+      | 10      | 1        |

@@ -2,7 +2,7 @@
 
 use cucumber::then;
 use harness::node::Node;
-use harness::node::kubelet::probe;
+use harness::node::kubelet::{CA_RELOAD_LOG, probe};
 use harness::pki::{Clock, Signer};
 use harness::scenario::Scenario;
 use harness::world::ConformanceWorld;
@@ -42,6 +42,25 @@ async fn every_node_not_ready(world: &mut ConformanceWorld) -> anyhow::Result<()
             !matches!(&ready, Some((status, _)) if status == "True"),
             "{} is still Ready",
             node.name()
+        );
+    }
+    Ok(())
+}
+
+/// How often every node's kubelet loaded a changed `/etc/kubernetes/kubelet-ca.crt` since the
+/// cluster started (its "Loaded a new CA Bundle and Verifier" lines, which it logs only when
+/// the content changed).
+#[then(regex = r"^every kubelet loaded a new kubelet-ca\.crt (\d+) time(?:s|\(s\))?$")]
+async fn kubelet_ca_loads(world: &mut ConformanceWorld, expected: usize) -> anyhow::Result<()> {
+    for node in &world.cluster()?.nodes {
+        let lines = node.journal_since(world.marks[node.name()]).await;
+        let loads: Vec<&String> = lines.iter().filter(|l| l.contains(CA_RELOAD_LOG)).collect();
+        anyhow::ensure!(
+            loads.len() == expected,
+            "{}: the kubelet loaded a new kubelet-ca.crt {} times, expected {expected}:\n{}",
+            node.name(),
+            loads.len(),
+            loads.iter().map(|l| l.as_str()).collect::<Vec<_>>().join("\n")
         );
     }
     Ok(())
