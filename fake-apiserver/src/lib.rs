@@ -43,5 +43,5 @@ pub use error::ApiError;
 pub use faults::Fault;
 pub use handle::{FaultInjector, ServerHandle, client_from_kubeconfig, kubeconfig};
 pub use http::IGNORED_PARAMETERS;
-pub use pki::{CertificateAuthority, ClientIdentity, ServingCert};
+pub use pki::{CertificateAuthority, ClientIdentity, DEFAULT_SERVING_HOSTS, ServingCert};
 pub use server::{FakeApiServer, FakeApiServerBuilder, StartError};

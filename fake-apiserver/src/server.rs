@@ -27,6 +27,9 @@ use tokio_util::sync::CancellationToken;
 /// Default request body limit, kube-apiserver's own (3 MiB).
 pub const DEFAULT_BODY_LIMIT: usize = 3 * 1024 * 1024;
 
+/// How long a dropped connection may finish what it is doing after its GOAWAY.
+const DROP_GRACE: Duration = Duration::from_secs(1);
+
 /// State every connection and request shares.
 pub struct Shared {
     pub(crate) store: Store,
@@ -397,11 +400,17 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: Cancell
                 hyper::service::service_fn(move |req| crate::http::serve(shared.clone(), cert.clone(), req));
             let builder = auto::Builder::new(TokioExecutor::new());
             let connection = builder.serve_connection(TokioIo::new(tls), service);
+            tokio::pin!(connection);
             tokio::select! {
-                _ = connection => {}
+                _ = connection.as_mut() => return,
+                _ = shutdown.cancelled() => return,
                 _ = dropped.cancelled() => {}
-                _ = shutdown.cancelled() => {}
             }
+            // As a terminating kube-apiserver does: GOAWAY on HTTP/2, close after the current
+            // response on HTTP/1.1, so clients send no new request on this connection and lose
+            // none in flight; then a hard stop for whatever still lingers.
+            connection.as_mut().graceful_shutdown();
+            let _ = tokio::time::timeout(DROP_GRACE, connection).await;
         });
     }
 }

@@ -86,6 +86,7 @@ pub struct Scenario {
     pub nodes: Vec<EmbeddedNode>,
     pub log: ClusterLog,
     stop: CancellationToken,
+    next_serving: std::sync::Mutex<Option<fake_apiserver::ServingCert>>,
 }
 
 fn fixture_err(e: impl std::fmt::Display) -> ScenarioError {
@@ -99,10 +100,23 @@ impl Scenario {
             .start()
             .await
             .map_err(|e| ScenarioError::ApiServer(e.to_string()))?;
-        let admin = server
-            .admin_client()
-            .await
-            .map_err(|e| ScenarioError::ApiServer(e.to_string()))?;
+        // The serving CA a rotation of the API server's serving certificate moves to, made now so
+        // that the cluster side and the agents trust it from the start, as OpenShift's clients
+        // trust the whole serving CA bundle; only the kubelets' kubeconfigs hold just the
+        // current CA, as a node's do until something rewrites them.
+        let next_serving = fake_apiserver::ServingCert::generate(
+            "fake-apiserver-serving-ca-2",
+            fake_apiserver::DEFAULT_SERVING_HOSTS,
+        )
+        .map_err(|e| ScenarioError::ApiServer(e.to_string()))?;
+        let trusted = format!("{}{}", server.ca_pem(), next_serving.ca_pem);
+        let admin = fake_apiserver::client_from_kubeconfig(&fake_apiserver::kubeconfig(
+            server.url(),
+            &trusted,
+            server.admin_identity(),
+        ))
+        .await
+        .map_err(|e| ScenarioError::ApiServer(e.to_string()))?;
         let catalogue =
             Arc::new(Catalogue::load(&options.fixtures.join("signers.yaml")).map_err(fixture_err)?);
         let states = StartingState::load_all(&options.fixtures.join("starting-states.yaml"), &catalogue)
@@ -176,7 +190,8 @@ impl Scenario {
                 let seed = NodeSeed {
                     role,
                     api_url: server.url(),
-                    api_ca_pem: &server.ca_pem(),
+                    agent_ca_pem: &trusted,
+                    kubelet_ca_pem: &server.ca_pem(),
                     agent: &agent,
                     kubelet: &kubelet,
                     rendered: &rendered,
@@ -206,6 +221,7 @@ impl Scenario {
             nodes,
             log,
             stop,
+            next_serving: std::sync::Mutex::new(Some(next_serving)),
         };
         scenario.await_kubelets().await?;
         Ok(scenario)
@@ -356,6 +372,21 @@ impl Scenario {
             }
         }
         None
+    }
+
+    /// Replace the API server's serving certificate with one from a new CA and drop every
+    /// connection, so each client handshakes again: the cluster side and the agents trust the
+    /// new CA, the kubelets (whose kubeconfigs hold the old one) do not. Once per scenario.
+    pub fn rotate_api_serving_cert(&self) -> Result<(), ScenarioError> {
+        let next = self
+            .next_serving
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .ok_or_else(|| ScenarioError::ApiServer("the serving certificate was already rotated".into()))?;
+        self.server
+            .rotate_serving_cert(next, true)
+            .map_err(|e| ScenarioError::ApiServer(e.to_string()))
     }
 
     /// Where the kube-apiserver reaches a node's kubelet: the Node's InternalIP and

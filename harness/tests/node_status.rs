@@ -103,3 +103,30 @@ async fn a_stopped_kubelet_goes_unknown_after_the_grace_period_and_ready_when_it
     .unwrap();
     s.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kubelet_that_cannot_verify_the_api_servers_new_serving_cert_goes_not_ready() {
+    let s = Scenario::start(ScenarioOptions::new(Profile::Ocp416))
+        .await
+        .unwrap();
+    let marks: Vec<_> = futures::future::join_all(s.nodes.iter().map(|n| n.journal_mark())).await;
+    s.rotate_api_serving_cert().unwrap();
+    s.advance(time::Duration::minutes(1)).await.unwrap();
+    let now = rfc3339(s.clock.now());
+    for (node, mark) in s.nodes.iter().zip(marks) {
+        assert_eq!(
+            s.node_ready(node.name()).await.unwrap(),
+            Some(("Unknown".into(), UNKNOWN_REASON.into())),
+            "{}: no status for a minute",
+            node.name()
+        );
+        let attempt = text(node.read(HEARTBEAT_FILE).await.unwrap());
+        assert!(attempt.starts_with(&format!("{now} failed: ")), "{attempt}");
+        let journal = node.journal_since(mark).await.join("\n");
+        assert!(
+            journal.contains("\"Error updating node status, will retry\""),
+            "the kubelet says why: {journal}"
+        );
+    }
+    s.shutdown().await;
+}

@@ -46,21 +46,40 @@ pub async fn certificate_writer(env: &AgentEnv, stop: CancellationToken) {
         .default_backoff()
         .applied_objects()
         .boxed();
+    // A failed sync is tried again with the newest ControllerConfig, backing off as upstream's
+    // rate-limited ccQueue does (5 ms doubling), and at once when a newer one arrives.
+    let mut failed: Option<DynamicObject> = None;
+    let mut retry_in = RETRY_BASE;
     loop {
-        tokio::select! {
+        let cc = tokio::select! {
             _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(retry_in), if failed.is_some() => {
+                retry_in = (retry_in * 2).min(RETRY_MAX);
+                failed.take().expect("guarded by is_some")
+            }
             event = events.next() => match event {
                 Some(Ok(cc)) => {
-                    if let Err(e) = sync(env, &cc).await {
-                        env.log(&format!("Error syncing certificates from controllerconfig: {e}"));
-                    }
+                    retry_in = RETRY_BASE;
+                    cc
                 }
-                Some(Err(e)) => env.log(&format!("controllerconfig watch: {e}")),
+                Some(Err(e)) => {
+                    env.log(&format!("controllerconfig watch: {e}"));
+                    continue;
+                }
                 None => return,
             },
+        };
+        if let Err(e) = sync(env, &cc).await {
+            env.log(&format!("Error syncing certificates from controllerconfig: {e}"));
+            failed = Some(cc);
         }
     }
 }
+
+/// The ccQueue's backoff (client-go `DefaultControllerRateLimiter`: 5 ms doubling), capped here
+/// at a second so a scenario's deadline is never spent waiting.
+const RETRY_BASE: std::time::Duration = std::time::Duration::from_millis(5);
+const RETRY_MAX: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// `writeToDisk`: a trailing newline, the existing file's mode (0644 for a new one).
 fn write_to_disk(env: &AgentEnv, node_path: &str, mut data: Vec<u8>) -> std::io::Result<()> {

@@ -54,6 +54,37 @@ impl ClusterError {
     pub fn kube(what: String, source: kube::Error) -> Self {
         ClusterError::Kube { what, source }
     }
+
+    /// A request that never got an answer (a connection closed under it, as when the API server
+    /// restarts): worth trying again, as client-go's controllers requeue.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            ClusterError::Kube {
+                source: kube::Error::Service(_) | kube::Error::HyperError(_),
+                ..
+            }
+        )
+    }
+}
+
+/// Run `attempt` again after a transient error, backing off from 10 ms, at most five times.
+pub async fn retry_transient<T, F, Fut>(mut attempt: F) -> Result<T, ClusterError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, ClusterError>>,
+{
+    let mut pause = std::time::Duration::from_millis(10);
+    for _ in 0..5 {
+        match attempt().await {
+            Err(e) if e.is_transient() => {
+                tokio::time::sleep(pause).await;
+                pause *= 2;
+            }
+            done => return done,
+        }
+    }
+    attempt().await
 }
 
 /// What the cluster side did, stamped with simulated time; scenarios print it when they fail.

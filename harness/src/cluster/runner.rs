@@ -3,7 +3,10 @@
 //! simulated clock settles the cluster there (`Scenario::advance`), so a clock move is not a
 //! trigger of its own. Errors go to the cluster log and the next trigger retries.
 
-use super::{ClusterError, ClusterLog, MachineConfigController, NodeLifecycle, Operator, SignerRotation};
+use super::{
+    ClusterError, ClusterLog, MachineConfigController, NodeLifecycle, Operator, SignerRotation,
+    retry_transient,
+};
 use crate::pki::{Clock, SimClock};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Secret};
@@ -73,6 +76,10 @@ impl ClusterSide {
     /// function of the two), so it is skipped: watch events of the cluster side's own writes
     /// then cost one small request instead of a pass.
     pub async fn settle(&self) -> Result<(), ClusterError> {
+        retry_transient(|| self.settle_once()).await
+    }
+
+    async fn settle_once(&self) -> Result<(), ClusterError> {
         for _ in 0..MAX_PASSES {
             let seen = (self.latest_resource_version().await?, self.clock.now());
             if self.quiet.lock().unwrap_or_else(|p| p.into_inner()).as_ref() == Some(&seen) {
@@ -110,7 +117,7 @@ impl ClusterSide {
     /// close together are met in one pass there too (a signer rotating one second after its
     /// predecessor leaves the bundle, say).
     pub async fn next_stop(&self, until: OffsetDateTime) -> Result<OffsetDateTime, ClusterError> {
-        let deadlines = self.signers.deadlines().await?;
+        let deadlines = retry_transient(|| self.signers.deadlines()).await?;
         let Some(first) = deadlines.first().copied() else {
             return Ok(until);
         };

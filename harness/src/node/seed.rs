@@ -22,7 +22,10 @@ pub const OS_RELEASE: &str = "/etc/os-release";
 pub struct NodeSeed<'a> {
     pub role: &'a str,
     pub api_url: &'a str,
-    pub api_ca_pem: &'a str,
+    /// The serving CAs the agent's kubeconfig trusts.
+    pub agent_ca_pem: &'a str,
+    /// The serving CA the kubelet's kubeconfig holds.
+    pub kubelet_ca_pem: &'a str,
     pub agent: &'a ClientIdentity,
     pub kubelet: &'a ClientIdentity,
     /// The rendered config the node runs.
@@ -43,13 +46,13 @@ pub async fn seed_node(admin: &kube::Client, node: &dyn Node, seed: &NodeSeed<'_
     let name = node.name().to_string();
     node.write(
         AGENT_KUBECONFIG,
-        fake_apiserver::kubeconfig(seed.api_url, seed.api_ca_pem, seed.agent).as_bytes(),
+        fake_apiserver::kubeconfig(seed.api_url, seed.agent_ca_pem, seed.agent).as_bytes(),
         0o600,
     )
     .await?;
     node.write(
         KUBELET_KUBECONFIG,
-        fake_apiserver::kubeconfig(seed.api_url, seed.api_ca_pem, seed.kubelet).as_bytes(),
+        fake_apiserver::kubeconfig(seed.api_url, seed.kubelet_ca_pem, seed.kubelet).as_bytes(),
         0o600,
     )
     .await?;
