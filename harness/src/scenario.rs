@@ -7,6 +7,7 @@
 //! each rotation is seen by every node as it would be in a cluster that lived through it.
 
 use crate::agent::ReferenceDaemon;
+use crate::agent::process::AgentProcess;
 use crate::cluster::install::install;
 use crate::cluster::mcc::{machine_config_pools, machine_configs};
 use crate::cluster::operator::controller_configs;
@@ -17,7 +18,7 @@ use crate::cluster::{
 use crate::mco::{CURRENT_CONFIG, DESIRED_CONFIG, LAST_SYNCED_CONTROLLER_CONFIG, STATE, STATE_DONE};
 use crate::node::kubelet::FakeKubelet;
 use crate::node::seed::{NodeSeed, seed_node};
-use crate::node::{AGENT_UNIT, CRIO_UNIT, EmbeddedNode, HEARTBEAT_FILE, KUBELET_UNIT, Node};
+use crate::node::{AGENT_UNIT, CRIO_UNIT, EmbeddedNode, HEARTBEAT_FILE, KUBELET_UNIT, Node, Service};
 use crate::pki::{Catalogue, Clock, IssuedCert, SimClock, StartingState, parse_certs, rfc3339};
 use crate::profile::Profile;
 use crate::wait::eventually;
@@ -41,6 +42,22 @@ pub struct ScenarioOptions {
     pub fixtures: PathBuf,
     /// How long convergence may take before a step fails.
     pub deadline: Duration,
+    /// The agent each node runs.
+    pub agent: AgentKind,
+}
+
+/// Which agent runs on the nodes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AgentKind {
+    /// The reference daemon, in this process.
+    Reference,
+    /// A binary honouring the agent contract, as a process per node, with the
+    /// `mco-node-systemctl` shim as its `systemctl`.
+    Binary {
+        path: PathBuf,
+        args: Vec<String>,
+        systemctl_shim: PathBuf,
+    },
 }
 
 impl ScenarioOptions {
@@ -51,6 +68,7 @@ impl ScenarioOptions {
             nodes: vec![("worker".into(), 2)],
             fixtures: default_fixtures(),
             deadline: Duration::from_secs(30),
+            agent: AgentKind::Reference,
         }
     }
 }
@@ -205,7 +223,20 @@ impl Scenario {
                         message: e.to_string(),
                     })?;
                 node.set_service(KUBELET_UNIT, Arc::new(FakeKubelet));
-                node.set_service(AGENT_UNIT, Arc::new(ReferenceDaemon { profile }));
+                let agent: Arc<dyn Service> = match &options.agent {
+                    AgentKind::Reference => Arc::new(ReferenceDaemon { profile }),
+                    AgentKind::Binary {
+                        path,
+                        args,
+                        systemctl_shim,
+                    } => Arc::new(AgentProcess {
+                        binary: path.clone(),
+                        args: args.clone(),
+                        profile,
+                        systemctl_shim: systemctl_shim.clone(),
+                    }),
+                };
+                node.set_service(AGENT_UNIT, agent);
                 node.boot().await;
                 nodes.push(node);
             }

@@ -3,9 +3,9 @@
 //! name and root, the profile), with `systemctl` and the log going to the node's service
 //! manager and journal.
 
-use super::{AgentEnv, AgentHost};
+use super::{AgentEnv, AgentHost, CommandOutput};
 use crate::node::seed::AGENT_KUBECONFIG;
-use crate::node::{Node, Outcome, Service, ServiceContext};
+use crate::node::{Node, Service, ServiceContext};
 use crate::profile::Profile;
 use std::sync::Arc;
 
@@ -17,8 +17,13 @@ struct NodeHost(ServiceContext);
 
 #[async_trait::async_trait]
 impl AgentHost for NodeHost {
-    async fn systemctl(&self, args: &[&str]) -> Result<Outcome, String> {
-        self.0.node.systemctl(args).await.map_err(|e| e.to_string())
+    async fn systemctl(&self, args: &[&str]) -> Result<CommandOutput, String> {
+        self.0
+            .node
+            .systemctl(args)
+            .await
+            .map(CommandOutput::from)
+            .map_err(|e| e.to_string())
     }
 
     fn log(&self, message: &str) {

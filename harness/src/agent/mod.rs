@@ -7,12 +7,15 @@
 //! - `common`: MachineConfig diffs, post-config actions, atomic writes.
 //! - `update`: the MachineConfig update flow both profiles run (MCD `update()`).
 //! - `ocp_4_12`, `ocp_4_16`: what each profile does differently; 4.16's certificate writer.
-//! - `embedded`: the daemon as a service of an embedded node.
+//! - `embedded`: the daemon as a service of an embedded node, in this process.
+//! - `process`: the daemon as its own process (`mco-reference-daemon`), from the contract's
+//!   environment, and the service that runs any agent binary on an embedded node.
 
 pub mod common;
 mod embedded;
 mod ocp_4_12;
 mod ocp_4_16;
+pub mod process;
 mod update;
 
 pub use embedded::ReferenceDaemon;
@@ -23,11 +26,29 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
+/// What a command run on the node printed and how it exited.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CommandOutput {
+    pub exit_code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl From<Outcome> for CommandOutput {
+    fn from(o: Outcome) -> Self {
+        CommandOutput {
+            exit_code: o.exit_code,
+            stdout: o.stdout,
+            stderr: o.stderr,
+        }
+    }
+}
+
 /// How the agent reaches the node: its service manager and its log.
 #[async_trait::async_trait]
 pub trait AgentHost: Send + Sync {
     /// `systemctl <args>`; the error is what made it impossible to run.
-    async fn systemctl(&self, args: &[&str]) -> Result<Outcome, String>;
+    async fn systemctl(&self, args: &[&str]) -> Result<CommandOutput, String>;
     /// One line of the daemon's own log (the journal shows it as `machine-config-daemon[pid]`).
     fn log(&self, message: &str);
 }
