@@ -47,6 +47,8 @@ fn config() -> Result<RunConfig, String> {
         paths: vec![root.join("features")],
         report_dir: root.join("target").join("conformance"),
         concurrency: 4,
+        junit: None,
+        json: None,
     })
 }
 

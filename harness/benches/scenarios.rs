@@ -85,6 +85,8 @@ async fn feature_wall(root: &Path, path: PathBuf) -> Result<(Duration, usize)> {
             paths: vec![path.clone()],
             report_dir: root.join("target").join("conformance-bench"),
             concurrency: 4,
+            junit: None,
+            json: None,
         };
         let started = Instant::now();
         let summary = run(&config).await.context("running the features")?;

@@ -72,3 +72,47 @@ fn an_unmatched_step_fails_the_run_with_its_location() {
         "{stdout}"
     );
 }
+
+/// Two feature files in one run: one JUnit document and one Cucumber JSON document per profile
+/// at the paths asked for (the profile before the extension when the run covers both), each
+/// covering both files.
+#[test]
+fn reports_go_where_asked_one_document_per_profile_over_every_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let features = dir.path().join("features");
+    std::fs::create_dir(&features).unwrap();
+    for name in ["one", "two"] {
+        std::fs::write(
+            features.join(format!("{name}.feature")),
+            format!(
+                "Feature: {name}\n  Scenario: {name} starts\n    Given a fresh cluster with 1 worker node\n    Then no node has rebooted\n"
+            ),
+        )
+        .unwrap();
+    }
+    let (junit, json) = (
+        dir.path().join("out/results.xml"),
+        dir.path().join("out/results.json"),
+    );
+    let out = Command::new(BIN)
+        .args(["run", "--report-dir"])
+        .arg(dir.path().join("report"))
+        .arg("--junit")
+        .arg(&junit)
+        .arg("--json")
+        .arg(&json)
+        .arg(&features)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert_eq!(stdout.lines().last(), Some("4 passed, 0 failed, 0 skipped"));
+    for profile in ["ocp-4.12", "ocp-4.16"] {
+        let xml = std::fs::read_to_string(dir.path().join(format!("out/results.{profile}.xml"))).unwrap();
+        assert_eq!(xml.matches("<?xml").count(), 1, "one XML document: {xml}");
+        assert!(xml.contains("one starts") && xml.contains("two starts"), "{xml}");
+        let text = std::fs::read_to_string(dir.path().join(format!("out/results.{profile}.json"))).unwrap();
+        let doc: serde_json::Value = serde_json::from_str(&text).expect("one JSON document");
+        assert_eq!(doc.as_array().map(Vec::len), Some(2), "both features: {text}");
+    }
+}

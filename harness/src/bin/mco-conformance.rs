@@ -1,7 +1,7 @@
 //! `mco-conformance`: run the conformance features, or list the steps they can use.
 //!
 //! - `mco-conformance run [--profile ocp-4.12|ocp-4.16|all] [--tags EXPR] [--nodes embedded]
-//!   [--report-dir DIR] [FEATURE_OR_DIR …]`: lint, run, print the summary line last; exit 1 on
+//!   [--report-dir DIR] [--junit PATH] [--json PATH] [FEATURE_OR_DIR …]`: lint, run, print the summary line last; exit 1 on
 //!   a failure, 2 on bad input (a feature that does not lint, an unknown profile).
 //! - `mco-conformance steps [--markdown]`: every step phrase with its description and source.
 
@@ -40,6 +40,13 @@ enum Command {
         /// Where JUnit XML, Cucumber JSON and failed scenarios' journals go.
         #[arg(long, default_value = "target/conformance")]
         report_dir: PathBuf,
+        /// The JUnit XML file (default: <report-dir>/<profile>.junit.xml; with both profiles the
+        /// profile goes before the extension).
+        #[arg(long)]
+        junit: Option<PathBuf>,
+        /// The Cucumber JSON file (default: <report-dir>/<profile>.cucumber.json; likewise).
+        #[arg(long)]
+        json: Option<PathBuf>,
         /// Scenarios run at once.
         #[arg(long, default_value_t = 4)]
         concurrency: usize,
@@ -77,6 +84,8 @@ async fn main() -> ExitCode {
             tags,
             nodes,
             report_dir,
+            junit,
+            json,
             concurrency,
             features,
         } => {
@@ -102,6 +111,8 @@ async fn main() -> ExitCode {
                 nodes,
                 paths: features,
                 report_dir,
+                junit,
+                json,
                 concurrency,
             };
             match run(&config).await {

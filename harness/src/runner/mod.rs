@@ -38,6 +38,11 @@ pub struct RunConfig {
     pub paths: Vec<PathBuf>,
     /// Where JUnit XML, Cucumber JSON and failed scenarios' journals go.
     pub report_dir: PathBuf,
+    /// The JUnit XML file, instead of `<report dir>/<profile>.junit.xml` (with the profile
+    /// before the extension when the run covers both).
+    pub junit: Option<PathBuf>,
+    /// The Cucumber JSON file, likewise instead of `<report dir>/<profile>.cucumber.json`.
+    pub json: Option<PathBuf>,
     /// Scenarios run at once (each starts an API server and its nodes).
     pub concurrency: usize,
 }
@@ -158,7 +163,7 @@ pub async fn run(config: &RunConfig) -> Result<Summary, RunError> {
                 }
             }
         }
-        let (passed, failed) = run_profile(config, profile, &files, tags.clone()).await?;
+        let (passed, failed) = run_profile(config, profile, &features, tags.clone()).await?;
         summary.passed += passed;
         summary.failed += failed;
     }
@@ -190,27 +195,78 @@ struct Tally {
     failed: usize,
 }
 
+/// The features of a run, parsed and linted once, handed to cucumber as they are: one cucumber
+/// run per profile covers every file, so scenarios of different files run side by side and each
+/// report is one document.
+struct Linted(Vec<Feature>);
+
+impl cucumber::Parser<()> for Linted {
+    type Cli = cucumber::cli::Empty;
+    type Output = futures::stream::Iter<std::vec::IntoIter<cucumber::parser::Result<Feature>>>;
+
+    fn parse(self, _: (), _: Self::Cli) -> Self::Output {
+        use cucumber::feature::Ext as _;
+        let expanded: Vec<_> = self
+            .0
+            .into_iter()
+            .map(|f| {
+                f.expand_examples()
+                    .map_err(|e| cucumber::parser::Error::ExampleExpansion(Arc::new(e)))
+            })
+            .collect();
+        futures::stream::iter(expanded)
+    }
+}
+
+/// Where a report goes: the path asked for (with the profile before its extension when the
+/// run covers both profiles), else `<report dir>/<profile>.<default suffix>`.
+fn report_path(config: &RunConfig, asked: Option<&PathBuf>, profile: Profile, suffix: &str) -> PathBuf {
+    match asked {
+        Some(path) if config.profiles.len() == 1 => path.clone(),
+        Some(path) => {
+            let stem = path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let name = match path.extension() {
+                Some(ext) => format!("{stem}.{profile}.{}", ext.to_string_lossy()),
+                None => format!("{stem}.{profile}"),
+            };
+            path.with_file_name(name)
+        }
+        None => config.report_dir.join(format!("{profile}.{suffix}")),
+    }
+}
+
 async fn run_profile(
     config: &RunConfig,
     profile: Profile,
-    files: &[PathBuf],
+    features: &[Feature],
     tags: Option<TagFilter>,
 ) -> Result<(usize, usize), RunError> {
     let tally = Arc::new(Mutex::new(Tally::default()));
     let report = config.report_dir.clone();
-    let open = |name: String| {
-        let path = report.join(name);
+    let create = |path: PathBuf| {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| RunError::Io(dir.to_path_buf(), e))?;
+        }
         std::fs::File::create(&path).map_err(|e| RunError::Io(path, e))
     };
-    let junit = open(format!("{profile}.junit.xml"))?;
-    let json = open(format!("{profile}.cucumber.json"))?;
+    let junit = create(report_path(config, config.junit.as_ref(), profile, "junit.xml"))?;
+    let json = create(report_path(
+        config,
+        config.json.as_ref(),
+        profile,
+        "cucumber.json",
+    ))?;
     let after_tally = tally.clone();
     let failed_dir = report.join("failed").join(profile.as_str());
     let nodes = config.nodes;
     let steps = Arc::new(ConformanceWorld::collection());
-    for file in files {
+    {
         let filter_tags = tags.clone();
-        ConformanceWorld::cucumber()
+        ConformanceWorld::cucumber::<PathBuf>()
+            .with_parser(Linted(features.to_vec()))
             .max_concurrent_scenarios(config.concurrency.max(1))
             .fail_on_skipped()
             .before(move |_, _, _, world| {
@@ -273,7 +329,7 @@ async fn run_profile(
             // Last: changing the writer drops CLI options set before it, and without them
             // cucumber would parse this process's own arguments.
             .with_cli(cucumber::cli::Opts::<_, _, _, cucumber::cli::Empty>::default())
-            .filter_run(file.clone(), move |feature, rule, scenario| {
+            .filter_run((), move |feature, rule, scenario| {
                 select(
                     profile,
                     nodes,
