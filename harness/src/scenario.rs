@@ -15,7 +15,10 @@ use crate::cluster::render::Templates;
 use crate::cluster::{
     ClusterError, ClusterLog, ClusterSide, MachineConfigController, NodeLifecycle, Operator, SignerRotation,
 };
-use crate::mco::{CURRENT_CONFIG, DESIRED_CONFIG, LAST_SYNCED_CONTROLLER_CONFIG, STATE, STATE_DONE};
+use crate::mco::{
+    CURRENT_CONFIG, DESIRED_CONFIG, LAST_SYNCED_CONTROLLER_CONFIG, REASON, STATE, STATE_DEGRADED, STATE_DONE,
+    STATE_UNRECONCILABLE,
+};
 use crate::node::kubelet::FakeKubelet;
 use crate::node::seed::{NodeSeed, seed_node};
 use crate::node::{AGENT_UNIT, CRIO_UNIT, EmbeddedNode, HEARTBEAT_FILE, KUBELET_UNIT, Node, Service};
@@ -30,6 +33,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+
+/// Why the nodes have not caught up: still working, or stuck.
+enum Pending {
+    Waiting(String),
+    /// An update failed (the node is Degraded or Unreconcilable): waiting longer will not help.
+    Failed(String),
+}
 
 /// How a scenario starts.
 #[derive(Debug, Clone)]
@@ -331,16 +341,28 @@ impl Scenario {
     /// runs its pool's config and is `Done`.
     pub async fn converge(&self) -> Result<(), ScenarioError> {
         let deadline = self.options.deadline;
-        eventually(deadline, || async { self.pending().await.map_or(Ok(()), Err) })
-            .await
-            .map_err(|e| {
-                ScenarioError::NotConverged(format!("{e}\ncluster log (last 20):\n{}", self.log_tail(20)))
-            })
+        let failed = eventually(deadline, || async {
+            match self.pending().await {
+                None => Ok(None),
+                Some(Pending::Failed(why)) => Ok(Some(why)),
+                Some(Pending::Waiting(what)) => Err(what),
+            }
+        })
+        .await;
+        let why = match failed {
+            Ok(None) => return Ok(()),
+            Ok(Some(why)) => why,
+            Err(e) => e,
+        };
+        Err(ScenarioError::NotConverged(format!(
+            "{why}\ncluster log (last 20):\n{}",
+            self.log_tail(20)
+        )))
     }
 
     /// What is still out of step, if anything. It only observes: reacting is the running
     /// cluster side's job.
-    async fn pending(&self) -> Option<String> {
+    async fn pending(&self) -> Option<Pending> {
         let cc_rv = controller_configs(&self.admin)
             .get("machine-config-controller")
             .await
@@ -382,11 +404,22 @@ impl Scenario {
                 .unwrap_or_default()
                 .keys()
                 .find_map(|l| l.strip_prefix("node-role.kubernetes.io/").map(str::to_string));
+            if (get(STATE) == STATE_DEGRADED || get(STATE) == STATE_UNRECONCILABLE)
+                && get(CURRENT_CONFIG) != get(DESIRED_CONFIG)
+            {
+                return Some(Pending::Failed(format!(
+                    "node {name} is {} updating from {} to {}: {}",
+                    get(STATE),
+                    get(CURRENT_CONFIG),
+                    get(DESIRED_CONFIG),
+                    get(REASON)
+                )));
+            }
             if self.options.profile == Profile::Ocp416 && get(LAST_SYNCED_CONTROLLER_CONFIG) != cc_rv {
-                return Some(format!(
+                return Some(Pending::Waiting(format!(
                     "node {name} synced controllerconfig {:?}, current is {cc_rv}",
                     get(LAST_SYNCED_CONTROLLER_CONFIG)
-                ));
+                )));
             }
             if let Some((target, paused)) = role.and_then(|r| targets.get(&r))
                 && !paused
@@ -394,15 +427,46 @@ impl Scenario {
                     || get(DESIRED_CONFIG) != *target
                     || get(STATE) != STATE_DONE)
             {
-                return Some(format!(
+                return Some(Pending::Waiting(format!(
                     "node {name}: currentConfig {} desiredConfig {} state {} (pool target {target})",
                     get(CURRENT_CONFIG),
                     get(DESIRED_CONFIG),
                     get(STATE)
-                ));
+                )));
             }
         }
         None
+    }
+
+    /// Create a MachineConfig for `pool` with `spec` (named `99-<pool>-<n>`, the next free
+    /// `n`), then wait until the cluster has rendered it and every node of the pool runs it.
+    pub async fn add_machine_config(
+        &self,
+        pool: &str,
+        spec: serde_json::Value,
+    ) -> Result<String, ScenarioError> {
+        let api = machine_configs(&self.admin);
+        let existing = api
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| ClusterError::kube("machineconfigs".into(), e))?;
+        let prefix = format!("99-{pool}-");
+        let n = existing
+            .iter()
+            .filter(|m| m.metadata.name.as_deref().is_some_and(|n| n.starts_with(&prefix)))
+            .count();
+        let name = format!("{prefix}{n}");
+        let object: kube::api::DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+            "metadata": {"name": name, "labels": {"machineconfiguration.openshift.io/role": pool}},
+            "spec": spec,
+        }))
+        .map_err(fixture_err)?;
+        api.create(&kube::api::PostParams::default(), &object)
+            .await
+            .map_err(|e| ClusterError::kube(format!("machineconfig {name}"), e))?;
+        self.advance(time::Duration::ZERO).await?;
+        Ok(name)
     }
 
     /// Replace the API server's serving certificate with one from a new CA and drop every

@@ -371,6 +371,20 @@ impl Node for EmbeddedNode {
     }
 
     async fn systemctl(&self, args: &[&str]) -> Result<Outcome, NodeError> {
+        // Unit files written since the last call are units now, as systemd reads them.
+        let written = std::fs::read_dir(self.inner.root.join("etc/systemd/system"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.path().is_file())
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|n| !n.starts_with('.'));
+        {
+            let mut manager = lock(&self.inner.manager);
+            for unit in written {
+                manager.discover(&unit);
+            }
+        }
         let outcome = lock(&self.inner.manager).systemctl(args);
         self.carry_out(outcome.clone()).await;
         Ok(outcome)

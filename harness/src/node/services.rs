@@ -76,6 +76,15 @@ impl ServiceManager {
         }
     }
 
+    /// A unit whose file appeared on disk (an agent wrote `/etc/systemd/system/<name>`), known
+    /// from now on as systemd knows it after a daemon-reload: disabled and stopped.
+    pub fn discover(&mut self, unit: &str) {
+        self.units.entry(unit_name(unit)).or_insert(UnitState {
+            enabled: false,
+            active: false,
+        });
+    }
+
     pub fn state(&self, unit: &str) -> Option<UnitState> {
         self.units.get(&unit_name(unit)).copied()
     }

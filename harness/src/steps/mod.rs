@@ -6,6 +6,7 @@
 //! through linker sections, which a library's unreferenced object files would lose.
 
 pub mod cluster;
+pub mod config;
 pub mod kubelet;
 pub mod node;
 pub mod pool;
@@ -15,6 +16,7 @@ pub mod time;
 /// The step sources, for `mco-conformance steps` (phrases listed from the code itself).
 pub const SOURCES: &[(&str, &str)] = &[
     ("harness/src/steps/cluster.rs", include_str!("cluster.rs")),
+    ("harness/src/steps/config.rs", include_str!("config.rs")),
     ("harness/src/steps/kubelet.rs", include_str!("kubelet.rs")),
     ("harness/src/steps/node.rs", include_str!("node.rs")),
     ("harness/src/steps/pool.rs", include_str!("pool.rs")),

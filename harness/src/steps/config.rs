@@ -1,0 +1,128 @@
+//! MachineConfigs a scenario adds, and how the nodes applied them.
+
+use anyhow::{bail, ensure};
+use cucumber::{given, then, when};
+use harness::agent::common::FORCE_FILE;
+use harness::node::Node;
+use harness::world::ConformanceWorld;
+use serde_json::{Value, json};
+
+/// The contents every added file gets.
+const CONTENTS: &str = "written by mco-conformance\n";
+
+/// The spec of a MachineConfig changing one thing, from the step's words.
+fn change_spec(change: &str) -> anyhow::Result<Value> {
+    let ignition = |config: Value| {
+        let mut c = json!({"ignition": {"version": "3.2.0"}});
+        c.as_object_mut()
+            .unwrap()
+            .extend(config.as_object().unwrap().clone());
+        json!({"config": c})
+    };
+    if let Some(path) = change.strip_prefix("the file ") {
+        ensure!(path.starts_with('/'), "{path:?} is not an absolute path");
+        let source = format!("data:,{}", CONTENTS.replace('\n', "%0A").replace(' ', "%20"));
+        return Ok(ignition(json!({"storage": {"files": [
+            {"path": path, "mode": 0o644, "overwrite": true, "contents": {"source": source}}
+        ]}})));
+    }
+    if let Some(unit) = change.strip_prefix("the unit ") {
+        return Ok(ignition(json!({"systemd": {"units": [
+            {"name": unit, "enabled": true, "contents": "[Unit]\nDescription=mco-conformance\n[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"}
+        ]}})));
+    }
+    if let Some(arg) = change.strip_prefix("the kernel argument ") {
+        return Ok(json!({"kernelArguments": [arg]}));
+    }
+    match change {
+        "the OS image" => Ok(json!({
+            "osImageURL": "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:0000000000000000000000000000000000000000000000000000000000000001"
+        })),
+        "the SSH keys" => Ok(ignition(json!({"passwd": {"users": [
+            {"name": "core", "sshAuthorizedKeys": ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMcoConformanceExampleKey qe@example"]}
+        ]}}))),
+        other => bail!(
+            "unknown change {other:?}: expected \"the file <path>\", \"the unit <name>\", \"the kernel argument <arg>\", \"the OS image\" or \"the SSH keys\""
+        ),
+    }
+}
+
+/// A new MachineConfig for the pool that changes one thing ("the file /etc/foo", "the unit
+/// foo.service", "the kernel argument nosmt", "the OS image", "the SSH keys"); the step ends
+/// when every node of the pool runs the new rendered config.
+#[when(regex = r"^a MachineConfig for the (\w+) pool changes (.+)$")]
+async fn machine_config_changes(
+    world: &mut ConformanceWorld,
+    pool: String,
+    change: String,
+) -> anyhow::Result<()> {
+    let spec = change_spec(&change)?;
+    world.cluster()?.add_machine_config(&pool, spec).await?;
+    Ok(())
+}
+
+/// `/run/machine-config-daemon-force` on every node: the next update reboots, whatever changed.
+#[given("every node has the force file")]
+async fn force_file(world: &mut ConformanceWorld) -> anyhow::Result<()> {
+    for node in &world.cluster()?.nodes {
+        node.write(FORCE_FILE, b"", 0o644).await?;
+    }
+    Ok(())
+}
+
+/// How every node applied the change, from its journal and boot id: "no reboot", "a crio
+/// reload", "a crio restart" or "a reboot".
+#[then(regex = r"^every node applied it with (no reboot|a crio reload|a crio restart|a reboot)$")]
+async fn applied_with(world: &mut ConformanceWorld, action: String) -> anyhow::Result<()> {
+    for node in &world.cluster()?.nodes {
+        let lines = node.journal_since(world.marks[node.name()]).await;
+        let has = |text: &str| lines.iter().any(|l| l.contains(text));
+        let rebooted = node.boot_id().await != world.boot_ids[node.name()];
+        let seen = match (
+            rebooted,
+            has("Reloading crio.service..."),
+            has("Stopping crio.service..."),
+        ) {
+            (true, ..) => "a reboot",
+            (false, true, false) => "a crio reload",
+            (false, false, true) => "a crio restart",
+            (false, false, false) if has("skipping reboot") => "no reboot",
+            _ => "something else",
+        };
+        ensure!(
+            seen == action,
+            "{} applied the change with {seen}, expected {action}; its journal since the start:\n{}",
+            node.name(),
+            lines[lines.len().saturating_sub(25)..].join("\n")
+        );
+    }
+    Ok(())
+}
+
+/// Every node has the file, with the contents its MachineConfig gave it.
+#[then(regex = r#"^every node has the file (/\S+)$"#)]
+async fn has_file(world: &mut ConformanceWorld, path: String) -> anyhow::Result<()> {
+    for node in &world.cluster()?.nodes {
+        let contents = node.read(&path).await?;
+        ensure!(
+            contents == CONTENTS.as_bytes(),
+            "{}: {path} holds {:?}",
+            node.name(),
+            String::from_utf8_lossy(&contents)
+        );
+    }
+    Ok(())
+}
+
+/// No node has `/run/machine-config-daemon-force` (the daemon removes it as it acts on it).
+#[then("no node has the force file")]
+async fn no_force_file(world: &mut ConformanceWorld) -> anyhow::Result<()> {
+    for node in &world.cluster()?.nodes {
+        ensure!(
+            node.stat(FORCE_FILE).await?.is_none(),
+            "{} still has {FORCE_FILE}",
+            node.name()
+        );
+    }
+    Ok(())
+}

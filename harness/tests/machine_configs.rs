@@ -1,0 +1,49 @@
+//! MachineConfigs added to a running scenario: the daemon applies them, and one it must refuse
+//! ends the wait at once with the node's state and reason, not after the deadline.
+
+use harness::Profile;
+use harness::scenario::{Scenario, ScenarioError, ScenarioOptions};
+use serde_json::json;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreconcilable_config_fails_the_wait_with_the_nodes_reason() {
+    let s = Scenario::start(ScenarioOptions::new(Profile::Ocp412))
+        .await
+        .unwrap();
+    let err = s
+        .add_machine_config("worker", json!({"fips": true}))
+        .await
+        .unwrap_err();
+    let ScenarioError::NotConverged(message) = err else {
+        panic!("{err}");
+    };
+    assert!(
+        message.starts_with("node worker-0 is Unreconcilable updating from rendered-worker-")
+            && message.contains("detected change to FIPS flag; refusing to modify FIPS on a running cluster"),
+        "{message}"
+    );
+    s.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_unit_the_daemon_writes_and_enables_starts_at_the_next_boot() {
+    let s = Scenario::start(ScenarioOptions::new(Profile::Ocp416))
+        .await
+        .unwrap();
+    s.add_machine_config(
+        "worker",
+        json!({"config": {"ignition": {"version": "3.2.0"}, "systemd": {"units": [
+            {"name": "example.service", "enabled": true, "contents": "[Service]\nExecStart=/bin/true\n"}
+        ]}}}),
+    )
+    .await
+    .unwrap();
+    for node in &s.nodes {
+        let journal = node.journal().since(harness::node::JournalMark(0)).join("\n");
+        assert!(
+            journal.contains("systemd[1]: Started example.service."),
+            "enabled, so it starts when the node reboots for it: {journal}"
+        );
+    }
+    s.shutdown().await;
+}
