@@ -106,11 +106,6 @@ impl ClusterSide {
         Ok(list.metadata.resource_version.unwrap_or_default())
     }
 
-    /// The next instant a certificate rule fires.
-    pub async fn next_deadline(&self) -> Result<Option<OffsetDateTime>, ClusterError> {
-        self.signers.next_deadline().await
-    }
-
     /// Where the clock should next stop on its way to `until`: the first rule deadline, or,
     /// when more fall within one resync interval of it, the last of those. A real certificate
     /// controller acts on a deadline at its next resync, up to a minute later, so deadlines that

@@ -1,0 +1,284 @@
+//! One scenario's fake cluster, ready to act on: the API server, the reference cluster side
+//! running on watches, and embedded nodes with their kubelets and agents, all on one simulated
+//! clock. Steps and Rust tests drive it; nothing in it is global.
+//!
+//! Time moves deadline by deadline (`advance`): the clock stops at every instant a certificate
+//! rule fires, the cluster side reconciles there, and the nodes converge before it moves on, so
+//! each rotation is seen by every node as it would be in a cluster that lived through it.
+
+//!
+//! # Layout
+//! - `stepping`: `advance`, heartbeats, `converge`.
+//! - `act`: forced rotation, added MachineConfigs, serving-certificate rotation.
+//! - `observe`: what steps read back.
+
+mod act;
+mod observe;
+mod stepping;
+
+use crate::agent::ReferenceDaemon;
+use crate::agent::process::AgentProcess;
+use crate::cluster::install::install;
+use crate::cluster::mcc::{machine_config_pools, machine_configs};
+use crate::cluster::operator::controller_configs;
+use crate::cluster::render::Templates;
+use crate::cluster::{
+    ClusterError, ClusterLog, ClusterSide, MachineConfigController, NodeLifecycle, Operator, SignerRotation,
+};
+use crate::mco::{
+    CURRENT_CONFIG, DESIRED_CONFIG, LAST_SYNCED_CONTROLLER_CONFIG, REASON, STATE, STATE_DEGRADED, STATE_DONE,
+    STATE_UNRECONCILABLE,
+};
+use crate::node::kubelet::FakeKubelet;
+use crate::node::seed::{NodeSeed, seed_node};
+use crate::node::{AGENT_UNIT, CRIO_UNIT, EmbeddedNode, HEARTBEAT_FILE, KUBELET_UNIT, Node, Service};
+use crate::pki::{Catalogue, Clock, IssuedCert, SimClock, StartingState, parse_certs, rfc3339};
+use crate::profile::Profile;
+use crate::wait::eventually;
+use base64::Engine;
+use k8s_openapi::api::core::v1::{ConfigMap, Node as NodeObject, Secret};
+use kube::api::{Api, ListParams};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// How a scenario starts.
+#[derive(Debug, Clone)]
+pub struct ScenarioOptions {
+    pub profile: Profile,
+    /// Name of a state in `fixtures/starting-states.yaml`.
+    pub starting_state: String,
+    /// `(role, count)` pairs.
+    pub nodes: Vec<(String, usize)>,
+    pub fixtures: PathBuf,
+    /// How long convergence may take before a step fails.
+    pub deadline: Duration,
+    /// The agent each node runs.
+    pub agent: AgentKind,
+}
+
+/// Which agent runs on the nodes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AgentKind {
+    /// The reference daemon, in this process.
+    Reference,
+    /// A binary honouring the agent contract, as a process per node, with the
+    /// `mco-node-systemctl` shim as its `systemctl`.
+    Binary {
+        path: PathBuf,
+        args: Vec<String>,
+        systemctl_shim: PathBuf,
+    },
+}
+
+impl ScenarioOptions {
+    pub fn new(profile: Profile) -> Self {
+        ScenarioOptions {
+            profile,
+            starting_state: "fresh-install".into(),
+            nodes: vec![("worker".into(), 2)],
+            fixtures: default_fixtures(),
+            deadline: Duration::from_secs(30),
+            agent: AgentKind::Reference,
+        }
+    }
+}
+
+/// `fixtures/` of this repository.
+pub fn default_fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("harness/ has a parent")
+        .join("fixtures")
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    #[error("starting the API server: {0}")]
+    ApiServer(String),
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+    #[error("fixture: {0}")]
+    Fixture(String),
+    #[error("{0}")]
+    NotConverged(String),
+    #[error("node {node}: {message}")]
+    Node { node: String, message: String },
+}
+
+pub struct Scenario {
+    pub options: ScenarioOptions,
+    server: fake_apiserver::ServerHandle,
+    pub admin: kube::Client,
+    pub clock: SimClock,
+    pub side: Arc<ClusterSide>,
+    pub nodes: Vec<EmbeddedNode>,
+    pub log: ClusterLog,
+    stop: CancellationToken,
+    next_serving: std::sync::Mutex<Option<fake_apiserver::ServingCert>>,
+}
+
+fn fixture_err(e: impl std::fmt::Display) -> ScenarioError {
+    ScenarioError::Fixture(e.to_string())
+}
+
+impl Scenario {
+    pub async fn start(options: ScenarioOptions) -> Result<Self, ScenarioError> {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let server = fake_apiserver::FakeApiServer::builder()
+            .start()
+            .await
+            .map_err(|e| ScenarioError::ApiServer(e.to_string()))?;
+        // The serving CA a rotation of the API server's serving certificate moves to, made now so
+        // that the cluster side and the agents trust it from the start, as OpenShift's clients
+        // trust the whole serving CA bundle; only the kubelets' kubeconfigs hold just the
+        // current CA, as a node's do until something rewrites them.
+        let next_serving = fake_apiserver::ServingCert::generate(
+            "fake-apiserver-serving-ca-2",
+            fake_apiserver::DEFAULT_SERVING_HOSTS,
+        )
+        .map_err(|e| ScenarioError::ApiServer(e.to_string()))?;
+        let trusted = format!("{}{}", server.ca_pem(), next_serving.ca_pem);
+        let admin = fake_apiserver::client_from_kubeconfig(&fake_apiserver::kubeconfig(
+            server.url(),
+            &trusted,
+            server.admin_identity(),
+        ))
+        .await
+        .map_err(|e| ScenarioError::ApiServer(e.to_string()))?;
+        let catalogue =
+            Arc::new(Catalogue::load(&options.fixtures.join("signers.yaml")).map_err(fixture_err)?);
+        let states = StartingState::load_all(&options.fixtures.join("starting-states.yaml"), &catalogue)
+            .map_err(fixture_err)?;
+        let state = states
+            .into_iter()
+            .find(|s| s.name == options.starting_state)
+            .ok_or_else(|| {
+                fixture_err(format!(
+                    "no starting state {:?} in fixtures/starting-states.yaml",
+                    options.starting_state
+                ))
+            })?;
+        let templates =
+            Arc::new(Templates::load(&options.fixtures.join("templates.yaml")).map_err(fixture_err)?);
+        let (clock, log, profile) = (SimClock::default(), ClusterLog::default(), options.profile);
+        let side = Arc::new(ClusterSide::new(
+            SignerRotation::new(admin.clone(), catalogue, profile, clock.clone(), log.clone()),
+            Operator::new(admin.clone(), profile, clock.clone(), log.clone()),
+            MachineConfigController::new(admin.clone(), templates, profile, clock.clone(), log.clone()),
+            NodeLifecycle::new(admin.clone(), clock.clone(), log.clone()),
+            log.clone(),
+            clock.clone(),
+            admin.clone(),
+        ));
+        install(&admin, &options.fixtures, &side.signers, &state, true).await?;
+        side.settle().await?;
+        let cc = controller_configs(&admin)
+            .get("machine-config-controller")
+            .await
+            .map_err(|e| ClusterError::kube("controllerconfig".into(), e))?;
+        let bundle = base64::engine::general_purpose::STANDARD
+            .decode(
+                cc.data["spec"]["kubeAPIServerServingCAData"]
+                    .as_str()
+                    .unwrap_or(""),
+            )
+            .map_err(fixture_err)?;
+        let agent = server
+            .identity(
+                "system:serviceaccount:openshift-machine-config-operator:machine-config-daemon",
+                &["system:serviceaccounts"],
+            )
+            .map_err(fixture_err)?;
+        let mut nodes = Vec::new();
+        for (role, count) in &options.nodes {
+            let pool = machine_config_pools(&admin)
+                .get(role)
+                .await
+                .map_err(|e| ClusterError::kube(format!("machineconfigpool {role}"), e))?;
+            let rendered = pool.data["spec"]["configuration"]["name"]
+                .as_str()
+                .unwrap_or("")
+                .to_string();
+            let spec = machine_configs(&admin)
+                .get(&rendered)
+                .await
+                .map_err(|e| ClusterError::kube(format!("machineconfig {rendered}"), e))?
+                .data["spec"]
+                .clone();
+            for i in 0..*count {
+                let name = format!("{role}-{i}");
+                let node = EmbeddedNode::new(&name, &[KUBELET_UNIT, CRIO_UNIT, AGENT_UNIT], clock.clone())
+                    .map_err(|e| ScenarioError::Node {
+                        node: name.clone(),
+                        message: e.to_string(),
+                    })?;
+                let kubelet = server
+                    .identity(&format!("system:node:{name}"), &["system:nodes"])
+                    .map_err(fixture_err)?;
+                let seed = NodeSeed {
+                    role,
+                    api_url: server.url(),
+                    agent_ca_pem: &trusted,
+                    kubelet_ca_pem: &server.ca_pem(),
+                    agent: &agent,
+                    kubelet: &kubelet,
+                    rendered: &rendered,
+                    rendered_spec: &spec,
+                    kubelet_ca: &bundle,
+                };
+                seed_node(&admin, &node, &seed)
+                    .await
+                    .map_err(|e| ScenarioError::Node {
+                        node: name.clone(),
+                        message: e.to_string(),
+                    })?;
+                node.set_service(KUBELET_UNIT, Arc::new(FakeKubelet));
+                let agent: Arc<dyn Service> = match &options.agent {
+                    AgentKind::Reference => Arc::new(ReferenceDaemon { profile }),
+                    AgentKind::Binary {
+                        path,
+                        args,
+                        systemctl_shim,
+                    } => Arc::new(AgentProcess {
+                        binary: path.clone(),
+                        args: args.clone(),
+                        profile,
+                        systemctl_shim: systemctl_shim.clone(),
+                    }),
+                };
+                node.set_service(AGENT_UNIT, agent);
+                node.boot().await;
+                nodes.push(node);
+            }
+        }
+        let stop = CancellationToken::new();
+        side.clone().spawn(stop.clone());
+        let scenario = Scenario {
+            options,
+            server,
+            admin,
+            clock,
+            side,
+            nodes,
+            log,
+            stop,
+            next_serving: std::sync::Mutex::new(Some(next_serving)),
+        };
+        scenario.await_kubelets().await?;
+        Ok(scenario)
+    }
+
+    pub fn server(&self) -> &fake_apiserver::ServerHandle {
+        &self.server
+    }
+
+    pub async fn shutdown(&self) {
+        self.stop.cancel();
+        for node in &self.nodes {
+            node.shutdown().await;
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! What steps read from a running scenario, through the API server as any client would: CA
+//! bundles, certificates, rendered configs, where a kubelet serves and whether its node is Ready.
+
+use super::*;
+
+impl Scenario {
+    pub fn node(&self, name: &str) -> Option<&EmbeddedNode> {
+        self.nodes.iter().find(|n| n.name() == name)
+    }
+
+    pub fn log_tail(&self, n: usize) -> String {
+        let lines = self.log.lines();
+        lines[lines.len().saturating_sub(n)..].join("\n")
+    }
+
+    pub async fn bundle(&self, namespace: &str, name: &str) -> Result<String, ScenarioError> {
+        let cm = Api::<ConfigMap>::namespaced(self.admin.clone(), namespace)
+            .get(name)
+            .await
+            .map_err(|e| ClusterError::kube(format!("configmap {namespace}/{name}"), e))?;
+        Ok(cm
+            .data
+            .unwrap_or_default()
+            .get("ca-bundle.crt")
+            .cloned()
+            .unwrap_or_default())
+    }
+
+    /// A certificate Secret (`tls.crt`, `tls.key`) as an issued certificate.
+    pub async fn certificate(&self, namespace: &str, name: &str) -> Result<IssuedCert, ScenarioError> {
+        let secret = Api::<Secret>::namespaced(self.admin.clone(), namespace)
+            .get(name)
+            .await
+            .map_err(|e| ClusterError::kube(format!("secret {namespace}/{name}"), e))?;
+        let data = secret.data.unwrap_or_default();
+        let text = |k: &str| {
+            data.get(k)
+                .map(|b| String::from_utf8_lossy(&b.0).into_owned())
+                .unwrap_or_default()
+        };
+        let parsed = parse_certs(&text("tls.crt"))
+            .map_err(fixture_err)?
+            .into_iter()
+            .next()
+            .ok_or_else(|| fixture_err(format!("secret {namespace}/{name} holds no certificate")))?;
+        Ok(IssuedCert {
+            pem: text("tls.crt"),
+            key_pem: text("tls.key"),
+            common_name: parsed.common_name,
+            issuer_common_name: parsed.issuer,
+            not_before: parsed.not_before,
+            not_after: parsed.not_after,
+            serial: parsed.serial,
+        })
+    }
+
+    /// Names of a pool's rendered configs.
+    pub async fn rendered_configs(&self, pool: &str) -> Result<Vec<String>, ScenarioError> {
+        let prefix = format!("rendered-{pool}-");
+        let all = machine_configs(&self.admin)
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| ClusterError::kube("machineconfigs".into(), e))?;
+        Ok(all
+            .into_iter()
+            .filter_map(|m| m.metadata.name)
+            .filter(|n| n.starts_with(&prefix))
+            .collect())
+    }
+
+    /// Where the kube-apiserver reaches a node's kubelet: the Node's InternalIP and
+    /// `status.daemonEndpoints.kubeletEndpoint.Port`, as the kubelet published them.
+    pub async fn kubelet_address(&self, node: &str) -> Result<std::net::SocketAddr, ScenarioError> {
+        let status = self.node_status(node).await?;
+        let ip = status
+            .addresses
+            .unwrap_or_default()
+            .into_iter()
+            .find(|a| a.type_ == "InternalIP")
+            .and_then(|a| a.address.parse::<std::net::IpAddr>().ok());
+        let port = status
+            .daemon_endpoints
+            .and_then(|d| d.kubelet_endpoint)
+            .map(|e| e.port)
+            .filter(|p| *p > 0);
+        match (ip, port) {
+            (Some(ip), Some(port)) => Ok(std::net::SocketAddr::new(ip, port as u16)),
+            _ => Err(ScenarioError::Node {
+                node: node.to_string(),
+                message: "the kubelet has not published an InternalIP and port in the Node's status".into(),
+            }),
+        }
+    }
+
+    /// The Node's Ready condition as `(status, reason)`, if it has one.
+    pub async fn node_ready(&self, node: &str) -> Result<Option<(String, String)>, ScenarioError> {
+        Ok(self
+            .node_status(node)
+            .await?
+            .conditions
+            .unwrap_or_default()
+            .into_iter()
+            .find(|c| c.type_ == "Ready")
+            .map(|c| (c.status, c.reason.unwrap_or_default())))
+    }
+
+    async fn node_status(&self, node: &str) -> Result<k8s_openapi::api::core::v1::NodeStatus, ScenarioError> {
+        let object = Api::<NodeObject>::all(self.admin.clone())
+            .get(node)
+            .await
+            .map_err(|e| ClusterError::kube(format!("node {node}"), e))?;
+        Ok(object.status.unwrap_or_default())
+    }
+}

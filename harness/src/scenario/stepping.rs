@@ -1,0 +1,170 @@
+//! Moving a scenario through simulated time: deadline by deadline, each kubelet reporting at
+//! every stop, the cluster side settling there, and the nodes converging before time moves on.
+
+use super::*;
+
+/// Why the nodes have not caught up: still working, or stuck.
+enum Pending {
+    Waiting(String),
+    /// An update failed (the node is Degraded or Unreconcilable): waiting longer will not help.
+    Failed(String),
+}
+
+impl Scenario {
+    /// Move the clock by `by`, stopping at every rule deadline on the way.
+    pub async fn advance(&self, by: time::Duration) -> Result<(), ScenarioError> {
+        let until = self.clock.now() + by;
+        loop {
+            let stop = self.side.next_stop(until).await?;
+            self.clock.advance(stop - self.clock.now());
+            self.await_heartbeats().await?;
+            self.side.settle().await?;
+            self.converge().await?;
+            if stop >= until {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Every kubelet serving and its first node status posted.
+    pub(super) async fn await_kubelets(&self) -> Result<(), ScenarioError> {
+        eventually(self.options.deadline, || async {
+            for node in &self.nodes {
+                if node.kubelet_endpoint().await.is_none() {
+                    return Err(format!("{}: the kubelet is not serving yet", node.name()));
+                }
+            }
+            Ok(())
+        })
+        .await
+        .map_err(ScenarioError::NotConverged)?;
+        self.await_heartbeats().await
+    }
+
+    /// Every running kubelet has tried to post its status at the clock's now, so the node
+    /// lifecycle controller never judges a heartbeat that is about to come.
+    async fn await_heartbeats(&self) -> Result<(), ScenarioError> {
+        let now = rfc3339(self.clock.now());
+        eventually(self.options.deadline, || async {
+            for node in &self.nodes {
+                if node.kubelet_endpoint().await.is_none() {
+                    continue; // stopped: it posts nothing, as a stopped kubelet would
+                }
+                let seen = node.read(HEARTBEAT_FILE).await.unwrap_or_default();
+                let seen = String::from_utf8_lossy(&seen);
+                if !seen.starts_with(&now) {
+                    return Err(format!(
+                        "{}: the kubelet last tried to post its status at {:?}; the clock is at {now}",
+                        node.name(),
+                        seen.trim()
+                    ));
+                }
+            }
+            Ok(())
+        })
+        .await
+        .map_err(ScenarioError::NotConverged)
+    }
+
+    /// Wait until the cluster side is quiet and every node has caught up with it: on 4.16 each
+    /// agent has synced the current ControllerConfig; on both, every node of an unpaused pool
+    /// runs its pool's config and is `Done`.
+    pub async fn converge(&self) -> Result<(), ScenarioError> {
+        let deadline = self.options.deadline;
+        let failed = eventually(deadline, || async {
+            match self.pending().await {
+                None => Ok(None),
+                Some(Pending::Failed(why)) => Ok(Some(why)),
+                Some(Pending::Waiting(what)) => Err(what),
+            }
+        })
+        .await;
+        let why = match failed {
+            Ok(None) => return Ok(()),
+            Ok(Some(why)) => why,
+            Err(e) => e,
+        };
+        Err(ScenarioError::NotConverged(format!(
+            "{why}\ncluster log (last 20):\n{}",
+            self.log_tail(20)
+        )))
+    }
+
+    /// What is still out of step, if anything. It only observes: reacting is the running
+    /// cluster side's job.
+    async fn pending(&self) -> Option<Pending> {
+        let cc_rv = controller_configs(&self.admin)
+            .get("machine-config-controller")
+            .await
+            .ok()?
+            .metadata
+            .resource_version
+            .unwrap_or_default();
+        let pools = machine_config_pools(&self.admin)
+            .list(&ListParams::default())
+            .await
+            .ok()?;
+        let targets: BTreeMap<String, (String, bool)> = pools
+            .iter()
+            .map(|p| {
+                let v = serde_json::to_value(p).unwrap_or_default();
+                (
+                    p.metadata.name.clone().unwrap_or_default(),
+                    (
+                        v["spec"]["configuration"]["name"]
+                            .as_str()
+                            .unwrap_or("")
+                            .to_string(),
+                        v["spec"]["paused"].as_bool().unwrap_or(false),
+                    ),
+                )
+            })
+            .collect();
+        let nodes = Api::<NodeObject>::all(self.admin.clone())
+            .list(&ListParams::default())
+            .await
+            .ok()?;
+        for node in nodes {
+            let name = node.metadata.name.clone().unwrap_or_default();
+            let a = node.metadata.annotations.clone().unwrap_or_default();
+            let get = |k: &str| a.get(k).cloned().unwrap_or_default();
+            let role = node
+                .metadata
+                .labels
+                .unwrap_or_default()
+                .keys()
+                .find_map(|l| l.strip_prefix("node-role.kubernetes.io/").map(str::to_string));
+            if (get(STATE) == STATE_DEGRADED || get(STATE) == STATE_UNRECONCILABLE)
+                && get(CURRENT_CONFIG) != get(DESIRED_CONFIG)
+            {
+                return Some(Pending::Failed(format!(
+                    "node {name} is {} updating from {} to {}: {}",
+                    get(STATE),
+                    get(CURRENT_CONFIG),
+                    get(DESIRED_CONFIG),
+                    get(REASON)
+                )));
+            }
+            if self.options.profile == Profile::Ocp416 && get(LAST_SYNCED_CONTROLLER_CONFIG) != cc_rv {
+                return Some(Pending::Waiting(format!(
+                    "node {name} synced controllerconfig {:?}, current is {cc_rv}",
+                    get(LAST_SYNCED_CONTROLLER_CONFIG)
+                )));
+            }
+            if let Some((target, paused)) = role.and_then(|r| targets.get(&r))
+                && !paused
+                && (get(CURRENT_CONFIG) != *target
+                    || get(DESIRED_CONFIG) != *target
+                    || get(STATE) != STATE_DONE)
+            {
+                return Some(Pending::Waiting(format!(
+                    "node {name}: currentConfig {} desiredConfig {} state {} (pool target {target})",
+                    get(CURRENT_CONFIG),
+                    get(DESIRED_CONFIG),
+                    get(STATE)
+                )));
+            }
+        }
+        None
+    }
+}
