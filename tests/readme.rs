@@ -21,31 +21,20 @@ fn the_readme_step_catalogue_matches_the_code() {
     assert!(steps::catalogue().len() >= 10, "every step is listed");
 }
 
-/// The README's features table has one row per file under `features/`, in file-name order, and
-/// names no file that is not there.
+/// The README's features table is what `mco-conformance features` generates from the files.
 #[test]
-fn the_readme_features_table_lists_every_feature_file() {
+fn the_readme_features_table_matches_the_feature_files() {
     let root = env!("CARGO_MANIFEST_DIR");
     let readme = std::fs::read_to_string(format!("{root}/README.md")).expect("README.md");
-    let section = readme
-        .split("\n## Features\n")
+    let table = readme
+        .split("<!-- features:begin -->\n")
         .nth(1)
-        .expect("README has a Features section");
-    let listed: Vec<String> = section
-        .lines()
-        .skip_while(|l| !l.starts_with('|'))
-        .take_while(|l| l.starts_with('|'))
-        .filter_map(|l| l.strip_prefix("| `"))
-        .filter_map(|l| l.split_once('`').map(|(name, _)| name.to_string()))
-        .collect();
-    let mut files: Vec<String> = std::fs::read_dir(format!("{root}/features"))
-        .expect("features/")
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|n| n.ends_with(".feature"))
-        .collect();
-    files.sort();
+        .and_then(|rest| rest.split("<!-- features:end -->").next())
+        .expect("README has the features markers");
+    let generated = harness::runner::features_markdown(&[format!("{root}/features").into()])
+        .unwrap_or_else(|e| panic!("the features lint: {e:?}"));
     assert_eq!(
-        listed, files,
-        "the README features table must have one row per feature file, in file-name order"
+        table, generated,
+        "regenerate the README features table with `cargo run --bin mco-conformance -- features`"
     );
 }

@@ -7,6 +7,10 @@ pub const CURRENT_CONFIG: &str = "machineconfiguration.openshift.io/currentConfi
 /// The rendered config the node controller wants a node on.
 pub const DESIRED_CONFIG: &str = "machineconfiguration.openshift.io/desiredConfig";
 /// `Working`, `Done`, `Degraded`, `Rebooting` or `Unreconcilable`; written by the agent.
+/// 4.16: the ControllerConfig annotation that asks the daemons to update the kubeconfig CA.
+pub const SERVICE_CA_ROTATE: &str = "machineconfiguration.openshift.io/service-ca-rotate";
+/// 4.16: the `service-ca-rotate` value the daemon last acted on (`ControllerConfigSyncServerCA`).
+pub const LAST_OBSERVED_SERVER_CA: &str = "machineconfiguration.openshift.io/lastObservedServerCAAnnotation";
 pub const STATE: &str = "machineconfiguration.openshift.io/state";
 /// Why a node is Degraded (truncated to 2,000 characters upstream).
 pub const REASON: &str = "machineconfiguration.openshift.io/reason";

@@ -19,6 +19,8 @@ pub struct ConformanceWorld {
     pub boot_ids: BTreeMap<String, String>,
     /// Per signer name: the certificate it held when the cluster was up.
     pub signers_at_start: BTreeMap<String, IssuedCert>,
+    /// Per (node, path): the contents and mode a step found before it edited the file.
+    pub originals: BTreeMap<(String, String), (Vec<u8>, u32)>,
 }
 
 impl std::fmt::Debug for ConformanceWorld {
@@ -42,6 +44,7 @@ impl ConformanceWorld {
             marks: BTreeMap::new(),
             boot_ids: BTreeMap::new(),
             signers_at_start: BTreeMap::new(),
+            originals: BTreeMap::new(),
         }
     }
 

@@ -18,7 +18,7 @@ async fn an_unreconcilable_config_fails_the_wait_with_the_nodes_reason() {
         panic!("{err}");
     };
     assert!(
-        message.starts_with("node worker-0 is Unreconcilable updating from rendered-worker-")
+        message.starts_with("node worker-0 is Unreconcilable (currentConfig rendered-worker-")
             && message.contains("detected change to FIPS flag; refusing to modify FIPS on a running cluster"),
         "{message}"
     );

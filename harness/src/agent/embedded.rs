@@ -1,5 +1,5 @@
 //! The reference daemon as a service of an embedded node: the same inputs as the agent
-//! contract (the kubeconfig at `/etc/kubernetes/kubeconfig` under the node root, the node's
+//! contract (the kubeconfig at `AGENT_KUBECONFIG` under the node root, the node's
 //! name and root, the profile), with `systemctl` and the log going to the node's service
 //! manager and journal.
 

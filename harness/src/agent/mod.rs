@@ -6,12 +6,14 @@
 //! # Layout
 //! - `common`: MachineConfig diffs, post-config actions, atomic writes.
 //! - `update`: the MachineConfig update flow both profiles run (MCD `update()`).
+//! - `drift`: the config drift monitor and the on-disk validation.
 //! - `ocp_4_12`, `ocp_4_16`: what each profile does differently; 4.16's certificate writer.
 //! - `embedded`: the daemon as a service of an embedded node, in this process.
 //! - `process`: the daemon as its own process (`mco-reference-daemon`), from the contract's
 //!   environment, and the service that runs any agent binary on an embedded node.
 
 pub mod common;
+pub mod drift;
 mod embedded;
 mod ocp_4_12;
 mod ocp_4_16;

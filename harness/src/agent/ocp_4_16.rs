@@ -9,14 +9,24 @@
 //! 0644); then annotate the node with the resourceVersion and log
 //! `Certificate was synced from controllerconfig resourceVersion N` — every time, as upstream
 //! does (its line 303), which is why the line repeats.
+//!
+//! With `service-ca-rotate: "true"` that this node has not acted on, it compares
+//! `kubeconfig-data`'s CA with `/etc/kubernetes/kubeconfig`'s: certificates the configmap adds
+//! get `/etc/kubernetes/kubeconfig` rewritten, and unless every added one is a localhost or
+//! load-balancer serving signer, the kubelet restarts: `systemctl stop kubelet`, the CA in
+//! `/var/lib/kubelet/kubeconfig` rewritten, `daemon-reload`, `start`.
 
 use super::common::write_file_atomically;
 use super::{AgentEnv, Behaviour};
+use crate::cluster::names::{CA_BUNDLE_KEY, KUBECONFIG_DATA};
 use crate::cluster::operator::{CONTROLLER_CONFIG, controller_configs};
-use crate::mco::{KUBELET_CA_PATH, LAST_SYNCED_CONTROLLER_CONFIG};
+use crate::mco::{
+    KUBELET_CA_PATH, LAST_OBSERVED_SERVER_CA, LAST_SYNCED_CONTROLLER_CONFIG, SERVICE_CA_ROTATE,
+};
+use crate::node::seed::{KUBELET_KUBECONFIG, NODE_KUBECONFIG};
 use base64::Engine;
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
@@ -27,9 +37,6 @@ pub const BEHAVIOUR: Behaviour = Behaviour {
     skip_certificate_files: true,
     certificate_writer: true,
 };
-
-/// The ControllerConfig annotation that asks for a kubelet kubeconfig CA update (issue 4).
-pub const SERVICE_CA_ROTATE: &str = "machineconfiguration.openshift.io/service-ca-rotate";
 
 /// Files the certificate writer owns, and the ControllerConfig spec field each comes from.
 pub const CERTIFICATE_FILES: &[(&str, &str)] = &[
@@ -93,6 +100,134 @@ fn write_to_disk(env: &AgentEnv, node_path: &str, mut data: Vec<u8>) -> std::io:
     write_file_atomically(&path, &data, mode)
 }
 
+/// `openshift-machine-config-operator/kubeconfig-data`'s `ca-bundle.crt`: binaryData first,
+/// otherwise data, base64-decoded if it decodes and as it is if not.
+async fn kubeconfig_data(env: &AgentEnv) -> Result<String, String> {
+    let (ns, name) = KUBECONFIG_DATA;
+    let cm = Api::<ConfigMap>::namespaced(env.client.clone(), ns)
+        .get(name)
+        .await
+        .map_err(|e| format!("configmap {ns}/{name}: {e}"))?;
+    if let Some(bytes) = cm.binary_data.as_ref().and_then(|b| b.get(CA_BUNDLE_KEY)) {
+        return String::from_utf8(bytes.0.clone()).map_err(|e| format!("configmap {ns}/{name}: {e}"));
+    }
+    let text = cm
+        .data
+        .as_ref()
+        .and_then(|d| d.get(CA_BUNDLE_KEY))
+        .cloned()
+        .ok_or_else(|| format!("configmap {ns}/{name} has no {CA_BUNDLE_KEY}"))?;
+    Ok(base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .unwrap_or(text))
+}
+
+/// A kubeconfig's `clusters[0].cluster.certificate-authority-data`, decoded.
+fn kubeconfig_ca(path: &std::path::Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let config: serde_yaml::Value =
+        serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let encoded = config["clusters"][0]["cluster"]["certificate-authority-data"]
+        .as_str()
+        .unwrap_or("");
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .map_err(|e| format!("{}: certificate-authority-data: {e}", path.display()))?;
+    String::from_utf8(bytes).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The kubeconfig at `path` with `clusters[0]`'s CA replaced.
+fn with_kubeconfig_ca(path: &std::path::Path, ca: &str) -> Result<Vec<u8>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut config: serde_yaml::Value =
+        serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let cluster = config
+        .get_mut("clusters")
+        .and_then(|c| c.get_mut(0))
+        .and_then(|c| c.get_mut("cluster"))
+        .and_then(|c| c.as_mapping_mut())
+        .ok_or_else(|| format!("{}: no clusters[0].cluster", path.display()))?;
+    cluster.insert(
+        "certificate-authority-data".into(),
+        base64::engine::general_purpose::STANDARD.encode(ca).into(),
+    );
+    serde_yaml::to_string(&config)
+        .map(String::into_bytes)
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// What the certificate writer does about the kubeconfig CA (release-4.16
+/// `certificate_writer.go`).
+#[derive(Debug, PartialEq, Eq)]
+pub struct KubeconfigPlan {
+    /// `kubeConfigDiff && !allCertsThere`: write `/etc/kubernetes/kubeconfig`.
+    pub rewrite: bool,
+    /// Every added certificate is a localhost or load-balancer serving signer.
+    pub defer_restart: bool,
+    pub log: Vec<String>,
+}
+
+/// Serving signers whose rotation does not restart the kubelet: it reaches the API through
+/// neither (upstream's list).
+pub const DEFERRED_SIGNERS: &[&str] = &[
+    "kube-apiserver-localhost-signer",
+    "openshift-kube-apiserver-operator_localhost-recovery-serving-signer",
+    "kube-apiserver-lb-signer",
+];
+
+const END_CERTIFICATE: &str = "-----END CERTIFICATE-----";
+
+/// Compare the on-disk kubeconfig CA with `kubeconfig-data`'s: split both on the END marker;
+/// a configmap certificate missing on disk is added; one added certificate from outside
+/// `DEFERRED_SIGNERS` means the kubelet restarts now.
+pub fn plan_kubeconfig(on_disk: &str, server_ca: &str) -> KubeconfigPlan {
+    let pieces = |text: &str| -> Vec<String> {
+        text.split(END_CERTIFICATE)
+            .map(|p| p.trim().to_string())
+            .filter(|p| !p.is_empty())
+            .collect()
+    };
+    let (disk, wanted) = (pieces(on_disk), pieces(server_ca));
+    let differs = on_disk.trim() != server_ca.trim();
+    let mut all_there = true;
+    let mut defer_restart = true;
+    let mut log = Vec::new();
+    for piece in wanted.iter().filter(|p| !disk.contains(p)) {
+        all_there = false;
+        let pem = format!("{piece}\n{END_CERTIFICATE}\n");
+        let name = crate::pki::subjects(&pem)
+            .ok()
+            .and_then(|s| s.into_iter().next())
+            .unwrap_or_default();
+        if !DEFERRED_SIGNERS.iter().any(|s| name.contains(s)) {
+            defer_restart = false;
+            log.push(format!(
+                "Need to restart kubelet: new certificate {name:?} in the kube-apiserver serving CA bundle"
+            ));
+        }
+    }
+    KubeconfigPlan {
+        rewrite: differs && !all_there,
+        defer_restart,
+        log,
+    }
+}
+
+async fn systemctl(env: &AgentEnv, args: &[&str]) -> Result<(), String> {
+    let out = env.host.systemctl(args).await?;
+    if out.exit_code != 0 {
+        return Err(format!(
+            "systemctl {}: exit {}: {}",
+            args.join(" "),
+            out.exit_code,
+            out.stderr.trim()
+        ));
+    }
+    Ok(())
+}
+
 async fn sync(env: &AgentEnv, cc: &DynamicObject) -> Result<(), String> {
     let nodes: Api<Node> = Api::all(env.client.clone());
     let node = nodes
@@ -107,16 +242,60 @@ async fn sync(env: &AgentEnv, cc: &DynamicObject) -> Result<(), String> {
         .as_ref()
         .and_then(|a| a.get(SERVICE_CA_ROTATE))
         .is_some_and(|v| v == "true");
+    let rotate_value = cc
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(SERVICE_CA_ROTATE))
+        .cloned()
+        .unwrap_or_default();
+    let observed = annotations
+        .get(LAST_OBSERVED_SERVER_CA)
+        .cloned()
+        .unwrap_or_default();
+    let mut restart_kubelet = None;
     if annotations.get(LAST_SYNCED_CONTROLLER_CONFIG) != Some(&rv) || rotate {
+        let mut path_to_data: Vec<(String, Vec<u8>)> = Vec::new();
         for (path, field) in CERTIFICATE_FILES {
             let encoded = cc.data["spec"][*field].as_str().unwrap_or("");
             let data = base64::engine::general_purpose::STANDARD
                 .decode(encoded)
                 .map_err(|e| format!("controllerconfig spec.{field}: {e}"))?;
-            write_to_disk(env, path, data).map_err(|e| format!("{path}: {e}"))?;
+            path_to_data.push((path.to_string(), data));
+        }
+        if rotate && observed != "true" {
+            let server_ca = kubeconfig_data(env).await?;
+            let on_disk = kubeconfig_ca(&env.path(NODE_KUBECONFIG))?;
+            let plan = plan_kubeconfig(&on_disk, &server_ca);
+            for line in &plan.log {
+                env.log(line);
+            }
+            if plan.rewrite {
+                let updated = with_kubeconfig_ca(&env.path(NODE_KUBECONFIG), &server_ca)?;
+                path_to_data.push((NODE_KUBECONFIG.to_string(), updated));
+                if !plan.defer_restart && !on_disk.trim().is_empty() {
+                    restart_kubelet = Some(server_ca);
+                }
+            }
+        }
+        for (path, data) in path_to_data {
+            write_to_disk(env, &path, data).map_err(|e| format!("{path}: {e}"))?;
         }
     }
-    let patch = json!({"metadata": {"annotations": {LAST_SYNCED_CONTROLLER_CONFIG: rv}}});
+    if let Some(server_ca) = restart_kubelet {
+        env.log("restarting kubelet due to server-ca rotation");
+        systemctl(env, &["stop", "kubelet"]).await?;
+        let updated = with_kubeconfig_ca(&env.path(KUBELET_KUBECONFIG), &server_ca)?;
+        write_to_disk(env, KUBELET_KUBECONFIG, updated).map_err(|e| format!("{KUBELET_KUBECONFIG}: {e}"))?;
+        systemctl(env, &["daemon-reload"]).await?;
+        systemctl(env, &["start", "kubelet"]).await?;
+    }
+    let mut set = serde_json::Map::new();
+    set.insert(LAST_SYNCED_CONTROLLER_CONFIG.into(), json!(rv));
+    if observed != rotate_value {
+        set.insert(LAST_OBSERVED_SERVER_CA.into(), json!(rotate_value));
+    }
+    let patch = json!({"metadata": {"annotations": set}});
     nodes
         .patch(&env.node_name, &PatchParams::default(), &Patch::Merge(patch))
         .await
@@ -125,4 +304,38 @@ async fn sync(env: &AgentEnv, cc: &DynamicObject) -> Result<(), String> {
         "Certificate was synced from controllerconfig resourceVersion {rv}"
     ));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fake_apiserver::CertificateAuthority;
+
+    fn ca(cn: &str) -> String {
+        CertificateAuthority::generate(cn).unwrap().cert_pem
+    }
+
+    #[test]
+    fn the_kubeconfig_plan_follows_the_added_certificates() {
+        let (current, next) = (ca("kube-apiserver-service-network-signer"), ca("serving-ca-2"));
+        let localhost = ca("openshift-kube-apiserver-operator_kube-apiserver-localhost-signer@1767600000");
+        let lb = ca("kube-apiserver-lb-signer");
+
+        let same = plan_kubeconfig(&current, &current);
+        assert!(!same.rewrite && same.log.is_empty(), "{same:?}");
+
+        let added = plan_kubeconfig(&current, &format!("{current}{next}"));
+        assert!(added.rewrite && !added.defer_restart, "{added:?}");
+        assert!(added.log[0].contains("serving-ca-2"), "{added:?}");
+
+        let deferred = plan_kubeconfig(&current, &format!("{current}{localhost}{lb}"));
+        assert!(deferred.rewrite && deferred.defer_restart, "{deferred:?}");
+
+        let mixed = plan_kubeconfig(&current, &format!("{localhost}{next}"));
+        assert!(mixed.rewrite && !mixed.defer_restart, "{mixed:?}");
+
+        // Only removed: the bundle differs, but every configmap certificate is on disk.
+        let removed = plan_kubeconfig(&format!("{current}{next}"), &current);
+        assert!(!removed.rewrite, "{removed:?}");
+    }
 }

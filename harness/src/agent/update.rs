@@ -14,6 +14,7 @@ use super::common::{
     CURRENT_CONFIG_FILE, FORCE_FILE, PostConfigAction, changed_files, diff, file_entry, post_config_action,
     write_file_atomically,
 };
+use super::drift::{DriftMonitor, validate_on_disk};
 use super::ocp_4_16::CERTIFICATE_FILES;
 use super::{AgentEnv, Behaviour};
 use crate::cluster::mcc::machine_configs;
@@ -87,9 +88,21 @@ pub async fn node_loop(env: &AgentEnv, behaviour: Behaviour, stop: CancellationT
             report(env, failure).await;
         }
     }
+    // The boot-time check (upstream: `Validated on-disk state`) runs once the watch is in
+    // place, so a change made before the watch existed is caught too.
+    let mut monitor = monitor_settled_node(env).await;
+    if monitor.is_some() && on_drift(env, behaviour, &mut monitor, true).await {
+        return;
+    }
     loop {
         let node = tokio::select! {
             _ = stop.cancelled() => return,
+            _ = drift(&mut monitor) => {
+                if on_drift(env, behaviour, &mut monitor, false).await {
+                    return; // rebooting
+                }
+                continue;
+            }
             event = events.next() => match event {
                 Some(Ok(node)) => node,
                 Some(Err(e)) => {
@@ -114,15 +127,101 @@ pub async fn node_loop(env: &AgentEnv, behaviour: Behaviour, stop: CancellationT
         let Some((current, desired)) = wanted_update(&node) else {
             continue;
         };
+        monitor = None; // upstream stops the drift monitor while it updates
         let result = tokio::select! {
             _ = stop.cancelled() => return,
             result = update(env, behaviour, &current, &desired) => result,
         };
         match result {
             Ok(true) => return, // rebooting: this daemon is about to be stopped
-            Ok(false) => {}
+            Ok(false) => monitor = start_monitor(env, &desired).await,
             Err(failure) => report(env, failure).await,
         }
+    }
+}
+
+/// The next drift event, or never when no monitor runs.
+async fn drift(monitor: &mut Option<DriftMonitor>) {
+    match monitor {
+        Some(m) => m.changed().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// A monitor over the config the node is on, when it is on one (`currentConfig` equals
+/// `desiredConfig`), as the daemon starts.
+async fn monitor_settled_node(env: &AgentEnv) -> Option<DriftMonitor> {
+    let node = Api::<Node>::all(env.client.clone())
+        .get(&env.node_name)
+        .await
+        .ok()?;
+    let annotations = node.metadata.annotations.unwrap_or_default();
+    let current = annotations.get(CURRENT_CONFIG)?;
+    if annotations.get(DESIRED_CONFIG) != Some(current) {
+        return None;
+    }
+    start_monitor(env, current).await
+}
+
+async fn start_monitor(env: &AgentEnv, config: &str) -> Option<DriftMonitor> {
+    let spec = spec_of(env, config).await.ok()?;
+    match DriftMonitor::start(env, &spec) {
+        Ok(monitor) => Some(monitor),
+        Err(e) => {
+            env.log(&e);
+            None
+        }
+    }
+}
+
+/// A tracked file changed: validate the node's files against its config (`onConfigDrift`).
+/// A mismatch degrades the node; a Degraded node whose files match again, or that has the
+/// force file, runs the update to the config it is on. True when that update reboots.
+async fn on_drift(
+    env: &AgentEnv,
+    behaviour: Behaviour,
+    monitor: &mut Option<DriftMonitor>,
+    boot: bool,
+) -> bool {
+    let Ok(node) = Api::<Node>::all(env.client.clone()).get(&env.node_name).await else {
+        return false;
+    };
+    let annotations = node.metadata.annotations.unwrap_or_default();
+    let get = |k: &str| annotations.get(k).cloned().unwrap_or_default();
+    let (current, state, reason) = (get(CURRENT_CONFIG), get(STATE), get(REASON));
+    if current.is_empty() || get(DESIRED_CONFIG) != current {
+        return false;
+    }
+    let Ok(spec) = spec_of(env, &current).await else {
+        return false;
+    };
+    let force = env.path(FORCE_FILE).exists();
+    match (force, validate_on_disk(env, &spec)) {
+        (false, Err(mismatch)) => {
+            if state != STATE_DEGRADED || reason != mismatch {
+                env.log(&format!("Config drift detected: {mismatch}"));
+                report(env, Failure::Degraded(mismatch)).await;
+            }
+            false
+        }
+        (_, verdict) if state == STATE_DEGRADED => {
+            if verdict.is_ok() {
+                env.log("Validated on-disk state");
+            }
+            *monitor = None;
+            match update(env, behaviour, &current, &current).await {
+                Ok(true) => return true,
+                Ok(false) => {}
+                Err(failure) => report(env, failure).await,
+            }
+            *monitor = start_monitor(env, &current).await;
+            false
+        }
+        (_, Ok(())) if boot => {
+            env.log("Validated on-disk state");
+            false
+        }
+        _ => false,
     }
 }
 

@@ -4,6 +4,7 @@
 //!   [--report-dir DIR] [--junit PATH] [--json PATH] [FEATURE_OR_DIR …]`: lint, run, print the summary line last; exit 1 on
 //!   a failure, 2 on bad input (a feature that does not lint, an unknown profile).
 //! - `mco-conformance steps [--markdown]`: every step phrase with its description and source.
+//! - `mco-conformance features [PATH…]`: the features table of the README, from the files.
 
 #[path = "../steps/mod.rs"]
 mod steps;
@@ -54,6 +55,13 @@ enum Command {
         #[arg(default_value = "features")]
         features: Vec<PathBuf>,
     },
+    /// The features table: per feature file, its scenarios and how many run on each profile,
+    /// as Markdown (the README's table is this output).
+    Features {
+        /// Feature files or directories.
+        #[arg(default_value = "features")]
+        features: Vec<PathBuf>,
+    },
     /// List every step phrase with its description and where it is defined.
     Steps {
         /// As the README's Markdown table.
@@ -66,6 +74,18 @@ enum Command {
 async fn main() -> ExitCode {
     let _ = rustls::crypto::ring::default_provider().install_default();
     match Cli::parse().command {
+        Command::Features { features } => match harness::runner::features_markdown(&features) {
+            Ok(table) => {
+                print!("{table}");
+                ExitCode::SUCCESS
+            }
+            Err(errors) => {
+                for e in errors {
+                    eprintln!("{e}");
+                }
+                ExitCode::from(2)
+            }
+        },
         Command::Steps { markdown } => {
             if markdown {
                 print!("{}", steps::catalogue_markdown());

@@ -4,10 +4,13 @@
 //! kube-apiserver-to-kubelet signer, mco-source.md §1), and `kube-system/bootstrap` once the
 //! bootstrap node has handed over. Written through the API like everything else.
 
-use super::names::{CA_BUNDLE_KEY, FIELD_MANAGER, INITIAL_KUBE_APISERVER_SERVER_CA};
+use super::names::{
+    CA_BUNDLE_KEY, FIELD_MANAGER, INITIAL_KUBE_APISERVER_SERVER_CA, KUBE_APISERVER_SERVER_CA, KUBECONFIG_DATA,
+};
 use super::operator::BOOTSTRAP_CONFIGMAP;
 use super::{ClusterError, SignerRotation};
 use crate::pki::{StartingState, combine_bundles};
+use base64::Engine;
 use fake_apiserver::manifests;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
@@ -58,12 +61,15 @@ async fn apply(client: &kube::Client, object: &Value) -> Result<(), ClusterError
 }
 
 /// Install: namespaces, `fixtures/crds`, `fixtures/cluster`, the starting state's signers and
-/// the initial bundle; then mark bootstrap complete if asked.
+/// the initial bundle; the API server's serving CA as `kube-apiserver-server-ca` and its copy
+/// `kubeconfig-data` (what the nodes' kubeconfigs were made with); then mark bootstrap complete
+/// if asked.
 pub async fn install(
     client: &kube::Client,
     fixtures: &Path,
     signers: &SignerRotation,
     state: &StartingState,
+    serving_ca: &str,
     bootstrap_complete: bool,
 ) -> Result<(), ClusterError> {
     for ns in NAMESPACES {
@@ -100,6 +106,11 @@ pub async fn install(
     let initial = combine_bundles(texts.iter().map(String::as_str))?;
     let (ns, name) = INITIAL_KUBE_APISERVER_SERVER_CA;
     apply(client, &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}, "data": {CA_BUNDLE_KEY: initial}})).await?;
+    let (ns, name) = KUBE_APISERVER_SERVER_CA;
+    apply(client, &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}, "data": {CA_BUNDLE_KEY: serving_ca}})).await?;
+    let (ns, name) = KUBECONFIG_DATA;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(serving_ca);
+    apply(client, &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}, "binaryData": {CA_BUNDLE_KEY: encoded}})).await?;
     if bootstrap_complete {
         let (ns, name) = BOOTSTRAP_CONFIGMAP;
         apply(client, &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}, "data": {"status": "complete"}})).await?;

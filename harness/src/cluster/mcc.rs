@@ -41,18 +41,6 @@ fn to_value(object: &DynamicObject) -> Value {
     serde_json::to_value(object).expect("a DynamicObject serialises")
 }
 
-fn match_labels(selector: &Value) -> String {
-    selector["matchLabels"]
-        .as_object()
-        .map(|m| {
-            m.iter()
-                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
-                .collect::<Vec<_>>()
-                .join(",")
-        })
-        .unwrap_or_default()
-}
-
 pub struct MachineConfigController {
     client: kube::Client,
     templates: Arc<Templates>,
@@ -83,72 +71,107 @@ impl MachineConfigController {
             .record(self.clock.now(), &format!("machine-config-controller: {line}"));
     }
 
-    /// One pass of all four controllers; true if anything was written.
+    /// One pass of all four controllers; true if anything was written. The pass reads the
+    /// API state once (four requests) and keeps its own writes in that view, so a later
+    /// controller of the pass sees what an earlier one wrote, as the informers would.
     pub async fn reconcile(&self) -> Result<bool, ClusterError> {
-        let mut changed = self.template().await?;
-        changed |= self.render().await?;
-        changed |= self.nodes().await?;
-        changed |= self.drain().await?;
+        let mut view = self.read().await?;
+        let mut changed = self.template(&mut view).await?;
+        changed |= self.render(&mut view).await?;
+        changed |= self.nodes(&mut view).await?;
+        changed |= self.drain(&mut view).await?;
         Ok(changed)
     }
 
-    async fn template(&self) -> Result<bool, ClusterError> {
+    async fn read(&self) -> Result<ApiView, ClusterError> {
+        let every = ListParams::default();
         let cc = controller_configs(&self.client)
             .get(CONTROLLER_CONFIG)
             .await
             .map_err(|e| ClusterError::kube(format!("controllerconfig {CONTROLLER_CONFIG}"), e))?;
+        let machine_configs = machine_configs(&self.client)
+            .list(&every)
+            .await
+            .map_err(|e| ClusterError::kube("machineconfigs".into(), e))?
+            .iter()
+            .map(to_value)
+            .collect();
+        let pools = machine_config_pools(&self.client)
+            .list(&every)
+            .await
+            .map_err(|e| ClusterError::kube("machineconfigpools".into(), e))?
+            .iter()
+            .map(to_value)
+            .collect();
+        let nodes = Api::<Node>::all(self.client.clone())
+            .list(&every)
+            .await
+            .map_err(|e| ClusterError::kube("nodes".into(), e))?
+            .items;
+        Ok(ApiView {
+            controller_config: to_value(&cc),
+            machine_configs,
+            pools,
+            nodes,
+        })
+    }
+
+    async fn template(&self, view: &mut ApiView) -> Result<bool, ClusterError> {
         let api = machine_configs(&self.client);
         let mut changed = false;
         for role in &self.templates.roles {
-            let desired = template_machine_config(&self.templates, self.profile, role, &cc.data["spec"]);
+            let desired = template_machine_config(
+                &self.templates,
+                self.profile,
+                role,
+                &view.controller_config["spec"],
+            );
             let name = format!("00-{role}");
-            let existing = api
-                .get_opt(&name)
-                .await
-                .map_err(|e| ClusterError::kube(format!("machineconfig {name}"), e))?;
-            if existing.is_some_and(|e| to_value(&e)["spec"] == desired["spec"]) {
+            if view
+                .machine_config(&name)
+                .is_some_and(|e| e["spec"] == desired["spec"])
+            {
                 continue;
             }
-            api.patch(
-                &name,
-                &PatchParams::apply(FIELD_MANAGER).force(),
-                &Patch::Apply(&desired),
-            )
-            .await
-            .map_err(|e| ClusterError::kube(format!("machineconfig {name}"), e))?;
+            let written = api
+                .patch(
+                    &name,
+                    &PatchParams::apply(FIELD_MANAGER).force(),
+                    &Patch::Apply(&desired),
+                )
+                .await
+                .map_err(|e| ClusterError::kube(format!("machineconfig {name}"), e))?;
+            view.put_machine_config(to_value(&written));
             self.note(format!("templated machineconfig {name}"));
             changed = true;
         }
         Ok(changed)
     }
 
-    async fn render(&self) -> Result<bool, ClusterError> {
+    async fn render(&self, view: &mut ApiView) -> Result<bool, ClusterError> {
         let (mcs, pools) = (machine_configs(&self.client), machine_config_pools(&self.client));
         let mut changed = false;
-        let pool_list = pools
-            .list(&ListParams::default())
-            .await
-            .map_err(|e| ClusterError::kube("machineconfigpools".into(), e))?;
-        for pool in pool_list {
-            let pool = to_value(&pool);
+        for index in 0..view.pools.len() {
+            let pool = view.pools[index].clone();
             let pool_name = pool["metadata"]["name"].as_str().unwrap_or("").to_string();
-            let selector = match_labels(&pool["spec"]["machineConfigSelector"]);
-            let selected = mcs
-                .list(&ListParams::default().labels(&selector))
-                .await
-                .map_err(|e| ClusterError::kube(format!("machineconfigs for pool {pool_name}"), e))?;
-            let sources: Vec<Value> = selected.iter().map(to_value).collect();
+            let selector = &pool["spec"]["machineConfigSelector"];
+            let mut sources: Vec<Value> = view
+                .machine_configs
+                .iter()
+                .filter(|mc| selects(selector, &mc["metadata"]["labels"]))
+                .cloned()
+                .collect();
             if sources.is_empty() {
                 continue;
             }
+            sources.sort_by(|a, b| {
+                a["metadata"]["name"]
+                    .as_str()
+                    .cmp(&b["metadata"]["name"].as_str())
+            });
             let spec = merge_machine_configs(&sources);
             let name = rendered_name(&pool_name, &spec);
-            if mcs
-                .get_opt(&name)
-                .await
-                .map_err(|e| ClusterError::kube(format!("machineconfig {name}"), e))?
-                .is_none()
-            {
+            if view.machine_config(&name).is_none() {
                 let rendered = json!({
                     "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
                     "metadata": {"name": name, "annotations": {GENERATED_BY: CONTROLLER_VERSION},
@@ -156,13 +179,15 @@ impl MachineConfigController {
                             "name": pool_name, "uid": pool["metadata"]["uid"], "controller": true}]},
                     "spec": spec,
                 });
-                mcs.patch(
-                    &name,
-                    &PatchParams::apply(FIELD_MANAGER).force(),
-                    &Patch::Apply(&rendered),
-                )
-                .await
-                .map_err(|e| ClusterError::kube(format!("machineconfig {name}"), e))?;
+                let written = mcs
+                    .patch(
+                        &name,
+                        &PatchParams::apply(FIELD_MANAGER).force(),
+                        &Patch::Apply(&rendered),
+                    )
+                    .await
+                    .map_err(|e| ClusterError::kube(format!("machineconfig {name}"), e))?;
+                view.put_machine_config(to_value(&written));
                 self.note(format!("rendered {name} for pool {pool_name}"));
                 changed = true;
             }
@@ -172,10 +197,11 @@ impl MachineConfigController {
                     .map(|s| json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig", "name": s["metadata"]["name"]}))
                     .collect();
                 let patch = json!({"spec": {"configuration": {"name": name, "source": source}}});
-                pools
+                let written = pools
                     .patch(&pool_name, &PatchParams::default(), &Patch::Merge(patch))
                     .await
                     .map_err(|e| ClusterError::kube(format!("machineconfigpool {pool_name}"), e))?;
+                view.pools[index] = to_value(&written);
                 self.note(format!("pool {pool_name} now targets {name}"));
                 changed = true;
             }
@@ -183,17 +209,13 @@ impl MachineConfigController {
         Ok(changed)
     }
 
-    async fn nodes(&self) -> Result<bool, ClusterError> {
+    async fn nodes(&self, view: &mut ApiView) -> Result<bool, ClusterError> {
         let pools = machine_config_pools(&self.client);
         let nodes: Api<Node> = Api::all(self.client.clone());
         let mut changed = false;
-        let pool_list = pools
-            .list(&ListParams::default())
-            .await
-            .map_err(|e| ClusterError::kube("machineconfigpools".into(), e))?;
-        for pool_object in pool_list {
-            let pool = to_value(&pool_object);
-            let view = PoolView {
+        for index in 0..view.pools.len() {
+            let pool = view.pools[index].clone();
+            let pool_view = PoolView {
                 name: pool["metadata"]["name"].as_str().unwrap_or("").to_string(),
                 paused: pool["spec"]["paused"].as_bool().unwrap_or(false),
                 max_unavailable: pool["spec"]["maxUnavailable"].as_u64().unwrap_or(1) as usize,
@@ -206,60 +228,53 @@ impl MachineConfigController {
                     .unwrap_or("")
                     .to_string(),
             };
-            let members = nodes
-                .list(&ListParams::default().labels(&match_labels(&pool["spec"]["nodeSelector"])))
-                .await
-                .map_err(|e| ClusterError::kube(format!("nodes of pool {}", view.name), e))?;
-            let views: Vec<NodeView> = members
-                .iter()
-                .map(|n| {
-                    let a: BTreeMap<String, String> = n.metadata.annotations.clone().unwrap_or_default();
-                    let get = |k: &str| a.get(k).cloned().unwrap_or_default();
-                    NodeView {
-                        name: n.metadata.name.clone().unwrap_or_default(),
-                        current: get(CURRENT_CONFIG),
-                        desired: get(DESIRED_CONFIG),
-                        state: get(STATE),
-                    }
+            let selector = &pool["spec"]["nodeSelector"];
+            let members: Vec<usize> = (0..view.nodes.len())
+                .filter(|&i| {
+                    let labels = serde_json::to_value(&view.nodes[i].metadata.labels).unwrap_or(Value::Null);
+                    selects(selector, &labels)
                 })
                 .collect();
-            for name in nodes_to_update(&view, &views) {
-                let patch = json!({"metadata": {"annotations": {DESIRED_CONFIG: view.target}}});
-                nodes
+            let views: Vec<NodeView> = members.iter().map(|&i| node_view(&view.nodes[i])).collect();
+            for name in nodes_to_update(&pool_view, &views) {
+                let patch = json!({"metadata": {"annotations": {DESIRED_CONFIG: pool_view.target}}});
+                let written = nodes
                     .patch(&name, &PatchParams::default(), &Patch::Merge(patch))
                     .await
                     .map_err(|e| ClusterError::kube(format!("node {name}"), e))?;
-                self.note(format!("node {name}: desiredConfig {}", view.target));
+                view.put_node(written);
+                self.note(format!("node {name}: desiredConfig {}", pool_view.target));
                 changed = true;
             }
+            let views: Vec<NodeView> = members.iter().map(|&i| node_view(&view.nodes[i])).collect();
             let status = pool_status(
-                &view,
+                &pool_view,
                 &views,
                 pool["metadata"]["generation"].as_i64().unwrap_or(0),
             );
             if pool["status"] != status {
-                pools
+                let written = pools
                     .patch_status(
-                        &view.name,
+                        &pool_view.name,
                         &PatchParams::default(),
                         &Patch::Merge(json!({"status": status})),
                     )
                     .await
-                    .map_err(|e| ClusterError::kube(format!("machineconfigpool {} status", view.name), e))?;
+                    .map_err(|e| {
+                        ClusterError::kube(format!("machineconfigpool {} status", pool_view.name), e)
+                    })?;
+                view.pools[index] = to_value(&written);
                 changed = true;
             }
         }
         Ok(changed)
     }
 
-    async fn drain(&self) -> Result<bool, ClusterError> {
+    async fn drain(&self, view: &mut ApiView) -> Result<bool, ClusterError> {
         let nodes: Api<Node> = Api::all(self.client.clone());
         let mut changed = false;
-        for node in nodes
-            .list(&ListParams::default())
-            .await
-            .map_err(|e| ClusterError::kube("nodes".into(), e))?
-        {
+        for index in 0..view.nodes.len() {
+            let node = &view.nodes[index];
             let a = node.metadata.annotations.clone().unwrap_or_default();
             let Some((applied, cordon)) = drain_answer(
                 a.get(DESIRED_DRAIN).map(String::as_str),
@@ -269,7 +284,7 @@ impl MachineConfigController {
             };
             let name = node.metadata.name.clone().unwrap_or_default();
             let patch = json!({"metadata": {"annotations": {LAST_APPLIED_DRAIN: applied}}, "spec": {"unschedulable": cordon}});
-            nodes
+            view.nodes[index] = nodes
                 .patch(&name, &PatchParams::default(), &Patch::Merge(patch))
                 .await
                 .map_err(|e| ClusterError::kube(format!("node {name}"), e))?;
@@ -278,4 +293,62 @@ impl MachineConfigController {
         }
         Ok(changed)
     }
+}
+
+/// The API state one pass works on, with the pass's own writes applied.
+struct ApiView {
+    controller_config: Value,
+    machine_configs: Vec<Value>,
+    pools: Vec<Value>,
+    nodes: Vec<Node>,
+}
+
+impl ApiView {
+    fn machine_config(&self, name: &str) -> Option<&Value> {
+        self.machine_configs
+            .iter()
+            .find(|mc| mc["metadata"]["name"] == name)
+    }
+
+    fn put_machine_config(&mut self, written: Value) {
+        match self
+            .machine_configs
+            .iter_mut()
+            .find(|mc| mc["metadata"]["name"] == written["metadata"]["name"])
+        {
+            Some(slot) => *slot = written,
+            None => self.machine_configs.push(written),
+        }
+    }
+
+    fn put_node(&mut self, written: Node) {
+        if let Some(slot) = self
+            .nodes
+            .iter_mut()
+            .find(|n| n.metadata.name == written.metadata.name)
+        {
+            *slot = written;
+        }
+    }
+}
+
+fn node_view(node: &Node) -> NodeView {
+    let a: BTreeMap<String, String> = node.metadata.annotations.clone().unwrap_or_default();
+    let get = |k: &str| a.get(k).cloned().unwrap_or_default();
+    NodeView {
+        name: node.metadata.name.clone().unwrap_or_default(),
+        current: get(CURRENT_CONFIG),
+        desired: get(DESIRED_CONFIG),
+        state: get(STATE),
+    }
+}
+
+/// Whether a label selector's `matchLabels` all hold in `labels` (the pools' selectors use
+/// nothing else); an empty selector selects everything, as in Kubernetes.
+fn selects(selector: &Value, labels: &Value) -> bool {
+    selector["matchLabels"].as_object().is_none_or(|wanted| {
+        wanted
+            .iter()
+            .all(|(k, v)| labels.get(k).is_some_and(|have| have == v))
+    })
 }

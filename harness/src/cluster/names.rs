@@ -42,6 +42,12 @@ pub const KUBE_APISERVER_TO_KUBELET_CLIENT_CA: (&str, &str) = (
     "kube-apiserver-to-kubelet-client-ca",
 );
 
+/// The kube-apiserver's serving CA bundle (api, api-int), as KAS-O publishes it, and the copy
+/// the 4.16 operator keeps for the nodes' kubeconfigs (MCO release-4.16 `pkg/operator/sync.go
+/// syncControllerConfig`; mco-source.md §2).
+pub const KUBE_APISERVER_SERVER_CA: (&str, &str) = ("openshift-config-managed", "kube-apiserver-server-ca");
+pub const KUBECONFIG_DATA: (&str, &str) = ("openshift-machine-config-operator", "kubeconfig-data");
+
 /// The signer MCO 4.12 replaces inside the initial bundle (`mergeCertWithCABundle`).
 pub const KUBE_APISERVER_TO_KUBELET_SIGNER: &str = "kube-apiserver-to-kubelet-signer";
 

@@ -10,12 +10,20 @@
 //!   that the 4.12 rule, so the first in-cluster render equals the bootstrap one.
 //!
 //! `kubelet_ca_bundle` decides; `Operator` reads the sources and writes the ControllerConfig.
+//!
+//! 4.16 also keeps the nodes' kubeconfig CA in step (`syncControllerConfig`, PR #4106): when
+//! `openshift-config-managed/kube-apiserver-server-ca` differs from
+//! `openshift-machine-config-operator/kubeconfig-data`, it copies the bundle there and sets the
+//! ControllerConfig annotation `service-ca-rotate: "true"`; at its next sync, with the two
+//! equal, `"false"`. Its next sync is the next resync after the daemons saw `"true"`: here,
+//! the next instant the simulated clock stops at.
 
 use super::names::{
-    CA_BUNDLE_KEY, INITIAL_KUBE_APISERVER_SERVER_CA, KUBE_APISERVER_CLIENT_CA,
-    KUBE_APISERVER_TO_KUBELET_CLIENT_CA, KUBE_APISERVER_TO_KUBELET_SIGNER,
+    CA_BUNDLE_KEY, INITIAL_KUBE_APISERVER_SERVER_CA, KUBE_APISERVER_CLIENT_CA, KUBE_APISERVER_SERVER_CA,
+    KUBE_APISERVER_TO_KUBELET_CLIENT_CA, KUBE_APISERVER_TO_KUBELET_SIGNER, KUBECONFIG_DATA,
 };
 use super::{ClusterError, ClusterLog};
+use crate::mco::SERVICE_CA_ROTATE;
 use crate::pki::{Clock, SimClock, merge_cert_with_ca_bundle};
 use crate::profile::Profile;
 use base64::Engine;
@@ -80,6 +88,8 @@ pub struct Operator {
     profile: Profile,
     clock: SimClock,
     log: ClusterLog,
+    /// When the operator last set `service-ca-rotate: "true"`.
+    rotate_set_at: std::sync::Mutex<Option<time::OffsetDateTime>>,
 }
 
 impl Operator {
@@ -89,6 +99,7 @@ impl Operator {
             profile,
             clock,
             log,
+            rotate_set_at: std::sync::Mutex::new(None),
         }
     }
 
@@ -122,8 +133,81 @@ impl Operator {
         })
     }
 
-    /// One pass: write the bundle into the ControllerConfig if it differs. Returns whether it did.
+    /// One pass: write the bundle into the ControllerConfig if it differs; on 4.16 keep
+    /// `kubeconfig-data` and `service-ca-rotate` in step. Returns whether it wrote.
     pub async fn reconcile(&self) -> Result<bool, ClusterError> {
+        let mut changed = self.sync_kubelet_ca().await?;
+        if self.profile == Profile::Ocp416 {
+            changed |= self.sync_server_ca().await?;
+        }
+        Ok(changed)
+    }
+
+    /// 4.16: `kube-apiserver-server-ca` into `kubeconfig-data`, and `service-ca-rotate`.
+    async fn sync_server_ca(&self) -> Result<bool, ClusterError> {
+        let Some(server_ca) = self.bundle(KUBE_APISERVER_SERVER_CA).await? else {
+            return Ok(false);
+        };
+        let (ns, name) = KUBECONFIG_DATA;
+        let configmaps: Api<ConfigMap> = Api::namespaced(self.client.clone(), ns);
+        let copied = configmaps
+            .get_opt(name)
+            .await
+            .map_err(|e| ClusterError::kube(format!("configmap {ns}/{name}"), e))?
+            .and_then(|cm| cm.binary_data?.get(CA_BUNDLE_KEY).map(|b| b.0.clone()));
+        let differs = copied.as_deref() != Some(server_ca.as_bytes());
+        let mut changed = false;
+        if differs {
+            let encoded = base64::engine::general_purpose::STANDARD.encode(&server_ca);
+            let object = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns},
+                "binaryData": {CA_BUNDLE_KEY: encoded}});
+            configmaps
+                .patch(
+                    name,
+                    &PatchParams::apply(super::names::FIELD_MANAGER).force(),
+                    &Patch::Apply(&object),
+                )
+                .await
+                .map_err(|e| ClusterError::kube(format!("configmap {ns}/{name}"), e))?;
+            self.log.record(
+                self.clock.now(),
+                &format!("operator: configmap {ns}/{name} updated from kube-apiserver-server-ca"),
+            );
+            *self.rotate_set_at.lock().unwrap_or_else(|p| p.into_inner()) = Some(self.clock.now());
+            changed = true;
+        }
+        let set_at = *self.rotate_set_at.lock().unwrap_or_else(|p| p.into_inner());
+        let rotate = if differs || set_at == Some(self.clock.now()) {
+            "true"
+        } else {
+            "false"
+        };
+        let api = controller_configs(&self.client);
+        let cc = api
+            .get(CONTROLLER_CONFIG)
+            .await
+            .map_err(|e| ClusterError::kube(format!("controllerconfig {CONTROLLER_CONFIG}"), e))?;
+        let current = cc
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(SERVICE_CA_ROTATE));
+        // No annotation reads as "false": the install leaves it unset.
+        if current.map(String::as_str).unwrap_or("false") != rotate {
+            let patch = json!({"metadata": {"annotations": {SERVICE_CA_ROTATE: rotate}}});
+            api.patch(CONTROLLER_CONFIG, &PatchParams::default(), &Patch::Merge(patch))
+                .await
+                .map_err(|e| ClusterError::kube(format!("controllerconfig {CONTROLLER_CONFIG}"), e))?;
+            self.log.record(
+                self.clock.now(),
+                &format!("operator: controllerconfig {CONTROLLER_CONFIG} {SERVICE_CA_ROTATE}={rotate}"),
+            );
+            changed = true;
+        }
+        Ok(changed)
+    }
+
+    async fn sync_kubelet_ca(&self) -> Result<bool, ClusterError> {
         let bundle = kubelet_ca_bundle(self.profile, &self.sources().await?)?;
         let encoded = base64::engine::general_purpose::STANDARD.encode(&bundle);
         let api = controller_configs(&self.client);

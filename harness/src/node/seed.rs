@@ -1,11 +1,19 @@
 //! A node seeded like a real one (issue 3, "Embedded nodes"): its kubeconfigs with current
-//! context and CA data (`/etc/kubernetes/kubeconfig` for the agent, `/var/lib/kubelet/kubeconfig`
-//! for the kubelet), a non-CoreOS `/etc/os-release` (so upstream agents stay off rpm-ostree),
-//! the kubelet CA, the current config on disk, and the Node object with
-//! `currentConfig` = `desiredConfig`, `state=Done`, matching drain annotations and role labels.
+//! context and CA data, a non-CoreOS `/etc/os-release` (so upstream agents stay off
+//! rpm-ostree), the files of the config it was installed with (as Ignition wrote them), the
+//! kubelet CA, the current config on disk, and the Node object with `currentConfig` =
+//! `desiredConfig`, `state=Done`, matching drain annotations and role labels.
+//!
+//! Three kubeconfigs, as on a real node:
+//! - `/etc/kubernetes/kubeconfig`, the node's (served by the MCS): the agent's identity and the
+//!   kube-apiserver's serving CA as installed; the 4.16 daemon rewrites its CA;
+//! - `/var/lib/kubelet/kubeconfig`, the kubelet's: the same CA, the kubelet's identity;
+//! - the agent contract's `KUBECONFIG` (`AGENT_KUBECONFIG`), standing for the daemon pod's
+//!   in-cluster configuration: the agent's identity and every serving CA the API server will
+//!   serve from, so the agent outlives a serving CA rotation as the pod does.
 
 use super::{Node, NodeError};
-use crate::agent::common::CURRENT_CONFIG_FILE;
+use crate::agent::common::{CURRENT_CONFIG_FILE, file_entry};
 use crate::mco::{
     CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, KUBELET_CA_PATH, LAST_APPLIED_DRAIN, STATE, STATE_DONE,
 };
@@ -14,7 +22,8 @@ use k8s_openapi::api::core::v1::Node as NodeObject;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 
-pub const AGENT_KUBECONFIG: &str = "/etc/kubernetes/kubeconfig";
+pub const AGENT_KUBECONFIG: &str = "/var/lib/mco-conformance/kubeconfig";
+pub const NODE_KUBECONFIG: &str = "/etc/kubernetes/kubeconfig";
 pub const KUBELET_KUBECONFIG: &str = "/var/lib/kubelet/kubeconfig";
 pub const OS_RELEASE: &str = "/etc/os-release";
 
@@ -24,7 +33,7 @@ pub struct NodeSeed<'a> {
     pub api_url: &'a str,
     /// The serving CAs the agent's kubeconfig trusts.
     pub agent_ca_pem: &'a str,
-    /// The serving CA the kubelet's kubeconfig holds.
+    /// The serving CA the node's and the kubelet's kubeconfigs hold.
     pub kubelet_ca_pem: &'a str,
     pub agent: &'a ClientIdentity,
     pub kubelet: &'a ClientIdentity,
@@ -51,6 +60,12 @@ pub async fn seed_node(admin: &kube::Client, node: &dyn Node, seed: &NodeSeed<'_
     )
     .await?;
     node.write(
+        NODE_KUBECONFIG,
+        fake_apiserver::kubeconfig(seed.api_url, seed.kubelet_ca_pem, seed.agent).as_bytes(),
+        0o600,
+    )
+    .await?;
+    node.write(
         KUBELET_KUBECONFIG,
         fake_apiserver::kubeconfig(seed.api_url, seed.kubelet_ca_pem, seed.kubelet).as_bytes(),
         0o600,
@@ -62,6 +77,14 @@ pub async fn seed_node(admin: &kube::Client, node: &dyn Node, seed: &NodeSeed<'_
         0o644,
     )
     .await?;
+    for file in seed.rendered_spec["config"]["storage"]["files"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        let (path, contents, mode) = file_entry(file);
+        node.write(&path, &contents, mode).await?;
+    }
     node.write(KUBELET_CA_PATH, seed.kubelet_ca, 0o644).await?;
     let current = json!({"metadata": {"name": seed.rendered}, "spec": seed.rendered_spec});
     node.write(CURRENT_CONFIG_FILE, current.to_string().as_bytes(), 0o644)

@@ -3,6 +3,13 @@
 
 use super::*;
 
+/// Which CA `Scenario::publish_serving_ca` adds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServingCaChange {
+    Next,
+    LocalhostSigner,
+}
+
 impl Scenario {
     /// MCO's e2e way to force a rotation: null `certificate-not-after` with a JSON patch, a
     /// minute after the last step (a rotation in the same second as the signer's issue would
@@ -42,6 +49,55 @@ impl Scenario {
             .map_err(|e| ClusterError::kube(format!("machineconfig {name}"), e))?;
         self.advance(time::Duration::ZERO).await?;
         Ok(name)
+    }
+
+    /// Publish a new CA in `openshift-config-managed/kube-apiserver-server-ca` beside the
+    /// current one, as the kube-apiserver operator does before it serves from it, then wait
+    /// for the cluster and nodes to follow. `ServingCaChange::Next` is the CA the API server
+    /// moves to on `rotate_api_serving_cert`; `LocalhostSigner` a new
+    /// `kube-apiserver-localhost-signer`, which no node reaches the API through.
+    pub async fn publish_serving_ca(&self, change: ServingCaChange) -> Result<(), ScenarioError> {
+        let added = match change {
+            ServingCaChange::Next => self
+                .next_serving
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_ref()
+                .map(|n| n.ca_pem.clone())
+                .ok_or_else(|| {
+                    ScenarioError::ApiServer("the serving certificate was already rotated".into())
+                })?,
+            ServingCaChange::LocalhostSigner => {
+                let cn = format!(
+                    "openshift-kube-apiserver-operator_kube-apiserver-localhost-signer@{}",
+                    self.clock.now().unix_timestamp()
+                );
+                fake_apiserver::CertificateAuthority::generate(&cn)
+                    .map_err(|e| ScenarioError::ApiServer(e.to_string()))?
+                    .cert_pem
+            }
+        };
+        let (ns, name) = crate::cluster::names::KUBE_APISERVER_SERVER_CA;
+        let bundle = format!("{}{added}", self.bundle(ns, name).await?);
+        let patch = serde_json::json!({"data": {"ca-bundle.crt": bundle}});
+        Api::<ConfigMap>::namespaced(self.admin.clone(), ns)
+            .patch(
+                name,
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(patch),
+            )
+            .await
+            .map_err(|e| ClusterError::kube(format!("configmap {ns}/{name}"), e))?;
+        self.advance(time::Duration::ZERO).await
+    }
+
+    /// The CA the API server moves to on `rotate_api_serving_cert`, while it has not yet.
+    pub fn next_serving_ca(&self) -> Option<String> {
+        self.next_serving
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|n| n.ca_pem.clone())
     }
 
     /// Replace the API server's serving certificate with one from a new CA and drop every

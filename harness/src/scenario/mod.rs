@@ -15,6 +15,7 @@
 mod act;
 mod observe;
 mod stepping;
+pub use act::ServingCaChange;
 
 use crate::agent::ReferenceDaemon;
 use crate::agent::process::AgentProcess;
@@ -173,7 +174,15 @@ impl Scenario {
             clock.clone(),
             admin.clone(),
         ));
-        install(&admin, &options.fixtures, &side.signers, &state, true).await?;
+        install(
+            &admin,
+            &options.fixtures,
+            &side.signers,
+            &state,
+            &server.ca_pem(),
+            true,
+        )
+        .await?;
         side.settle().await?;
         let cc = controller_configs(&admin)
             .get("machine-config-controller")

@@ -92,6 +92,24 @@ impl Scenario {
         }
     }
 
+    /// The Node's annotations (`machineconfiguration.openshift.io/state`, `reason`, …).
+    pub async fn node_annotations(&self, node: &str) -> Result<BTreeMap<String, String>, ScenarioError> {
+        let object = Api::<NodeObject>::all(self.admin.clone())
+            .get(node)
+            .await
+            .map_err(|e| ClusterError::kube(format!("node {node}"), e))?;
+        Ok(object.metadata.annotations.unwrap_or_default())
+    }
+
+    /// A MachineConfig's spec.
+    pub async fn machine_config_spec(&self, name: &str) -> Result<serde_json::Value, ScenarioError> {
+        let mc = machine_configs(&self.admin)
+            .get(name)
+            .await
+            .map_err(|e| ClusterError::kube(format!("machineconfig {name}"), e))?;
+        Ok(mc.data["spec"].clone())
+    }
+
     /// The Node's Ready condition as `(status, reason)`, if it has one.
     pub async fn node_ready(&self, node: &str) -> Result<Option<(String, String)>, ScenarioError> {
         Ok(self

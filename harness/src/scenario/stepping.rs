@@ -68,7 +68,8 @@ impl Scenario {
 
     /// Wait until the cluster side is quiet and every node has caught up with it: on 4.16 each
     /// agent has synced the current ControllerConfig; on both, every node of an unpaused pool
-    /// runs its pool's config and is `Done`.
+    /// runs its pool's config and is `Done`. A Degraded or Unreconcilable node ends the wait at
+    /// once with its reason: waiting longer does not mend it.
     pub async fn converge(&self) -> Result<(), ScenarioError> {
         let deadline = self.options.deadline;
         let failed = eventually(deadline, || async {
@@ -134,11 +135,9 @@ impl Scenario {
                 .unwrap_or_default()
                 .keys()
                 .find_map(|l| l.strip_prefix("node-role.kubernetes.io/").map(str::to_string));
-            if (get(STATE) == STATE_DEGRADED || get(STATE) == STATE_UNRECONCILABLE)
-                && get(CURRENT_CONFIG) != get(DESIRED_CONFIG)
-            {
+            if get(STATE) == STATE_DEGRADED || get(STATE) == STATE_UNRECONCILABLE {
                 return Some(Pending::Failed(format!(
-                    "node {name} is {} updating from {} to {}: {}",
+                    "node {name} is {} (currentConfig {}, desiredConfig {}): {}",
                     get(STATE),
                     get(CURRENT_CONFIG),
                     get(DESIRED_CONFIG),

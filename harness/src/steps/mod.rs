@@ -7,9 +7,11 @@
 
 pub mod cluster;
 pub mod config;
+pub mod drift;
 pub mod kubelet;
 pub mod node;
 pub mod pool;
+pub mod serving;
 pub mod signer;
 pub mod time;
 
@@ -17,9 +19,11 @@ pub mod time;
 pub const SOURCES: &[(&str, &str)] = &[
     ("harness/src/steps/cluster.rs", include_str!("cluster.rs")),
     ("harness/src/steps/config.rs", include_str!("config.rs")),
+    ("harness/src/steps/drift.rs", include_str!("drift.rs")),
     ("harness/src/steps/kubelet.rs", include_str!("kubelet.rs")),
     ("harness/src/steps/node.rs", include_str!("node.rs")),
     ("harness/src/steps/pool.rs", include_str!("pool.rs")),
+    ("harness/src/steps/serving.rs", include_str!("serving.rs")),
     ("harness/src/steps/signer.rs", include_str!("signer.rs")),
     ("harness/src/steps/time.rs", include_str!("time.rs")),
 ];

@@ -39,9 +39,16 @@ impl Controllers {
         let templates = Arc::new(Templates::load(&fixtures.join("templates.yaml")).unwrap());
         let (clock, log) = (SimClock::default(), ClusterLog::default());
         let signers = SignerRotation::new(client.clone(), catalogue, profile, clock.clone(), log.clone());
-        install(&client, &fixtures, &signers, &state, bootstrap_complete)
-            .await
-            .unwrap();
+        install(
+            &client,
+            &fixtures,
+            &signers,
+            &state,
+            &server.ca_pem(),
+            bootstrap_complete,
+        )
+        .await
+        .unwrap();
         let operator = Operator::new(client.clone(), profile, clock.clone(), log.clone());
         let mcc = MachineConfigController::new(client.clone(), templates, profile, clock.clone(), log);
         Controllers {

@@ -1,0 +1,56 @@
+# Encodes: MCO pkg/daemon/config_drift_monitor.go (fsnotify on the directories of the current
+# config's files and units), pkg/daemon/on_disk_validation.go (checkV3Files,
+# checkFileContentsAndMode: "content mismatch for file %q", "mode mismatch for file: %q;
+# expected: …; received: …"), pkg/daemon/daemon.go (onConfigDrift, getFilesToIgnore on
+# release-4.12 and release-4.16) and e2e-shared-tests/mcd_config_drift.go (reason text,
+# recovery with the force file). See shared/notes/mco-source.md §6.
+@config-drift
+Feature: A node whose files drift from its config
+  While a node is Done, its daemon watches the files of the config it runs. A file edited on
+  the node degrades the node with the file named in the reason. On 4.12 kubelet-ca.crt is an
+  ordinary MachineConfig file and is watched like any other; from 4.13 the daemon leaves it to
+  the certificate writer and ignores it. Restoring the file, or creating the force file,
+  brings the node back.
+
+  @ocp-4.12
+  Scenario: On 4.12 an edited kubelet-ca.crt degrades the node
+    Given a fresh cluster with 1 worker node
+    When the file /etc/kubernetes/kubelet-ca.crt is edited on every node
+    Then every node is Degraded with the reason "content mismatch for file "/etc/kubernetes/kubelet-ca.crt""
+
+  # The edit of ca.crt, in the same directory and after the edit of kubelet-ca.crt, is the
+  # witness that the monitor ran after both: the reason names the first mismatching file it
+  # checks, and kubelet-ca.crt is not among the files it checks.
+  @ocp-4.16
+  Scenario: On 4.16 an edited kubelet-ca.crt is not config drift
+    Given a fresh cluster with 1 worker node
+    When the file /etc/kubernetes/kubelet-ca.crt is edited on every node
+    And the file /etc/kubernetes/ca.crt is edited on every node
+    Then every node is Degraded with the reason "content mismatch for file "/etc/kubernetes/ca.crt""
+
+  Scenario: An edited MachineConfig file degrades the node until it is restored
+    Given a fresh cluster with 1 worker node
+    When the file /etc/kubernetes/ca.crt is edited on every node
+    Then every node is Degraded with the reason "content mismatch for file "/etc/kubernetes/ca.crt""
+    When the file /etc/kubernetes/ca.crt is restored on every node
+    Then every node is Done
+    And no node has rebooted
+
+  Scenario: A changed mode is drift too
+    Given a fresh cluster with 1 worker node
+    When the mode of /etc/kubernetes/ca.crt is changed to 0600 on every node
+    Then every node is Degraded with the reason "mode mismatch for file: "/etc/kubernetes/ca.crt"; expected: -rw-r--r--/420/0644; received: -rw-------/384/0600"
+    When the file /etc/kubernetes/ca.crt is restored on every node
+    Then every node is Done
+
+  # The force file skips the drift check; the update to the same config rewrites every file
+  # and reboots, because calculatePostConfigChangeAction reboots when the force file exists.
+  Scenario: The force file recovers a drifted node with a reboot
+    Given a fresh cluster with 1 worker node
+    When the file /etc/kubernetes/ca.crt is edited on every node
+    Then every node is Degraded with the reason "content mismatch for file "/etc/kubernetes/ca.crt""
+    When the force file is created on every node
+    Then every node is Done
+    And every node has rebooted
+    And every node's /etc/kubernetes/ca.crt matches its config
+    And no node has the force file

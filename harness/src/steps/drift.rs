@@ -1,0 +1,174 @@
+//! Files on a node that drift from its config, and the node's state and reason.
+
+use anyhow::{Context, bail, ensure};
+use cucumber::{then, when};
+use harness::agent::common::{FORCE_FILE, file_entry};
+use harness::mco::{CURRENT_CONFIG, REASON, STATE};
+use harness::node::Node;
+use harness::wait::eventually;
+use harness::world::ConformanceWorld;
+
+/// What an edit appends to a file.
+const EDIT: &[u8] = b"# edited by hand on the node (mco-conformance)\n";
+
+/// Someone edits the file on every node (appends a line, keeping its mode), as a person with
+/// `oc debug node/…` would; the step keeps the contents to restore them later.
+#[when(regex = r"^the file (/\S+) is edited on every node$")]
+async fn edit_file(world: &mut ConformanceWorld, path: String) -> anyhow::Result<()> {
+    let c = world.cluster()?;
+    let mut originals = Vec::new();
+    for node in &c.nodes {
+        let before = node.read(&path).await?;
+        let mode = node
+            .stat(&path)
+            .await?
+            .with_context(|| format!("{}: {path} is gone", node.name()))?
+            .mode;
+        let mut after = before.clone();
+        after.extend_from_slice(EDIT);
+        node.write(&path, &after, mode).await?;
+        originals.push(((node.name().to_string(), path.clone()), (before, mode)));
+    }
+    world.originals.extend(originals);
+    Ok(())
+}
+
+/// Someone changes the file's mode on every node (an octal mode such as 0600).
+#[when(regex = r"^the mode of (/\S+) is changed to (0[0-7]{3}) on every node$")]
+async fn change_mode(world: &mut ConformanceWorld, path: String, mode: String) -> anyhow::Result<()> {
+    let mode = u32::from_str_radix(&mode, 8)?;
+    let c = world.cluster()?;
+    let mut originals = Vec::new();
+    for node in &c.nodes {
+        let before = node.read(&path).await?;
+        let old_mode = node
+            .stat(&path)
+            .await?
+            .with_context(|| format!("{}: {path} is gone", node.name()))?
+            .mode;
+        node.write(&path, &before, mode).await?;
+        originals.push(((node.name().to_string(), path.clone()), (before, old_mode)));
+    }
+    world.originals.extend(originals);
+    Ok(())
+}
+
+/// The file's contents and mode from before the scenario edited it, back on every node.
+#[when(regex = r"^the file (/\S+) is restored on every node$")]
+async fn restore_file(world: &mut ConformanceWorld, path: String) -> anyhow::Result<()> {
+    let c = world.cluster()?;
+    for node in &c.nodes {
+        let Some((contents, mode)) = world.originals.get(&(node.name().to_string(), path.clone())) else {
+            bail!("{path} was not edited on {} in this scenario", node.name());
+        };
+        node.write(&path, contents, *mode).await?;
+    }
+    Ok(())
+}
+
+/// `touch /run/machine-config-daemon-force` on every node, as MCO's docs say to recover a
+/// node whose files drifted.
+#[when("the force file is created on every node")]
+async fn create_force_file(world: &mut ConformanceWorld) -> anyhow::Result<()> {
+    for node in &world.cluster()?.nodes {
+        node.write(FORCE_FILE, b"", 0o644).await?;
+    }
+    Ok(())
+}
+
+/// Every node's `machineconfiguration.openshift.io/state` becomes Degraded with a reason that
+/// contains the text (the text runs to the last quote, so it may itself contain quotes).
+#[then(regex = r#"^every node is Degraded with the reason "(.+)"$"#)]
+async fn degraded_with(world: &mut ConformanceWorld, text: String) -> anyhow::Result<()> {
+    let c = world.cluster()?;
+    for node in &c.nodes {
+        eventually(c.options.deadline, || async {
+            let a = c.node_annotations(node.name()).await.map_err(|e| e.to_string())?;
+            let (state, reason) = (
+                a.get(STATE).cloned().unwrap_or_default(),
+                a.get(REASON).cloned().unwrap_or_default(),
+            );
+            if state == "Degraded" && reason.contains(&text) {
+                Ok(())
+            } else {
+                Err(format!("state {state:?}, reason {reason:?}"))
+            }
+        })
+        .await
+        .map_err(|e| anyhow::anyhow!("{} is not Degraded with the reason {text:?}: {e}", node.name()))?;
+    }
+    Ok(())
+}
+
+/// Every node's state becomes Done, with no reason, on the config it had.
+#[then("every node is Done")]
+async fn done(world: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let c = world.cluster()?;
+    for node in &c.nodes {
+        eventually(c.options.deadline, || async {
+            let a = c.node_annotations(node.name()).await.map_err(|e| e.to_string())?;
+            let (state, reason) = (
+                a.get(STATE).cloned().unwrap_or_default(),
+                a.get(REASON).cloned().unwrap_or_default(),
+            );
+            if state == "Done" && reason.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("state {state:?}, reason {reason:?}"))
+            }
+        })
+        .await
+        .map_err(|e| anyhow::anyhow!("{} is not Done: {e}", node.name()))?;
+    }
+    Ok(())
+}
+
+/// Every node's file holds what the config it runs (`currentConfig`) says, mode included.
+#[then(regex = r"^every node's (/\S+) matches its config$")]
+async fn matches_config(world: &mut ConformanceWorld, path: String) -> anyhow::Result<()> {
+    let c = world.cluster()?;
+    for node in &c.nodes {
+        let config = c
+            .node_annotations(node.name())
+            .await?
+            .get(CURRENT_CONFIG)
+            .cloned()
+            .with_context(|| format!("{} runs no config yet", node.name()))?;
+        let spec = c.machine_config_spec(&config).await?;
+        let Some((_, contents, mode)) = spec["config"]["storage"]["files"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(file_entry)
+            .find(|(p, _, _)| *p == path)
+        else {
+            bail!("{config} has no file {path}");
+        };
+        let on_disk = node.read(&path).await?;
+        let stat = node
+            .stat(&path)
+            .await?
+            .with_context(|| format!("{}: {path} is gone", node.name()))?;
+        ensure!(
+            on_disk == contents && stat.mode == mode,
+            "{}: {path} ({:o}) differs from {config} ({mode:o}): {:?}",
+            node.name(),
+            stat.mode,
+            String::from_utf8_lossy(&on_disk)
+        );
+    }
+    Ok(())
+}
+
+/// Every node booted again since the cluster started.
+#[then("every node has rebooted")]
+async fn rebooted(world: &mut ConformanceWorld) -> anyhow::Result<()> {
+    for node in &world.cluster()?.nodes {
+        ensure!(
+            node.boot_id().await != world.boot_ids[node.name()],
+            "{} has not rebooted",
+            node.name()
+        );
+    }
+    Ok(())
+}
