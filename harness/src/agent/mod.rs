@@ -16,7 +16,7 @@ pub mod common;
 pub mod drift;
 mod embedded;
 mod ocp_4_12;
-mod ocp_4_16;
+pub mod ocp_4_16;
 pub mod process;
 mod update;
 

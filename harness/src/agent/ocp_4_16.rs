@@ -21,7 +21,8 @@ use super::{AgentEnv, Behaviour};
 use crate::cluster::names::{CA_BUNDLE_KEY, KUBECONFIG_DATA};
 use crate::cluster::operator::{CONTROLLER_CONFIG, controller_configs};
 use crate::mco::{
-    KUBELET_CA_PATH, LAST_OBSERVED_SERVER_CA, LAST_SYNCED_CONTROLLER_CONFIG, SERVICE_CA_ROTATE,
+    KUBELET_CA_PATH, LAST_OBSERVED_SERVER_CA, LAST_SYNCED_CONTROLLER_CONFIG, REASON, SERVICE_CA_ROTATE,
+    STATE, STATE_DEGRADED, STATE_DONE,
 };
 use crate::node::seed::{KUBELET_KUBECONFIG, NODE_KUBECONFIG};
 use base64::Engine;
@@ -57,6 +58,8 @@ pub async fn certificate_writer(env: &AgentEnv, stop: CancellationToken) {
     // rate-limited ccQueue does (5 ms doubling), and at once when a newer one arrives.
     let mut failed: Option<DynamicObject> = None;
     let mut retry_in = RETRY_BASE;
+    // The reason this writer marked the node Degraded with (upstream `updateErrorState`).
+    let mut degraded: Option<String> = None;
     loop {
         let cc = tokio::select! {
             _ = stop.cancelled() => return,
@@ -76,9 +79,27 @@ pub async fn certificate_writer(env: &AgentEnv, stop: CancellationToken) {
                 None => return,
             },
         };
-        if let Err(e) = sync(env, &cc).await {
-            env.log(&format!("Error syncing certificates from controllerconfig: {e}"));
-            failed = Some(cc);
+        match sync(env, &cc).await {
+            Ok(()) => {
+                if degraded.take().is_some() {
+                    set_state(env, STATE_DONE, "").await;
+                }
+            }
+            Err(SyncError::Transient(e)) => {
+                env.log(&format!("Error syncing certificates from controllerconfig: {e}"));
+                failed = Some(cc);
+            }
+            Err(SyncError::Node(reason)) => {
+                env.log(&format!(
+                    "Error syncing certificates from controllerconfig: {reason}"
+                ));
+                if degraded.as_deref() != Some(reason.as_str()) {
+                    env.log(&format!("Marking Degraded due to: {reason}"));
+                    set_state(env, STATE_DEGRADED, &reason).await;
+                    degraded = Some(reason);
+                }
+                failed = Some(cc);
+            }
         }
     }
 }
@@ -228,13 +249,150 @@ async fn systemctl(env: &AgentEnv, args: &[&str]) -> Result<(), String> {
     Ok(())
 }
 
-async fn sync(env: &AgentEnv, cc: &DynamicObject) -> Result<(), String> {
+/// Why a sync failed: the API (try again) or this node's state (also marks it Degraded).
+enum SyncError {
+    Transient(String),
+    Node(String),
+}
+
+impl From<String> for SyncError {
+    fn from(e: String) -> Self {
+        SyncError::Transient(e)
+    }
+}
+
+async fn set_state(env: &AgentEnv, state: &str, reason: &str) {
+    let patch = json!({"metadata": {"annotations": {STATE: state, REASON: reason}}});
+    let _ = Api::<Node>::all(env.client.clone())
+        .patch(&env.node_name, &PatchParams::default(), &Patch::Merge(patch))
+        .await;
+}
+
+/// Where the 4.16 writer puts the internal registry's pull secret, and where a per-role secret
+/// may be mounted (`syncOSImagePullSecrets`).
+pub const INTERNAL_REGISTRY_PULL_SECRET: &str = "/etc/mco/internal-registry-pull-secret.json";
+pub const MOUNTED_PULL_SECRETS: &str = "/run/secrets/os-image-pull-secrets";
+/// The registry CA directory (`imageCAFilePath`).
+pub const REGISTRY_CA_DIR: &str = "/etc/docker/certs.d";
+
+/// `spec.internalRegistryPullSecret` merged with the node role's mounted secret (its
+/// `.dockerconfigjson`, or a legacy `.dockercfg`); the mounted entries win. None when the
+/// ControllerConfig has no secret.
+fn pull_secret(env: &AgentEnv, cc: &DynamicObject, node: &Node) -> Result<Option<Vec<u8>>, SyncError> {
+    let Some(encoded) = cc.data["spec"]["internalRegistryPullSecret"]
+        .as_str()
+        .filter(|e| !e.is_empty())
+    else {
+        return Ok(None);
+    };
+    let node_error = |e: String| SyncError::Node(e);
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .map_err(|e| node_error(format!("controllerconfig spec.internalRegistryPullSecret: {e}")))?;
+    let mut merged: serde_json::Value = serde_json::from_slice(&decoded).map_err(|e| {
+        node_error(format!(
+            "controllerconfig spec.internalRegistryPullSecret is not JSON: {e}"
+        ))
+    })?;
+    let mut roles: Vec<&str> = node
+        .metadata
+        .labels
+        .iter()
+        .flatten()
+        .filter_map(|(k, _)| k.strip_prefix("node-role.kubernetes.io/"))
+        .collect();
+    roles.sort();
+    let Some(role) = roles.first() else {
+        return Err(node_error(format!(
+            "node {} has no node-role.kubernetes.io/<role> label: cannot tell which mounted pull secret under {MOUNTED_PULL_SECRETS} applies",
+            env.node_name
+        )));
+    };
+    let dir = format!("{MOUNTED_PULL_SECRETS}/{role}");
+    let mounted = [".dockerconfigjson", ".dockercfg"].into_iter().find_map(|name| {
+        let path = format!("{dir}/{name}");
+        std::fs::read(env.path(&path))
+            .ok()
+            .map(|bytes| (path, name, bytes))
+    });
+    if let Some((path, name, bytes)) = mounted {
+        let value: serde_json::Value =
+            serde_json::from_slice(&bytes).map_err(|e| node_error(format!("{path} is not JSON: {e}")))?;
+        let auths = if name == ".dockercfg" {
+            value
+        } else {
+            value["auths"].clone()
+        };
+        if let Some(from) = auths.as_object() {
+            let Some(top) = merged.as_object_mut() else {
+                return Err(node_error(
+                    "controllerconfig spec.internalRegistryPullSecret is not a JSON object".into(),
+                ));
+            };
+            let into = top.entry("auths").or_insert_with(|| json!({}));
+            if let Some(into) = into.as_object_mut() {
+                for (registry, credentials) in from {
+                    into.insert(registry.clone(), credentials.clone());
+                }
+            }
+        }
+    }
+    serde_json::to_vec(&merged)
+        .map(Some)
+        .map_err(|e| node_error(e.to_string()))
+}
+
+/// The registry CAs (`imageRegistryBundleData` then `imageRegistryBundleUserData`): with no
+/// `/etc/docker/certs.d`, none; otherwise every subdirectory that no CA's raw file name equals
+/// is removed, and each CA goes to `<file with ".." read as ":">/ca.crt`. A file name that
+/// would leave the directory (a `/` in it, or empty or `.`) is refused with an error in the log
+/// and nothing written for it.
+fn sync_registry_cas(env: &AgentEnv, cc: &DynamicObject) -> Result<(), String> {
+    let dir = env.path(REGISTRY_CA_DIR);
+    let Ok(existing) = std::fs::read_dir(&dir) else {
+        env.log(&format!("{REGISTRY_CA_DIR} does not exist yet"));
+        return Ok(());
+    };
+    let spec = &cc.data["spec"];
+    let mut cas = Vec::new();
+    for entry in spec["imageRegistryBundleData"]
+        .as_array()
+        .into_iter()
+        .chain(spec["imageRegistryBundleUserData"].as_array())
+        .flatten()
+    {
+        let file = entry["file"].as_str().unwrap_or("").to_string();
+        if file.is_empty() || file == "." || file.contains('/') || file.contains('\0') {
+            env.log(&format!(
+                "refusing image registry CA {file:?}: its directory would not be a child of {REGISTRY_CA_DIR}"
+            ));
+            continue;
+        }
+        let data = base64::engine::general_purpose::STANDARD
+            .decode(entry["data"].as_str().unwrap_or(""))
+            .map_err(|e| format!("image registry CA {file:?}: {e}"))?;
+        cas.push((file, data));
+    }
+    for stale in existing.flatten() {
+        let name = stale.file_name().to_string_lossy().into_owned();
+        if stale.path().is_dir() && !cas.iter().any(|(file, _)| *file == name) {
+            std::fs::remove_dir_all(stale.path()).map_err(|e| format!("{REGISTRY_CA_DIR}/{name}: {e}"))?;
+        }
+    }
+    for (file, data) in cas {
+        let path = format!("{REGISTRY_CA_DIR}/{}/ca.crt", file.replace("..", ":"));
+        write_to_disk(env, &path, data).map_err(|e| format!("{path}: {e}"))?;
+    }
+    Ok(())
+}
+
+async fn sync(env: &AgentEnv, cc: &DynamicObject) -> Result<(), SyncError> {
     let nodes: Api<Node> = Api::all(env.client.clone());
     let node = nodes
         .get(&env.node_name)
         .await
         .map_err(|e| format!("node {}: {e}", env.node_name))?;
-    let annotations = node.metadata.annotations.unwrap_or_default();
+    let annotations = node.metadata.annotations.clone().unwrap_or_default();
     let rv = cc.metadata.resource_version.clone().unwrap_or_default();
     let rotate = cc
         .metadata
@@ -263,6 +421,9 @@ async fn sync(env: &AgentEnv, cc: &DynamicObject) -> Result<(), String> {
                 .map_err(|e| format!("controllerconfig spec.{field}: {e}"))?;
             path_to_data.push((path.to_string(), data));
         }
+        if let Some(secret) = pull_secret(env, cc, &node)? {
+            path_to_data.push((INTERNAL_REGISTRY_PULL_SECRET.to_string(), secret));
+        }
         if rotate && observed != "true" {
             let server_ca = kubeconfig_data(env).await?;
             let on_disk = kubeconfig_ca(&env.path(NODE_KUBECONFIG))?;
@@ -281,6 +442,7 @@ async fn sync(env: &AgentEnv, cc: &DynamicObject) -> Result<(), String> {
         for (path, data) in path_to_data {
             write_to_disk(env, &path, data).map_err(|e| format!("{path}: {e}"))?;
         }
+        sync_registry_cas(env, cc)?;
     }
     if let Some(server_ca) = restart_kubelet {
         env.log("restarting kubelet due to server-ca rotation");

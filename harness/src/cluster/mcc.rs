@@ -7,6 +7,7 @@
 //! - node: `desiredConfig` on the nodes `pools::nodes_to_update` names, and the pool status;
 //! - drain: `lastAppliedDrain` answering `desiredDrain`, cordoning for `drain-…`.
 
+use super::metrics::ControllerMetrics;
 use super::names::FIELD_MANAGER;
 use super::operator::{CONTROLLER_CONFIG, controller_configs};
 use super::pools::{NodeView, PoolView, drain_answer, nodes_to_update, pool_status};
@@ -15,8 +16,11 @@ use super::render::{
     template_machine_config,
 };
 use super::{ClusterError, ClusterLog};
-use crate::mco::{CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN, STATE};
+use crate::agent::common::{changed_files, file_entry};
+use crate::mco::KUBELET_CA_PATH;
+use crate::mco::{CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN, REASON, STATE};
 use crate::pki::{Clock, SimClock};
+use crate::pki::{parse_certs, rfc3339};
 use crate::profile::Profile;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams};
@@ -47,6 +51,7 @@ pub struct MachineConfigController {
     profile: Profile,
     clock: SimClock,
     log: ClusterLog,
+    metrics: ControllerMetrics,
 }
 
 impl MachineConfigController {
@@ -63,7 +68,13 @@ impl MachineConfigController {
             profile,
             clock,
             log,
+            metrics: ControllerMetrics::default(),
         }
+    }
+
+    /// The gauges this controller sets, for its `/metrics` endpoint.
+    pub fn metrics(&self) -> ControllerMetrics {
+        self.metrics.clone()
     }
 
     fn note(&self, line: String) {
@@ -77,6 +88,9 @@ impl MachineConfigController {
     pub async fn reconcile(&self) -> Result<bool, ClusterError> {
         let mut view = self.read().await?;
         let mut changed = self.template(&mut view).await?;
+        if self.profile == Profile::Ocp416 {
+            changed |= self.controller_certificates(&mut view).await?;
+        }
         changed |= self.render(&mut view).await?;
         changed |= self.nodes(&mut view).await?;
         changed |= self.drain(&mut view).await?;
@@ -247,11 +261,15 @@ impl MachineConfigController {
                 changed = true;
             }
             let views: Vec<NodeView> = members.iter().map(|&i| node_view(&view.nodes[i])).collect();
-            let status = pool_status(
+            let mut status = pool_status(
                 &pool_view,
                 &views,
                 pool["metadata"]["generation"].as_i64().unwrap_or(0),
             );
+            match self.profile {
+                Profile::Ocp412 => self.pending_file_metrics(view, &pool_view),
+                Profile::Ocp416 => status["certExpirys"] = cert_expirys(&view.controller_config),
+            }
             if pool["status"] != status {
                 let written = pools
                     .patch_status(
@@ -268,6 +286,99 @@ impl MachineConfigController {
             }
         }
         Ok(changed)
+    }
+
+    /// 4.14+ template controller (`updateControllerConfigCerts`): every certificate of the
+    /// ControllerConfig's bundles in `status.controllerCertificates`.
+    async fn controller_certificates(&self, view: &mut ApiView) -> Result<bool, ClusterError> {
+        let spec = &view.controller_config["spec"];
+        let mut certificates = Vec::new();
+        for (field, bundle_file) in [
+            ("kubeAPIServerServingCAData", "KubeAPIServerServingCAData"),
+            ("cloudProviderCAData", "CloudProviderCAData"),
+            ("rootCAData", "RootCAData"),
+            ("additionalTrustBundle", "AdditionalTrustBundle"),
+        ] {
+            certificates.extend(certificate_entries(spec[field].as_str(), bundle_file));
+        }
+        for registry in spec["imageRegistryBundleData"]
+            .as_array()
+            .into_iter()
+            .chain(spec["imageRegistryBundleUserData"].as_array())
+            .flatten()
+        {
+            let file = registry["file"].as_str().unwrap_or("");
+            certificates.extend(certificate_entries(registry["data"].as_str(), file));
+        }
+        let certificates = Value::Array(certificates);
+        if view.controller_config["status"]["controllerCertificates"] == certificates {
+            return Ok(false);
+        }
+        let written = controller_configs(&self.client)
+            .patch_status(
+                CONTROLLER_CONFIG,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"status": {"controllerCertificates": certificates}})),
+            )
+            .await
+            .map_err(|e| ClusterError::kube(format!("controllerconfig {CONTROLLER_CONFIG} status"), e))?;
+        view.controller_config = to_value(&written);
+        Ok(true)
+    }
+
+    /// 4.11–4.12 `setPendingFileMetrics`: a paused pool whose next config changes kubelet-ca.crt
+    /// sets the gauge to the expiry of the newest kube-apiserver-to-kubelet signer in the config
+    /// its nodes still run; an unpaused pool's gauge is 0.
+    fn pending_file_metrics(&self, view: &ApiView, pool: &PoolView) {
+        if !pool.paused {
+            self.metrics.set_paused_pool_kubelet_ca(&pool.name, 0.0);
+            return;
+        }
+        if pool.target == pool.current || pool.current.is_empty() {
+            return;
+        }
+        let (Some(current), Some(target)) = (
+            view.machine_config(&pool.current),
+            view.machine_config(&pool.target),
+        ) else {
+            return;
+        };
+        if !changed_files(&current["spec"], &target["spec"])
+            .iter()
+            .any(|p| p == KUBELET_CA_PATH)
+        {
+            return;
+        }
+        let bundle = current["spec"]["config"]["storage"]["files"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(file_entry)
+            .find(|(path, _, _)| path == KUBELET_CA_PATH)
+            .map(|(_, data, _)| String::from_utf8_lossy(&data).into_owned())
+            .unwrap_or_default();
+        let Some(longest) = parse_certs(&bundle)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|c| {
+                c.common_name
+                    .starts_with("openshift-kube-apiserver-operator_kube-apiserver-to-kubelet-signer@")
+                    || c.common_name.starts_with("kube-apiserver-to-kubelet-signer")
+            })
+            .max_by_key(|c| c.not_after)
+        else {
+            return;
+        };
+        let value = longest.not_after.unix_timestamp() as f64;
+        if self.metrics.paused_pool_kubelet_ca(&pool.name) != Some(value) {
+            self.note(format!(
+                "Kubelet CA is stuck in paused pool {}. Setting metric to expiry date of {} ({})",
+                pool.name,
+                rfc3339(longest.not_after),
+                longest.subject
+            ));
+        }
+        self.metrics.set_paused_pool_kubelet_ca(&pool.name, value);
     }
 
     async fn drain(&self, view: &mut ApiView) -> Result<bool, ClusterError> {
@@ -332,6 +443,37 @@ impl ApiView {
     }
 }
 
+/// `status.controllerCertificates` entries for one bundle (base64 in the spec).
+fn certificate_entries(encoded: Option<&str>, bundle_file: &str) -> Vec<Value> {
+    use base64::Engine;
+    let Some(pem) = encoded
+        .and_then(|e| base64::engine::general_purpose::STANDARD.decode(e).ok())
+        .and_then(|b| String::from_utf8(b).ok())
+    else {
+        return Vec::new();
+    };
+    parse_certs(&pem)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| {
+            json!({"subject": c.subject, "signer": c.issuer, "notBefore": rfc3339(c.not_before),
+                "notAfter": rfc3339(c.not_after), "bundleFile": bundle_file})
+        })
+        .collect()
+}
+
+/// 4.14+ pool `status.certExpirys` (`pkg/controller/node/status.go`): the ControllerConfig's
+/// certificates from `KubeAPIServerServingCAData`.
+fn cert_expirys(controller_config: &Value) -> Value {
+    controller_config["status"]["controllerCertificates"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["bundleFile"] == "KubeAPIServerServingCAData")
+        .map(|c| json!({"bundle": c["bundleFile"], "subject": c["subject"], "expiry": c["notAfter"]}))
+        .collect()
+}
+
 fn node_view(node: &Node) -> NodeView {
     let a: BTreeMap<String, String> = node.metadata.annotations.clone().unwrap_or_default();
     let get = |k: &str| a.get(k).cloned().unwrap_or_default();
@@ -340,6 +482,7 @@ fn node_view(node: &Node) -> NodeView {
         current: get(CURRENT_CONFIG),
         desired: get(DESIRED_CONFIG),
         state: get(STATE),
+        reason: get(REASON),
     }
 }
 

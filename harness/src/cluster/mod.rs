@@ -17,6 +17,7 @@
 pub mod install;
 pub mod lifecycle;
 pub mod mcc;
+pub mod metrics;
 pub mod names;
 pub mod operator;
 pub mod pools;

@@ -28,6 +28,8 @@ pub struct NodeView {
     pub current: String,
     pub desired: String,
     pub state: String,
+    /// `machineconfiguration.openshift.io/reason`, set with Degraded.
+    pub reason: String,
 }
 
 impl NodeView {
@@ -75,6 +77,13 @@ pub fn pool_status(pool: &PoolView, nodes: &[NodeView], observed_generation: i64
         pool.current.clone()
     };
     let updating = !all_updated && !pool.paused;
+    // status.go: each degraded node with its reason, which names the path for config drift.
+    let degraded_message = nodes
+        .iter()
+        .filter(|n| n.degraded())
+        .map(|n| format!("Node {} is reporting: {:?}", n.name, n.reason))
+        .collect::<Vec<_>>()
+        .join(", ");
     json!({
         "observedGeneration": observed_generation,
         "configuration": {"name": current},
@@ -86,8 +95,8 @@ pub fn pool_status(pool: &PoolView, nodes: &[NodeView], observed_generation: i64
         "conditions": [
             condition("Updated", all_updated, &if all_updated { format!("All nodes are updated with {current}") } else { String::new() }),
             condition("Updating", updating, &if updating { format!("All nodes are updating to {}", pool.target) } else { String::new() }),
-            condition("NodeDegraded", degraded > 0, ""),
-            condition("Degraded", degraded > 0, ""),
+            condition("NodeDegraded", degraded > 0, &degraded_message),
+            condition("Degraded", degraded > 0, &degraded_message),
         ],
     })
 }
@@ -112,6 +121,7 @@ mod tests {
             current: current.into(),
             desired: desired.into(),
             state: state.into(),
+            reason: String::new(),
         }
     }
 

@@ -322,6 +322,11 @@ impl Node for EmbeddedNode {
         std::fs::set_permissions(&host, std::fs::Permissions::from_mode(mode)).map_err(|e| self.io(path, e))
     }
 
+    async fn create_dir(&self, path: &str) -> Result<(), NodeError> {
+        let host = self.host_path(path)?;
+        std::fs::create_dir_all(&host).map_err(|e| self.io(path, e))
+    }
+
     async fn remove(&self, path: &str) -> Result<(), NodeError> {
         let host = self.host_path(path)?;
         let result = if host.is_dir() {

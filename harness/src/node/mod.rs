@@ -70,6 +70,8 @@ pub trait Node: Send + Sync {
     /// Write a file (creating parent directories) with `mode`.
     async fn write(&self, path: &str, contents: &[u8], mode: u32) -> Result<(), NodeError>;
     async fn remove(&self, path: &str) -> Result<(), NodeError>;
+    /// Create a directory and its parents (mode 0755), as `mkdir -p` does.
+    async fn create_dir(&self, path: &str) -> Result<(), NodeError>;
     /// Names in a directory, sorted.
     async fn list(&self, dir: &str) -> Result<Vec<String>, NodeError>;
     /// `None` when the path does not exist.

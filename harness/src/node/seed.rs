@@ -14,6 +14,7 @@
 
 use super::{Node, NodeError};
 use crate::agent::common::{CURRENT_CONFIG_FILE, file_entry};
+use crate::agent::ocp_4_16::REGISTRY_CA_DIR;
 use crate::mco::{
     CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, KUBELET_CA_PATH, LAST_APPLIED_DRAIN, STATE, STATE_DONE,
 };
@@ -86,6 +87,8 @@ pub async fn seed_node(admin: &kube::Client, node: &dyn Node, seed: &NodeSeed<'_
         node.write(&path, &contents, mode).await?;
     }
     node.write(KUBELET_CA_PATH, seed.kubelet_ca, 0o644).await?;
+    // Present on an installed node; the 4.16 daemon writes registry CAs only where it exists.
+    node.create_dir(REGISTRY_CA_DIR).await?;
     let current = json!({"metadata": {"name": seed.rendered}, "spec": seed.rendered_spec});
     node.write(CURRENT_CONFIG_FILE, current.to_string().as_bytes(), 0o644)
         .await?;

@@ -91,6 +91,97 @@ impl Scenario {
         self.advance(time::Duration::ZERO).await
     }
 
+    /// Merge-patch ControllerConfig `machine-config-controller` (as the operator would write
+    /// it), let the cluster side settle, and wait until every node's agent synced the result or
+    /// marked its node Degraded (on 4.12, where no agent reads it, until the nodes converged).
+    pub async fn publish_controller_config(&self, patch: serde_json::Value) -> Result<(), ScenarioError> {
+        controller_configs(&self.admin)
+            .patch(
+                "machine-config-controller",
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(patch),
+            )
+            .await
+            .map_err(|e| ClusterError::kube("controllerconfig machine-config-controller".into(), e))?;
+        self.side.settle().await?;
+        if self.options.profile != Profile::Ocp416 {
+            return self.converge().await;
+        }
+        eventually(self.options.deadline, || async {
+            let cc_rv = controller_configs(&self.admin)
+                .get("machine-config-controller")
+                .await
+                .map_err(|e| e.to_string())?
+                .metadata
+                .resource_version
+                .unwrap_or_default();
+            for node in &self.nodes {
+                let a = self
+                    .node_annotations(node.name())
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let synced = a.get(LAST_SYNCED_CONTROLLER_CONFIG).cloned().unwrap_or_default();
+                if synced != cc_rv && a.get(STATE).map(String::as_str) != Some(STATE_DEGRADED) {
+                    return Err(format!(
+                        "node {} synced controllerconfig {synced:?}, current is {cc_rv}",
+                        node.name()
+                    ));
+                }
+            }
+            Ok(())
+        })
+        .await
+        .map_err(ScenarioError::NotConverged)
+    }
+
+    /// The ControllerConfig's spec.
+    pub async fn controller_config_spec(&self) -> Result<serde_json::Value, ScenarioError> {
+        let cc = controller_configs(&self.admin)
+            .get("machine-config-controller")
+            .await
+            .map_err(|e| ClusterError::kube("controllerconfig machine-config-controller".into(), e))?;
+        Ok(cc.data["spec"].clone())
+    }
+
+    /// Remove a Node's `node-role.kubernetes.io/<role>` labels.
+    pub async fn remove_role_labels(&self, node: &str) -> Result<(), ScenarioError> {
+        let api = Api::<NodeObject>::all(self.admin.clone());
+        let object = api
+            .get(node)
+            .await
+            .map_err(|e| ClusterError::kube(format!("node {node}"), e))?;
+        let removed: serde_json::Map<String, serde_json::Value> = object
+            .metadata
+            .labels
+            .unwrap_or_default()
+            .into_keys()
+            .filter(|k| k.starts_with("node-role.kubernetes.io/"))
+            .map(|k| (k, serde_json::Value::Null))
+            .collect();
+        api.patch(
+            node,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(serde_json::json!({"metadata": {"labels": removed}})),
+        )
+        .await
+        .map_err(|e| ClusterError::kube(format!("node {node}"), e))?;
+        Ok(())
+    }
+
+    /// Pause or unpause a pool (`spec.paused`), then wait for the cluster and nodes to follow.
+    pub async fn set_paused(&self, pool: &str, paused: bool) -> Result<(), ScenarioError> {
+        let patch = serde_json::json!({"spec": {"paused": paused}});
+        machine_config_pools(&self.admin)
+            .patch(
+                pool,
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(patch),
+            )
+            .await
+            .map_err(|e| ClusterError::kube(format!("machineconfigpool {pool}"), e))?;
+        self.advance(time::Duration::ZERO).await
+    }
+
     /// The CA the API server moves to on `rotate_api_serving_cert`, while it has not yet.
     pub fn next_serving_ca(&self) -> Option<String> {
         self.next_serving

@@ -119,6 +119,10 @@ pub struct Scenario {
     pub log: ClusterLog,
     stop: CancellationToken,
     next_serving: std::sync::Mutex<Option<fake_apiserver::ServingCert>>,
+    /// Where the machine-config controller serves `/metrics`.
+    pub metrics_addr: std::net::SocketAddr,
+    /// What a Prometheus scraping that endpoint at every clock stop has recorded.
+    prometheus: std::sync::Mutex<crate::cluster::metrics::Prometheus>,
 }
 
 fn fixture_err(e: impl std::fmt::Display) -> ScenarioError {
@@ -265,6 +269,12 @@ impl Scenario {
         }
         let stop = CancellationToken::new();
         side.clone().spawn(stop.clone());
+        let metrics_addr = side
+            .mcc
+            .metrics()
+            .serve(stop.clone())
+            .await
+            .map_err(|e| ScenarioError::ApiServer(format!("serving the controller's metrics: {e}")))?;
         let scenario = Scenario {
             options,
             server,
@@ -275,8 +285,11 @@ impl Scenario {
             log,
             stop,
             next_serving: std::sync::Mutex::new(Some(next_serving)),
+            metrics_addr,
+            prometheus: std::sync::Mutex::new(Default::default()),
         };
         scenario.await_kubelets().await?;
+        scenario.scrape_metrics().await?;
         Ok(scenario)
     }
 

@@ -20,10 +20,35 @@ impl Scenario {
             self.await_heartbeats().await?;
             self.side.settle().await?;
             self.converge().await?;
+            self.scrape_metrics().await?;
             if stop >= until {
                 return Ok(());
             }
         }
+    }
+
+    /// Scrape the controller's `/metrics` at the clock's now, as Prometheus would.
+    pub(super) async fn scrape_metrics(&self) -> Result<(), ScenarioError> {
+        let page = crate::cluster::metrics::scrape(self.metrics_addr)
+            .await
+            .map_err(ScenarioError::NotConverged)?;
+        self.prometheus
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .record(self.clock.now(), &page);
+        Ok(())
+    }
+
+    /// The state of a `MachineConfigControllerPausedPoolKubeletCA` rule for `pool` now.
+    pub fn paused_pool_alert(
+        &self,
+        severity: crate::cluster::metrics::Severity,
+        pool: &str,
+    ) -> crate::cluster::metrics::AlertState {
+        self.prometheus
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .alert(severity, pool, self.clock.now())
     }
 
     /// Every kubelet serving and its first node status posted.

@@ -116,3 +116,24 @@ async fn client_issued_by_previous(world: &mut ConformanceWorld, signer: String)
     anyhow::ensure!(!current, "{said}");
     Ok(())
 }
+
+/// Every kubelet refuses the kube-apiserver's own kubelet client certificate (what breaks
+/// `oc logs`, `exec` and `attach`), each with the TLS error it gave.
+#[then("no kubelet accepts the kube-apiserver's kubelet client certificate")]
+async fn kubelets_refuse_kube_apiserver(world: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let c = world.cluster()?;
+    let client = c
+        .certificate("openshift-kube-apiserver", "kubelet-client")
+        .await?;
+    for node in &c.nodes {
+        let addr = c.kubelet_address(node.name()).await?;
+        if probe(addr, &client.pem, &client.key_pem).await.is_ok() {
+            anyhow::bail!(
+                "{} accepts the kube-apiserver's kubelet client certificate (issued by {})",
+                node.name(),
+                client.issuer_common_name
+            );
+        }
+    }
+    Ok(())
+}

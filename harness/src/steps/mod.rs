@@ -11,6 +11,7 @@ pub mod drift;
 pub mod kubelet;
 pub mod node;
 pub mod pool;
+pub mod registry;
 pub mod serving;
 pub mod signer;
 pub mod time;
@@ -23,6 +24,7 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("harness/src/steps/kubelet.rs", include_str!("kubelet.rs")),
     ("harness/src/steps/node.rs", include_str!("node.rs")),
     ("harness/src/steps/pool.rs", include_str!("pool.rs")),
+    ("harness/src/steps/registry.rs", include_str!("registry.rs")),
     ("harness/src/steps/serving.rs", include_str!("serving.rs")),
     ("harness/src/steps/signer.rs", include_str!("signer.rs")),
     ("harness/src/steps/time.rs", include_str!("time.rs")),

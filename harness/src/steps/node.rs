@@ -73,3 +73,30 @@ async fn journal_shows(world: &mut ConformanceWorld, text: String) -> anyhow::Re
     }
     Ok(())
 }
+
+/// Whether every node's `/etc/kubernetes/kubelet-ca.crt` lists the signer's current
+/// certificate (as the API server holds it now).
+#[then(regex = r"^every node's kubelet-ca\.crt (lists|lacks) the current (\S+)$")]
+async fn kubelet_ca_lists(
+    world: &mut ConformanceWorld,
+    verdict: String,
+    signer: String,
+) -> anyhow::Result<()> {
+    let c = world.cluster()?;
+    let current = c
+        .certificate("openshift-kube-apiserver-operator", &signer)
+        .await?;
+    for node in &c.nodes {
+        let on_disk = String::from_utf8(node.read(KUBELET_CA_PATH).await?)?;
+        let names = subjects(&on_disk)?;
+        let lists = names.contains(&current.common_name);
+        ensure!(
+            lists == (verdict == "lists"),
+            "{}: kubelet-ca.crt {} {}: it holds {names:?}",
+            node.name(),
+            if lists { "lists" } else { "lacks" },
+            current.common_name
+        );
+    }
+    Ok(())
+}

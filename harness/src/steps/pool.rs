@@ -1,7 +1,9 @@
-//! Pools and rendered configs.
+//! Pools: rendered configs, pausing, the paused-pool metric and alert, certExpirys.
 
-use anyhow::ensure;
-use cucumber::then;
+use anyhow::{Context, ensure};
+use cucumber::{given, then, when};
+use harness::cluster::metrics::{PAUSED_POOL_KUBELET_CA, Severity, sample, scrape};
+use harness::pki::Clock;
 use harness::world::ConformanceWorld;
 
 /// How many `rendered-<pool>-<hash>` configs exist.
@@ -12,6 +14,116 @@ async fn rendered_configs(world: &mut ConformanceWorld, pool: String, count: usi
         names.len() == count,
         "{} rendered configs for pool {pool}: {names:?}",
         names.len()
+    );
+    Ok(())
+}
+
+/// The pool's `spec.paused` is true before anything else happens.
+#[given(regex = r"^the (\w+) pool is paused$")]
+async fn pool_is_paused(world: &mut ConformanceWorld, pool: String) -> anyhow::Result<()> {
+    world.cluster()?.set_paused(&pool, true).await?;
+    Ok(())
+}
+
+/// Pause or unpause the pool (`spec.paused`); the step ends when the cluster and the nodes
+/// have followed (an unpaused pool's nodes run its newest rendered config).
+#[when(regex = r"^the (\w+) pool is (paused|unpaused)$")]
+async fn pool_pauses(world: &mut ConformanceWorld, pool: String, what: String) -> anyhow::Result<()> {
+    world.cluster()?.set_paused(&pool, what == "paused").await?;
+    Ok(())
+}
+
+/// The gauge `machine_config_controller_paused_pool_kubelet_ca{pool}` on the machine-config
+/// controller's `/metrics` page (fetched over HTTP): 0, or the NotAfter in unix seconds of the
+/// signer's certificate when the cluster started (the one the paused pool's nodes still trust).
+#[then(
+    regex = r"^the controller's paused-pool kubelet CA metric for the (\w+) pool is (0|the expiry of the (\S+) the cluster started with)$"
+)]
+async fn paused_pool_metric(
+    world: &mut ConformanceWorld,
+    pool: String,
+    what: String,
+    signer: String,
+) -> anyhow::Result<()> {
+    let c = world.cluster()?;
+    let page = scrape(c.metrics_addr).await.map_err(anyhow::Error::msg)?;
+    let expected = if what == "0" {
+        0.0
+    } else {
+        let at_start = world
+            .signers_at_start
+            .get(&signer)
+            .with_context(|| format!("no certificate of {signer} was recorded when the cluster started"))?;
+        at_start.not_after.unix_timestamp() as f64
+    };
+    let seen = sample(&page, PAUSED_POOL_KUBELET_CA, ("pool", &pool));
+    ensure!(
+        seen == Some(expected),
+        "{PAUSED_POOL_KUBELET_CA}{{pool={pool:?}}} is {seen:?}, expected {expected}; the page:\n{page}"
+    );
+    Ok(())
+}
+
+/// The controller's `/metrics` page has no `machine_config_controller_paused_pool_kubelet_ca`
+/// (4.13 removed the gauge with its alert).
+#[then("the controller's metrics have no paused-pool kubelet CA gauge")]
+async fn no_paused_pool_metric(world: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let page = scrape(world.cluster()?.metrics_addr)
+        .await
+        .map_err(anyhow::Error::msg)?;
+    ensure!(
+        !page.contains(PAUSED_POOL_KUBELET_CA),
+        "the page has {PAUSED_POOL_KUBELET_CA}:\n{page}"
+    );
+    Ok(())
+}
+
+/// A rule of the alert `MachineConfigControllerPausedPoolKubeletCA` for the pool, evaluated at
+/// the scenario's simulated now over what a Prometheus scraping the controller at every clock
+/// stop recorded: warning when the gauge is above 0, critical when under 14 days remain, each
+/// `for: 60m` (inactive, pending, then firing).
+#[then(
+    regex = r"^the (warning|critical) alert MachineConfigControllerPausedPoolKubeletCA for the (\w+) pool is (inactive|pending|firing)$"
+)]
+async fn paused_pool_alert(
+    world: &mut ConformanceWorld,
+    severity: String,
+    pool: String,
+    expected: String,
+) -> anyhow::Result<()> {
+    let severity = if severity == "warning" {
+        Severity::Warning
+    } else {
+        Severity::Critical
+    };
+    let c = world.cluster()?;
+    let state = c.paused_pool_alert(severity, &pool);
+    ensure!(
+        state.to_string() == expected,
+        "the {severity:?} rule for pool {pool} is {state} at {}, expected {expected}",
+        harness::pki::rfc3339(c.clock.now())
+    );
+    Ok(())
+}
+
+/// The pool's `status.certExpirys` (4.14+) lists the signer's current certificate with its
+/// expiry.
+#[then(regex = r"^the (\w+) pool's certExpirys list the current (\S+)$")]
+async fn cert_expirys(world: &mut ConformanceWorld, pool: String, signer: String) -> anyhow::Result<()> {
+    let c = world.cluster()?;
+    let current = c
+        .certificate("openshift-kube-apiserver-operator", &signer)
+        .await?;
+    let status = c.pool_status(&pool).await?;
+    let listed = status["certExpirys"].as_array().cloned().unwrap_or_default();
+    let expiry = harness::pki::rfc3339(current.not_after);
+    ensure!(
+        listed.iter().any(|e| e["subject"]
+            .as_str()
+            .is_some_and(|s| s.contains(&current.common_name))
+            && e["expiry"] == expiry.as_str()),
+        "pool {pool} certExpirys has no {} expiring {expiry}: {listed:?}",
+        current.common_name
     );
     Ok(())
 }

@@ -1,0 +1,87 @@
+# Encodes: MCO release-4.12 pkg/controller/node/node_controller.go (a paused pool's nodes keep
+# their desiredConfig; setPendingFileMetrics), pkg/controller/render (renders whatever
+# `paused` says), pkg/controller/common/metrics.go (machine_config_controller_paused_pool_kubelet_ca),
+# install/0000_90_machine-config-operator_01_prometheus-rules.yaml (group
+# mcc-paused-pool-kubelet-ca), e2e TestMCCPausedKubeletCAAlert; release-4.16
+# pkg/daemon/certificate_writer.go (never reads `paused`) and pkg/controller/node/status.go
+# (certExpirys), e2e TestMCDRotatesCertsOnPausedPool; library-go certrotation target.go (when the
+# kube-apiserver's kubelet client certificate is re-issued). See shared/notes/mco-source.md §1–§3.
+@paused-pools
+Feature: A paused pool during a signer rotation
+  Pausing a pool stops its nodes from moving to new rendered configs. On 4.12 the kubelet CA
+  bundle travels in a rendered config, so a paused pool holds it back: the controller's metric
+  and alert say so, and once the kube-apiserver presents a client certificate from the new
+  signer, the paused kubelets refuse it (oc logs, exec and attach break) until the pool is
+  unpaused. From 4.13 the daemon writes the bundle itself, through the pause, and the metric and
+  alert are gone.
+
+  # The forced rotation comes a minute after install (the step lets a minute pass first). The
+  # paused pool gets the new rendered config but its node stays on the old one, so the gauge is
+  # the expiry of the newest kubelet signer in the old config: the one the cluster started with.
+  # The warning rule (gauge > 0, for 60m) fires 60 minutes after that. The kube-apiserver's
+  # kubelet client certificate (refresh 15 days, library-go target rule) was issued at install
+  # by the old signer, which stays in the bundle; it is re-issued, by the new signer, 15 days
+  # = 360 hours after install: at hour 359 (plus the minutes above) the kubelet still accepts
+  # it, at hour 360 it refuses it. Unpausing brings the bundle and the gauge back to 0.
+  @ocp-4.12
+  Scenario: On 4.12 a paused pool holds the new bundle back until oc logs breaks at hour 360
+    Given a fresh cluster with 1 worker node
+    And the worker pool is paused
+    When the kube-apiserver-to-kubelet-signer is rotated by force
+    Then the worker pool has 2 rendered configs
+    And every node's kubelet-ca.crt lacks the current kube-apiserver-to-kubelet-signer
+    And the controller's paused-pool kubelet CA metric for the worker pool is the expiry of the kube-apiserver-to-kubelet-signer the cluster started with
+    And the warning alert MachineConfigControllerPausedPoolKubeletCA for the worker pool is pending
+    When 59 minutes pass
+    Then the warning alert MachineConfigControllerPausedPoolKubeletCA for the worker pool is pending
+    When 1 minute passes
+    Then the warning alert MachineConfigControllerPausedPoolKubeletCA for the worker pool is firing
+    And the critical alert MachineConfigControllerPausedPoolKubeletCA for the worker pool is inactive
+    When 358 hours pass
+    Then every kubelet accepts the kube-apiserver's kubelet client certificate
+    When 1 hour passes
+    Then the kube-apiserver's kubelet client certificate is issued by the current kube-apiserver-to-kubelet-signer
+    And no kubelet accepts the kube-apiserver's kubelet client certificate
+    And no node has rebooted
+    When the worker pool is unpaused
+    Then every node's kubelet-ca.crt lists the current kube-apiserver-to-kubelet-signer
+    And every kubelet accepts the kube-apiserver's kubelet client certificate
+    And the controller's paused-pool kubelet CA metric for the worker pool is 0
+    And the warning alert MachineConfigControllerPausedPoolKubeletCA for the worker pool is inactive
+
+  # The signer is 290 days old: the 80 % rule rotates it 2 days in, and the old one expires at
+  # day 75 (365 - 290). The critical rule holds once under 14 days remain, after day 61, and
+  # fires 60 minutes later: inactive at day 60, pending at day 61 plus 30 minutes, firing at
+  # day 61 plus 90 minutes.
+  @ocp-4.12
+  Scenario: On 4.12 the critical alert fires an hour into the paused pool's last 14 days
+    Given a cluster in the starting state "signer-290-days-old" with 1 worker node
+    And the worker pool is paused
+    When 3 days pass
+    Then the kube-apiserver-to-kubelet-signer has rotated
+    And the controller's paused-pool kubelet CA metric for the worker pool is the expiry of the kube-apiserver-to-kubelet-signer the cluster started with
+    And the warning alert MachineConfigControllerPausedPoolKubeletCA for the worker pool is firing
+    When 57 days pass
+    Then the critical alert MachineConfigControllerPausedPoolKubeletCA for the worker pool is inactive
+    When 1470 minutes pass
+    Then the critical alert MachineConfigControllerPausedPoolKubeletCA for the worker pool is pending
+    When 1 hour passes
+    Then the critical alert MachineConfigControllerPausedPoolKubeletCA for the worker pool is firing
+
+  # The certificate writer ignores `paused`: the bundle is on disk with no new rendered config
+  # and no reboot, and when the kube-apiserver's client certificate is re-issued by the new
+  # signer (day 15) the kubelet accepts it.
+  @ocp-4.16
+  Scenario: On 4.16 the bundle reaches a paused pool's nodes with no new rendered config
+    Given a fresh cluster with 1 worker node
+    And the worker pool is paused
+    When the kube-apiserver-to-kubelet-signer is rotated by force
+    Then every node's kubelet-ca.crt lists the current kube-apiserver-to-kubelet-signer
+    And every node's kubelet-ca.crt equals "kube-apiserver-client-ca"
+    And the worker pool has 1 rendered config
+    And the worker pool's certExpirys list the current kube-apiserver-to-kubelet-signer
+    And the controller's metrics have no paused-pool kubelet CA gauge
+    When 15 days pass
+    Then the kube-apiserver's kubelet client certificate is issued by the current kube-apiserver-to-kubelet-signer
+    And every kubelet accepts the kube-apiserver's kubelet client certificate
+    And no node has rebooted

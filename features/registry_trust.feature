@@ -1,0 +1,59 @@
+# Encodes: MCO release-4.16 pkg/daemon/certificate_writer.go (the registry CA block under
+# /etc/docker/certs.d: "does not exist yet", stale directories removed, ".." read as ":";
+# syncOSImagePullSecrets: /etc/mco/internal-registry-pull-secret.json merged with
+# /run/secrets/os-image-pull-secrets/<role>, the mounted secret winning, an error for a node
+# with no role), unit test TestImagePullSecretReconciliation, e2e TestImageRegistryMergedCM and
+# TestInternalImageRegistryPullSecret. See shared/notes/mco-source.md §2.
+@registry-trust @ocp-4.16
+Feature: Registry trust written from ControllerConfig
+  On 4.16 the daemon's certificate writer also writes what the container runtime trusts for
+  image registries: each registry CA of the ControllerConfig in its own directory under
+  /etc/docker/certs.d, and the internal registry's pull secret. Neither needs a rendered config
+  or a reboot.
+
+  # The directory name is the ControllerConfig's file name with ".." read as ":" (a ConfigMap
+  # key cannot hold ":"), so "image-registry.svc..5000" serves host image-registry.svc:5000.
+  # Publishing a list without a CA removes that CA's directory.
+  Scenario: Registry CAs land under /etc/docker/certs.d and stale ones leave
+    Given a fresh cluster with 1 worker node
+    When the image registry CAs "registry.example.com" and "image-registry.svc..5000" are published
+    Then every node has the registry CA "registry.example.com" in /etc/docker/certs.d/registry.example.com/ca.crt
+    And every node has the registry CA "image-registry.svc..5000" in /etc/docker/certs.d/image-registry.svc:5000/ca.crt
+    When the image registry CA "registry.example.com" is published
+    Then no node has the path /etc/docker/certs.d/image-registry.svc:5000
+    And every node has the registry CA "registry.example.com" in /etc/docker/certs.d/registry.example.com/ca.crt
+    And no node has rebooted
+
+  Scenario: Without /etc/docker/certs.d no registry CA is written
+    Given a fresh cluster with 1 worker node
+    When /etc/docker/certs.d is removed from every node
+    And the image registry CA "registry.example.com" is published
+    Then no node has the path /etc/docker/certs.d
+    And every node's journal shows "/etc/docker/certs.d does not exist yet"
+
+  # A ControllerConfig is input from outside the node: a file name with a "/" would put the CA
+  # outside /etc/docker/certs.d (or anywhere, if absolute), so it is refused and the others are
+  # still written.
+  Scenario: A registry CA whose file name would leave the directory is refused
+    Given a fresh cluster with 1 worker node
+    When the image registry CAs "/etc/mco-conformance-escape" and "registry.example.com" are published
+    Then no node has the path /etc/mco-conformance-escape
+    And no node has the path /etc/docker/certs.d/etc
+    And every node has the registry CA "registry.example.com" in /etc/docker/certs.d/registry.example.com/ca.crt
+    And every node's journal shows "refusing image registry CA"
+
+  Scenario: The internal registry pull secret is merged with the role's mounted one
+    Given a fresh cluster with 1 worker node
+    And every node has a mounted worker pull secret with credentials for "quay.io" and "registry.example.com"
+    When the internal registry pull secret holds credentials for "image-registry.openshift-image-registry.svc:5000" and "registry.example.com"
+    Then every node's internal registry pull secret has credentials for "image-registry.openshift-image-registry.svc:5000" from the ControllerConfig
+    And every node's internal registry pull secret has credentials for "registry.example.com" from the mounted secret
+    And every node's internal registry pull secret has credentials for "quay.io" from the mounted secret
+    And no node has rebooted
+
+  Scenario: A node with no role label gets an error, not a silent skip
+    Given a fresh cluster with 1 worker node
+    When every node loses its node-role label
+    And the internal registry pull secret holds credentials for "image-registry.openshift-image-registry.svc:5000"
+    Then every node is Degraded with the reason "has no node-role.kubernetes.io/<role> label"
+    And no node has the path /etc/mco/internal-registry-pull-secret.json
