@@ -168,6 +168,22 @@ impl Scenario {
         Ok(())
     }
 
+    /// The bootstrap node hands over: `kube-system/bootstrap` appears, and from then on the 4.16
+    /// operator takes the kubelet CA bundle from `kube-apiserver-client-ca`. Waits for the
+    /// cluster and nodes to follow.
+    pub async fn complete_bootstrap(&self) -> Result<(), ScenarioError> {
+        let (ns, name) = crate::cluster::operator::BOOTSTRAP_CONFIGMAP;
+        let object: ConfigMap = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "namespace": ns}, "data": {"status": "complete"}
+        }))
+        .map_err(fixture_err)?;
+        Api::<ConfigMap>::namespaced(self.admin.clone(), ns)
+            .create(&kube::api::PostParams::default(), &object)
+            .await
+            .map_err(|e| ClusterError::kube(format!("configmap {ns}/{name}"), e))?;
+        self.advance(time::Duration::ZERO).await
+    }
+
     /// Pause or unpause a pool (`spec.paused`), then wait for the cluster and nodes to follow.
     pub async fn set_paused(&self, pool: &str, paused: bool) -> Result<(), ScenarioError> {
         let patch = serde_json::json!({"spec": {"paused": paused}});

@@ -58,6 +58,9 @@ pub struct ScenarioOptions {
     pub deadline: Duration,
     /// The agent each node runs.
     pub agent: AgentKind,
+    /// Whether the bootstrap node has handed over (`kube-system/bootstrap` exists) when the
+    /// scenario starts. When not, the nodes run the configs the bootstrap MCO rendered.
+    pub bootstrap_complete: bool,
 }
 
 /// Which agent runs on the nodes.
@@ -83,8 +86,39 @@ impl ScenarioOptions {
             fixtures: default_fixtures(),
             deadline: Duration::from_secs(30),
             agent: AgentKind::Reference,
+            bootstrap_complete: true,
         }
     }
+}
+
+/// What the bootstrap MCO renders for each pool (`pkg/operator/bootstrap.go`): the templates
+/// over the installed ControllerConfig with the kubelet CA bundle of a cluster whose bootstrap
+/// has not completed, merged and named as the render controller does. The in-cluster
+/// controller must arrive at the same names (PR #3513), or nodes look for a config that does
+/// not exist.
+async fn bootstrap_renders(
+    admin: &kube::Client,
+    templates: &Templates,
+    profile: Profile,
+    operator: &crate::cluster::Operator,
+) -> Result<BTreeMap<String, (String, serde_json::Value)>, ScenarioError> {
+    let bundle = crate::cluster::kubelet_ca_bundle(profile, &operator.sources().await?)?;
+    let cc = controller_configs(admin)
+        .get("machine-config-controller")
+        .await
+        .map_err(|e| ClusterError::kube("controllerconfig".into(), e))?;
+    let mut cc_spec = cc.data["spec"].clone();
+    cc_spec["kubeAPIServerServingCAData"] = base64::engine::general_purpose::STANDARD.encode(bundle).into();
+    let mut out = BTreeMap::new();
+    for role in &templates.roles {
+        let templated = crate::cluster::render::template_machine_config(templates, profile, role, &cc_spec);
+        let spec = crate::cluster::render::merge_machine_configs(&[templated]);
+        out.insert(
+            role.clone(),
+            (crate::cluster::render::rendered_name(role, &spec), spec),
+        );
+    }
+    Ok(out)
 }
 
 /// `fixtures/` of this repository.
@@ -121,6 +155,9 @@ pub struct Scenario {
     next_serving: std::sync::Mutex<Option<fake_apiserver::ServingCert>>,
     /// Where the machine-config controller serves `/metrics`.
     pub metrics_addr: std::net::SocketAddr,
+    /// Per pool, the rendered config the bootstrap MCO made, when the scenario started before
+    /// the bootstrap node handed over.
+    pub bootstrap_rendered: BTreeMap<String, String>,
     /// What a Prometheus scraping that endpoint at every clock stop has recorded.
     prometheus: std::sync::Mutex<crate::cluster::metrics::Prometheus>,
 }
@@ -172,7 +209,13 @@ impl Scenario {
         let side = Arc::new(ClusterSide::new(
             SignerRotation::new(admin.clone(), catalogue, profile, clock.clone(), log.clone()),
             Operator::new(admin.clone(), profile, clock.clone(), log.clone()),
-            MachineConfigController::new(admin.clone(), templates, profile, clock.clone(), log.clone()),
+            MachineConfigController::new(
+                admin.clone(),
+                templates.clone(),
+                profile,
+                clock.clone(),
+                log.clone(),
+            ),
             NodeLifecycle::new(admin.clone(), clock.clone(), log.clone()),
             log.clone(),
             clock.clone(),
@@ -184,9 +227,14 @@ impl Scenario {
             &side.signers,
             &state,
             &server.ca_pem(),
-            true,
+            options.bootstrap_complete,
         )
         .await?;
+        let bootstrap = if options.bootstrap_complete {
+            BTreeMap::new()
+        } else {
+            bootstrap_renders(&admin, &templates, profile, &side.operator).await?
+        };
         side.settle().await?;
         let cc = controller_configs(&admin)
             .get("machine-config-controller")
@@ -211,16 +259,23 @@ impl Scenario {
                 .get(role)
                 .await
                 .map_err(|e| ClusterError::kube(format!("machineconfigpool {role}"), e))?;
-            let rendered = pool.data["spec"]["configuration"]["name"]
-                .as_str()
-                .unwrap_or("")
-                .to_string();
-            let spec = machine_configs(&admin)
-                .get(&rendered)
-                .await
-                .map_err(|e| ClusterError::kube(format!("machineconfig {rendered}"), e))?
-                .data["spec"]
-                .clone();
+            let (rendered, spec) = match bootstrap.get(role) {
+                // Nodes boot with what the bootstrap MCO served, whatever the cluster renders.
+                Some((name, spec)) => (name.clone(), spec.clone()),
+                None => {
+                    let rendered = pool.data["spec"]["configuration"]["name"]
+                        .as_str()
+                        .unwrap_or("")
+                        .to_string();
+                    let spec = machine_configs(&admin)
+                        .get(&rendered)
+                        .await
+                        .map_err(|e| ClusterError::kube(format!("machineconfig {rendered}"), e))?
+                        .data["spec"]
+                        .clone();
+                    (rendered, spec)
+                }
+            };
             for i in 0..*count {
                 let name = format!("{role}-{i}");
                 let node = EmbeddedNode::new(&name, &[KUBELET_UNIT, CRIO_UNIT, AGENT_UNIT], clock.clone())
@@ -286,6 +341,10 @@ impl Scenario {
             stop,
             next_serving: std::sync::Mutex::new(Some(next_serving)),
             metrics_addr,
+            bootstrap_rendered: bootstrap
+                .into_iter()
+                .map(|(pool, (name, _))| (pool, name))
+                .collect(),
             prometheus: std::sync::Mutex::new(Default::default()),
         };
         scenario.await_kubelets().await?;

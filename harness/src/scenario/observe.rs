@@ -101,6 +101,15 @@ impl Scenario {
         Ok(object.metadata.annotations.unwrap_or_default())
     }
 
+    /// A MachineConfigPool's spec.
+    pub async fn pool_spec(&self, pool: &str) -> Result<serde_json::Value, ScenarioError> {
+        let object = machine_config_pools(&self.admin)
+            .get(pool)
+            .await
+            .map_err(|e| ClusterError::kube(format!("machineconfigpool {pool}"), e))?;
+        Ok(object.data["spec"].clone())
+    }
+
     /// A MachineConfigPool's status.
     pub async fn pool_status(&self, pool: &str) -> Result<serde_json::Value, ScenarioError> {
         let object = machine_config_pools(&self.admin)

@@ -1,6 +1,7 @@
 //! Starting a scenario's cluster.
 
-use cucumber::given;
+use anyhow::Context;
+use cucumber::{given, then, when};
 use harness::node::Node;
 use harness::scenario::{Scenario, ScenarioOptions};
 use harness::world::ConformanceWorld;
@@ -9,6 +10,10 @@ async fn start(world: &mut ConformanceWorld, state: &str, workers: usize) -> any
     let mut options = ScenarioOptions::new(world.profile);
     options.starting_state = state.to_string();
     options.nodes = vec![("worker".to_string(), workers)];
+    start_with(world, options).await
+}
+
+async fn start_with(world: &mut ConformanceWorld, options: ScenarioOptions) -> anyhow::Result<()> {
     let scenario = Scenario::start(options).await?;
     for node in &scenario.nodes {
         world
@@ -35,6 +40,59 @@ async fn start(world: &mut ConformanceWorld, state: &str, workers: usize) -> any
 #[given(expr = "a fresh cluster with {int} worker node(s)")]
 async fn fresh_cluster(world: &mut ConformanceWorld, workers: usize) -> anyhow::Result<()> {
     start(world, "fresh-install", workers).await
+}
+
+/// A freshly installed cluster whose bootstrap node has not handed over yet
+/// (`kube-system/bootstrap` is missing): its nodes run the configs the bootstrap MCO rendered.
+#[given(expr = "a cluster installed from its bootstrap node with {int} worker node(s)")]
+async fn bootstrap_cluster(world: &mut ConformanceWorld, workers: usize) -> anyhow::Result<()> {
+    let mut options = ScenarioOptions::new(world.profile);
+    options.nodes = vec![("worker".to_string(), workers)];
+    options.bootstrap_complete = false;
+    start_with(world, options).await
+}
+
+/// The bootstrap node hands over (`kube-system/bootstrap` appears); the step ends when the
+/// cluster and the nodes have followed.
+#[when("the bootstrap node hands over")]
+async fn bootstrap_hands_over(world: &mut ConformanceWorld) -> anyhow::Result<()> {
+    world.cluster()?.complete_bootstrap().await?;
+    Ok(())
+}
+
+/// Every node runs the rendered config the bootstrap MCO made for its pool, that config exists
+/// in the cluster, and the pool targets it: the in-cluster controller rendered the same name.
+#[then("every node runs the bootstrap rendered config")]
+async fn runs_bootstrap_config(world: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let c = world.cluster()?;
+    let pool = "worker";
+    let bootstrap = c
+        .bootstrap_rendered
+        .get(pool)
+        .context("this cluster did not start from a bootstrap node")?;
+    let rendered = c.rendered_configs(pool).await?;
+    anyhow::ensure!(
+        rendered.contains(bootstrap),
+        "the cluster has no {bootstrap} (the bootstrap render); it has {rendered:?}"
+    );
+    let target = c.pool_spec(pool).await?["configuration"]["name"].clone();
+    anyhow::ensure!(
+        target == bootstrap.as_str(),
+        "pool {pool} targets {target}, not the bootstrap render {bootstrap}"
+    );
+    for node in &c.nodes {
+        let current = c
+            .node_annotations(node.name())
+            .await?
+            .get(harness::mco::CURRENT_CONFIG)
+            .cloned();
+        anyhow::ensure!(
+            current.as_deref() == Some(bootstrap.as_str()),
+            "{} runs {current:?}, not the bootstrap render {bootstrap}",
+            node.name()
+        );
+    }
+    Ok(())
 }
 
 /// A cluster whose certificates are as old as a state of fixtures/starting-states.yaml says.

@@ -70,11 +70,13 @@ async fn force_file(world: &mut ConformanceWorld) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// How every node applied the change, from its journal and boot id: "no reboot", "a crio
-/// reload", "a crio restart" or "a reboot".
+/// How every node applied the change, from its journal and boot id: "no reboot" (and no
+/// drain: the drain controller was never asked to drain it), "a crio reload", "a crio restart"
+/// or "a reboot" (after a drain).
 #[then(regex = r"^every node applied it with (no reboot|a crio reload|a crio restart|a reboot)$")]
 async fn applied_with(world: &mut ConformanceWorld, action: String) -> anyhow::Result<()> {
-    for node in &world.cluster()?.nodes {
+    let c = world.cluster()?;
+    for node in &c.nodes {
         let lines = node.journal_since(world.marks[node.name()]).await;
         let has = |text: &str| lines.iter().any(|l| l.contains(text));
         let rebooted = node.boot_id().await != world.boot_ids[node.name()];
@@ -95,6 +97,17 @@ async fn applied_with(world: &mut ConformanceWorld, action: String) -> anyhow::R
             node.name(),
             lines[lines.len().saturating_sub(25)..].join("\n")
         );
+        let drained = format!("node {}: drain-", node.name());
+        let was_drained = c.log.lines().iter().any(|l| l.contains(&drained));
+        match action.as_str() {
+            "no reboot" => ensure!(
+                !was_drained,
+                "{} was drained for a change that needs no reboot",
+                node.name()
+            ),
+            "a reboot" => ensure!(was_drained, "{} rebooted without a drain", node.name()),
+            _ => {}
+        }
     }
     Ok(())
 }
