@@ -29,7 +29,6 @@ Feature: Registry trust written from ControllerConfig
     When /etc/docker/certs.d is removed from every node
     And the image registry CA "registry.example.com" is published
     Then no node has the path /etc/docker/certs.d
-    And every node's journal shows "/etc/docker/certs.d does not exist yet"
 
   # A ControllerConfig is input from outside the node: a file name with a "/" would put the CA
   # outside /etc/docker/certs.d (or anywhere, if absolute), so it is refused and the others are
@@ -40,7 +39,6 @@ Feature: Registry trust written from ControllerConfig
     Then no node has the path /etc/mco-conformance-escape
     And no node has the path /etc/docker/certs.d/etc
     And every node has the registry CA "registry.example.com" in /etc/docker/certs.d/registry.example.com/ca.crt
-    And every node's journal shows "refusing image registry CA"
 
   Scenario: The internal registry pull secret is merged with the role's mounted one
     Given a fresh cluster with 1 worker node

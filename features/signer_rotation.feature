@@ -52,6 +52,7 @@ Feature: kube-apiserver-to-kubelet-signer rotation
       | 1        |
 
   # Each profile's daemon logs its own path.
+  @mco-logs
   Scenario Outline: The journal shows each profile's log lines
     Given a fresh cluster with 2 worker nodes
     When the kube-apiserver-to-kubelet-signer is rotated by force

@@ -40,16 +40,15 @@ fn config() -> Result<RunConfig, String> {
         }
     };
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    Ok(RunConfig {
-        profiles,
-        tags: option(&args, "--tags", "MCO_CONFORMANCE_TAGS"),
-        nodes,
-        paths: vec![root.join("features")],
-        report_dir: root.join("target").join("conformance"),
-        concurrency: 4,
-        junit: None,
-        json: None,
-    })
+    let mut config = RunConfig::new(
+        vec![root.join("features")],
+        root.join("target").join("conformance"),
+    );
+    config.profiles = profiles;
+    config.tags = option(&args, "--tags", "MCO_CONFORMANCE_TAGS");
+    config.nodes = nodes;
+    config.command = "cargo test --test conformance".into();
+    Ok(config)
 }
 
 #[tokio::main]

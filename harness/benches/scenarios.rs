@@ -13,7 +13,7 @@ mod steps;
 
 use anyhow::{Context, Result, bail};
 use harness::Profile;
-use harness::runner::{Nodes, RunConfig, run};
+use harness::runner::{RunConfig, run};
 use harness::scenario::{Scenario, ScenarioOptions};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -78,16 +78,7 @@ async fn feature_wall(root: &Path, path: PathBuf) -> Result<(Duration, usize)> {
     let mut best = Duration::MAX;
     let mut scenarios = 0;
     for _ in 0..FEATURE_RUNS {
-        let config = RunConfig {
-            profiles: Profile::ALL.to_vec(),
-            tags: None,
-            nodes: Nodes::Embedded,
-            paths: vec![path.clone()],
-            report_dir: root.join("target").join("conformance-bench"),
-            concurrency: 4,
-            junit: None,
-            json: None,
-        };
+        let config = RunConfig::new(vec![path.clone()], root.join("target").join("conformance-bench"));
         let started = Instant::now();
         let summary = run(&config).await.context("running the features")?;
         let took = started.elapsed();

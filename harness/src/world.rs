@@ -19,6 +19,10 @@ pub struct ConformanceWorld {
     pub boot_ids: BTreeMap<String, String>,
     /// Per signer name: the certificate it held when the cluster was up.
     pub signers_at_start: BTreeMap<String, IssuedCert>,
+    /// The agent the run puts on every node.
+    pub agent: crate::scenario::AgentKind,
+    /// How long steps wait for the cluster and the agents.
+    pub deadline: std::time::Duration,
     /// Per (node, path): the contents and mode a step found before it edited the file.
     pub originals: BTreeMap<(String, String), (Vec<u8>, u32)>,
 }
@@ -45,6 +49,8 @@ impl ConformanceWorld {
             boot_ids: BTreeMap::new(),
             signers_at_start: BTreeMap::new(),
             originals: BTreeMap::new(),
+            agent: crate::scenario::AgentKind::Reference,
+            deadline: std::time::Duration::from_secs(30),
         }
     }
 

@@ -116,3 +116,88 @@ fn reports_go_where_asked_one_document_per_profile_over_every_file() {
         assert_eq!(doc.as_array().map(Vec::len), Some(2), "both features: {text}");
     }
 }
+
+#[test]
+fn bad_agent_options_exit_2_naming_the_option() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["--agent-arg", "-v"], "--agent-arg needs --agent-binary"),
+        (
+            &["--agent-binary", "/no/such/agent"],
+            "--agent-binary /no/such/agent: no such file",
+        ),
+        (
+            &["--agent-timeout", "soon"],
+            "--agent-timeout \"soon\": invalid duration",
+        ),
+        (
+            &["--agent-timeout", "0s"],
+            "--agent-timeout \"0s\": must be positive",
+        ),
+        (
+            &["--agent-image", "example.com/agent:1"],
+            "--agent-image needs container nodes",
+        ),
+    ];
+    for (args, expected) in cases {
+        let out = Command::new(BIN).arg("run").args(*args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+}
+
+/// A run with an agent binary writes the conformance report: the agent's sha256 and version,
+/// the verdict, every scenario's result, and the command that reproduces it.
+#[test]
+fn a_run_with_an_agent_binary_writes_the_conformance_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.yaml");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let out = Command::new(BIN)
+        .current_dir(root)
+        .args([
+            "run",
+            "--profile",
+            "ocp-4.12",
+            "--tags",
+            "@kubelet-restart",
+            "--agent-timeout",
+            "45s",
+        ])
+        .arg("--report-dir")
+        .arg(dir.path())
+        .arg("--agent-binary")
+        .arg(env!("CARGO_BIN_EXE_mco-reference-daemon"))
+        .arg("--report")
+        .arg(&report)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let yaml: serde_yaml::Value = serde_yaml::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(yaml["kind"].as_str(), Some("ConformanceReport"));
+    assert_eq!(yaml["verdict"].as_str(), Some("passed"));
+    assert_eq!(yaml["claimedProfiles"][0].as_str(), Some("ocp-4.12"));
+    assert_eq!(
+        yaml["agent"]["version"].as_str(),
+        Some(concat!("mco-reference-daemon ", env!("CARGO_PKG_VERSION")))
+    );
+    assert_eq!(yaml["agent"]["sha256"].as_str().map(str::len), Some(64));
+    let scenarios = yaml["results"][0]["features"][0]["scenarios"]
+        .as_sequence()
+        .unwrap();
+    assert!(
+        scenarios.len() >= 2 && scenarios.iter().all(|s| s["result"].as_str() == Some("passed")),
+        "{scenarios:?}"
+    );
+    assert!(
+        yaml["reproduce"].as_str().unwrap().contains("--agent-binary"),
+        "{:?}",
+        yaml["reproduce"]
+    );
+}

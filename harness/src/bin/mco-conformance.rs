@@ -12,6 +12,7 @@ mod steps;
 use clap::{Parser, Subcommand};
 use harness::Profile;
 use harness::runner::{Nodes, RunConfig, RunError, run};
+use harness::scenario::AgentKind;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -26,6 +27,8 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
+// Parsed once per process: the size of the `Run` variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 enum Command {
     /// Run features (default: every feature under ./features, both profiles, embedded nodes).
     Run {
@@ -51,6 +54,25 @@ enum Command {
         /// Scenarios run at once.
         #[arg(long, default_value_t = 4)]
         concurrency: usize,
+        /// Run this binary as the agent on every node, with the agent contract's environment
+        /// (KUBECONFIG, NODE_NAME, MCO_NODE_ROOT, MCO_PROFILE, systemctl on PATH). On embedded
+        /// nodes it runs as a host process and must honour MCO_NODE_ROOT.
+        #[arg(long)]
+        agent_binary: Option<PathBuf>,
+        /// An argument for the agent binary (repeat for more).
+        #[arg(long = "agent-arg", allow_hyphen_values = true)]
+        agent_args: Vec<String>,
+        /// An image built FROM the node image whose entrypoint is the agent (container nodes).
+        #[arg(long)]
+        agent_image: Option<String>,
+        /// How long a step waits for the cluster and the agents ("30s", "2m"): an agent whose
+        /// first ControllerConfig sync takes a minute needs more than the default.
+        #[arg(long, default_value = "30s")]
+        agent_timeout: String,
+        /// Write a YAML conformance report here (profile, agent and its sha256, every
+        /// scenario's result, failures, the command to reproduce).
+        #[arg(long)]
+        report: Option<PathBuf>,
         /// Feature files or directories.
         #[arg(default_value = "features")]
         features: Vec<PathBuf>,
@@ -107,6 +129,11 @@ async fn main() -> ExitCode {
             junit,
             json,
             concurrency,
+            agent_binary,
+            agent_args,
+            agent_image,
+            agent_timeout,
+            report,
             features,
         } => {
             let profiles = match profile.as_str() {
@@ -125,16 +152,67 @@ async fn main() -> ExitCode {
                     ));
                 }
             };
-            let config = RunConfig {
-                profiles,
-                tags,
-                nodes,
-                paths: features,
-                report_dir,
-                junit,
-                json,
-                concurrency,
+            if agent_image.is_some() {
+                return bad(
+                    "--agent-image needs container nodes (--nodes container), which this build does not have yet",
+                );
+            }
+            let agent_timeout = match harness::pki::duration::parse_duration(&agent_timeout) {
+                Ok(d) if d.is_positive() => std::time::Duration::from_secs(d.whole_seconds().max(1) as u64),
+                Ok(_) => return bad(format!("--agent-timeout {agent_timeout:?}: must be positive")),
+                Err(e) => return bad(format!("--agent-timeout {agent_timeout:?}: {e}")),
             };
+            let agent = match agent_binary {
+                None if !agent_args.is_empty() => return bad("--agent-arg needs --agent-binary"),
+                None => AgentKind::Reference,
+                Some(path) => {
+                    if !path.is_file() {
+                        return bad(format!("--agent-binary {}: no such file", path.display()));
+                    }
+                    let Some(shim) = std::env::current_exe()
+                        .ok()
+                        .map(|exe| exe.with_file_name("mco-node-systemctl"))
+                        .filter(|shim| shim.is_file())
+                    else {
+                        return bad(
+                            "mco-node-systemctl (the agent's systemctl on embedded nodes) is not beside this binary: build the workspace's binaries (cargo build --release)",
+                        );
+                    };
+                    if nodes == Nodes::Embedded {
+                        eprintln!(
+                            "mco-conformance: embedded nodes run {} as a host process: it must keep every node path under MCO_NODE_ROOT (an agent that writes absolute paths needs container nodes)",
+                            path.display()
+                        );
+                    }
+                    AgentKind::Binary {
+                        path: std::fs::canonicalize(&path).unwrap_or(path),
+                        args: agent_args,
+                        systemctl_shim: shim,
+                    }
+                }
+            };
+            let mut config = RunConfig::new(features, report_dir);
+            config.profiles = profiles;
+            config.tags = tags;
+            config.nodes = nodes;
+            config.junit = junit;
+            config.json = json;
+            config.concurrency = concurrency;
+            config.agent = agent;
+            config.agent_timeout = agent_timeout;
+            config.report = report;
+            config.command = std::env::args()
+                .map(|a| {
+                    if a.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "-_./=:@,".contains(c))
+                    {
+                        a
+                    } else {
+                        format!("'{}'", a.replace('\'', "'\\''"))
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" ");
             match run(&config).await {
                 Ok(summary) if summary.failed == 0 => ExitCode::SUCCESS,
                 Ok(_) => ExitCode::FAILURE,

@@ -7,6 +7,10 @@ use tokio_util::sync::CancellationToken;
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    if std::env::args().nth(1).as_deref() == Some("--version") {
+        println!("mco-reference-daemon {}", env!("CARGO_PKG_VERSION"));
+        return ExitCode::SUCCESS;
+    }
     let _ = rustls::crypto::ring::default_provider().install_default();
     let env = match harness::agent::AgentEnv::from_contract().await {
         Ok(env) => env,

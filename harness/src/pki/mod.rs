@@ -8,7 +8,7 @@
 mod bundle;
 mod catalogue;
 mod clock;
-mod duration;
+pub mod duration;
 mod signer;
 mod verify;
 

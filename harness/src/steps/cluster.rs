@@ -13,7 +13,9 @@ async fn start(world: &mut ConformanceWorld, state: &str, workers: usize) -> any
     start_with(world, options).await
 }
 
-async fn start_with(world: &mut ConformanceWorld, options: ScenarioOptions) -> anyhow::Result<()> {
+async fn start_with(world: &mut ConformanceWorld, mut options: ScenarioOptions) -> anyhow::Result<()> {
+    options.agent = world.agent.clone();
+    options.deadline = world.deadline;
     let scenario = Scenario::start(options).await?;
     for node in &scenario.nodes {
         world

@@ -88,7 +88,7 @@ async fn applied_with(world: &mut ConformanceWorld, action: String) -> anyhow::R
             (true, ..) => "a reboot",
             (false, true, false) => "a crio reload",
             (false, false, true) => "a crio restart",
-            (false, false, false) if has("skipping reboot") => "no reboot",
+            (false, false, false) => "no reboot",
             _ => "something else",
         };
         ensure!(

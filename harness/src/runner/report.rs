@@ -1,0 +1,210 @@
+//! The conformance report a vendor hands on (`--report PATH`, YAML), in the spirit of Gateway
+//! API's ConformanceReport: what was claimed and run (profile, agent and its sha256, harness
+//! version and commit, node backend), the verdict, per feature and scenario the result, skips
+//! with reasons, each failure's step with what was expected and what was seen, the `@mco-logs`
+//! results apart from the verdict, and the command that reproduces the run.
+//!
+//! Scenario results come from the run's Cucumber JSON documents, one per profile.
+
+use super::{Nodes, Summary};
+use crate::profile::Profile;
+use crate::scenario::AgentKind;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+
+/// Everything the report says beyond the scenario results.
+pub struct ReportContext<'a> {
+    pub agent: &'a AgentKind,
+    pub nodes: Nodes,
+    pub summary: &'a Summary,
+    /// Per profile run, its Cucumber JSON document.
+    pub results: Vec<(Profile, PathBuf)>,
+    /// The command line that reproduces the run.
+    pub command: String,
+}
+
+/// The report as YAML.
+pub async fn conformance_report(ctx: &ReportContext<'_>) -> Result<String, String> {
+    let mut profiles = Vec::new();
+    let mut mco_logs = Vec::new();
+    let vendor = !matches!(ctx.agent, AgentKind::Reference);
+    let mut failed_for_verdict = 0usize;
+    for (profile, path) in &ctx.results {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let document: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut features = Vec::new();
+        for feature in document.as_array().into_iter().flatten() {
+            let mut scenarios = Vec::new();
+            for element in feature["elements"].as_array().into_iter().flatten() {
+                let tags: Vec<String> = element["tags"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .chain(feature["tags"].as_array().into_iter().flatten())
+                    .filter_map(|t| t["name"].as_str().map(|n| n.trim_start_matches('@').to_string()))
+                    .collect();
+                let failure = element["steps"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .find(|s| s["result"]["status"] == "failed")
+                    .map(|s| {
+                        json!({
+                            "step": format!("{}{}", s["keyword"].as_str().unwrap_or(""), s["name"].as_str().unwrap_or("")),
+                            "line": s["line"],
+                            "message": s["result"]["error_message"].as_str().unwrap_or("").trim(),
+                        })
+                    });
+                let undefined = element["steps"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|s| s["result"]["status"] != "passed");
+                let result = if failure.is_some() || undefined {
+                    "failed"
+                } else {
+                    "passed"
+                };
+                let mut entry = json!({"name": element["name"], "line": element["line"], "result": result});
+                if let Some(f) = failure {
+                    entry["failure"] = f;
+                }
+                if tags.iter().any(|t| t == "mco-logs") {
+                    entry["feature"] = feature["name"].clone();
+                    entry["profile"] = json!(profile.as_str());
+                    mco_logs.push(entry.clone());
+                    if !vendor && result == "failed" {
+                        failed_for_verdict += 1;
+                    }
+                    if vendor {
+                        continue;
+                    }
+                } else if result == "failed" {
+                    failed_for_verdict += 1;
+                }
+                scenarios.push(entry);
+            }
+            features.push(json!({"name": feature["name"], "file": feature["uri"], "scenarios": scenarios}));
+        }
+        profiles.push(json!({"profile": profile.as_str(), "features": features}));
+    }
+    let verdict = if failed_for_verdict == 0 {
+        "passed"
+    } else {
+        "failed"
+    };
+    let report = Report {
+        api_version: "mco-conformance.openshift.io/v1alpha1",
+        kind: "ConformanceReport",
+        date: crate::pki::rfc3339(time::OffsetDateTime::now_utc()),
+        harness: json!({"version": env!("CARGO_PKG_VERSION"), "commit": harness_commit()}),
+        claimed_profiles: ctx.results.iter().map(|(p, _)| p.as_str()).collect(),
+        agent: agent_entry(ctx.agent).await,
+        nodes: match ctx.nodes {
+            Nodes::Embedded => "embedded",
+            Nodes::Container => "container",
+        },
+        verdict,
+        summary: json!({
+            "passed": ctx.summary.passed,
+            "failed": ctx.summary.failed,
+            "skipped": ctx.summary.skipped.len(),
+            "mcoLogsFailed": ctx.summary.mco_logs_failed,
+        }),
+        reproduce: ctx.command.clone(),
+        results: profiles,
+        skipped: ctx.summary.skipped.clone(),
+        mco_logs: json!({
+            "note": if vendor {
+                "@mco-logs scenarios check upstream MCO log wording; for an agent other than the reference daemon they are reported here, apart from the verdict"
+            } else {
+                "@mco-logs scenarios check upstream MCO log wording; for the reference daemon they count toward the verdict"
+            },
+            "scenarios": mco_logs,
+        }),
+    };
+    serde_yaml::to_string(&report).map_err(|e| e.to_string())
+}
+
+/// The report's top level, in the order a reader wants it.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Report {
+    api_version: &'static str,
+    kind: &'static str,
+    date: String,
+    harness: Value,
+    claimed_profiles: Vec<&'static str>,
+    agent: Value,
+    nodes: &'static str,
+    verdict: &'static str,
+    summary: Value,
+    reproduce: String,
+    results: Vec<Value>,
+    skipped: Vec<String>,
+    mco_logs: Value,
+}
+
+async fn agent_entry(agent: &AgentKind) -> Value {
+    match agent {
+        AgentKind::Reference => json!({"kind": "reference", "name": "the reference daemon, in process"}),
+        AgentKind::Binary { path, args, .. } => {
+            let mut entry = json!({"kind": "binary", "path": path.display().to_string(), "args": args});
+            match std::fs::read(path) {
+                Ok(bytes) => {
+                    let digest = ring::digest::digest(&ring::digest::SHA256, &bytes);
+                    entry["sha256"] = json!(
+                        digest
+                            .as_ref()
+                            .iter()
+                            .map(|b| format!("{b:02x}"))
+                            .collect::<String>()
+                    );
+                }
+                Err(e) => entry["sha256"] = json!(format!("unreadable: {e}")),
+            }
+            if let Some(version) = agent_version(path).await {
+                entry["version"] = json!(version);
+            }
+            entry
+        }
+    }
+}
+
+/// The first line an agent prints for `--version`, if it answers within two seconds with exit 0.
+async fn agent_version(path: &Path) -> Option<String> {
+    let child = tokio::process::Command::new(path)
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .ok()?;
+    let output = tokio::time::timeout(std::time::Duration::from_secs(2), child.wait_with_output())
+        .await
+        .ok()?
+        .ok()
+        .filter(|o| o.status.success())?;
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .next()
+        .map(|l| l.trim().to_string())
+        .filter(|l| !l.is_empty())
+}
+
+/// The commit the harness was built from: `MCO_CONFORMANCE_COMMIT` at build time, else what git
+/// says of the source tree, else "unknown".
+fn harness_commit() -> String {
+    if let Some(commit) = option_env!("MCO_CONFORMANCE_COMMIT") {
+        return commit.to_string();
+    }
+    std::process::Command::new("git")
+        .args(["-C", env!("CARGO_MANIFEST_DIR"), "rev-parse", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|| "unknown".into())
+}
