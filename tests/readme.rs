@@ -19,6 +19,13 @@ fn the_readme_step_catalogue_matches_the_code() {
         "the README step catalogue is stale: replace it with the output of `cargo run --bin mco-conformance -- steps --markdown`"
     );
     assert!(steps::catalogue().len() >= 10, "every step is listed");
+    for step in steps::catalogue() {
+        assert!(
+            !step.phrase.is_empty(),
+            "{} has no phrase in the catalogue",
+            step.location
+        );
+    }
 }
 
 /// The README's features table is what `mco-conformance features` generates from the files.

@@ -53,7 +53,20 @@ pub fn catalogue() -> Vec<StepDoc> {
             else {
                 continue;
             };
-            let phrase = line
+            // rustfmt breaks a long attribute over lines: read it to its closing `)]`.
+            let attribute: String = lines[i..]
+                .iter()
+                .map(|l| l.trim())
+                .scan(false, |closed, l| {
+                    if *closed {
+                        return None;
+                    }
+                    *closed = l.ends_with(")]");
+                    Some(l)
+                })
+                .collect::<Vec<_>>()
+                .join(" ");
+            let phrase = attribute
                 .split_once('"')
                 .map(|(_, rest)| rest.rsplit_once('"').map_or(rest, |(p, _)| p))
                 .unwrap_or("")
