@@ -12,6 +12,7 @@
 //! - `seed`: a node's files and Node object as a real one starts.
 
 pub mod embedded;
+pub mod image;
 pub mod journal;
 pub mod kubelet;
 pub mod kubelet_status;

@@ -1,0 +1,270 @@
+//! The container node image, built by the harness itself with no registry (issue 5): a root
+//! filesystem of our own binaries under `/usr/bin`, the shared libraries `ldd` lists for them,
+//! and busybox (Debian's `busybox-static`) as `/bin/sh` and the coreutils, imported with
+//! `docker import`. It is tagged by a hash of its content and reused while that is unchanged,
+//! and also tagged `mco-conformance-node:<crate version>` so vendors can build their agent image
+//! `FROM` it.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The image repository; tags are `sha-<content hash>` and the crate version.
+pub const IMAGE_REPOSITORY: &str = "mco-conformance-node";
+/// Where a static busybox is looked for (Debian's `busybox-static` installs `/bin/busybox`).
+pub const BUSYBOX_PATHS: &[&str] = &["/bin/busybox", "/usr/bin/busybox"];
+/// Directories every node has, empty at first.
+const NODE_DIRS: &[&str] = &[
+    "etc/kubernetes",
+    "etc/systemd/system",
+    "etc/docker/certs.d",
+    "etc/machine-config-daemon",
+    "run",
+    "tmp",
+    "var/lib/kubelet",
+    "var/log",
+];
+
+#[derive(Debug, thiserror::Error)]
+pub enum ImageError {
+    #[error(
+        "no static busybox at {}: install Debian's busybox-static (apt-get install busybox-static); the node image needs it for /bin/sh and coreutils",
+        BUSYBOX_PATHS.join(" or ")
+    )]
+    NoBusybox,
+    #[error("{binary}: ldd: {message}")]
+    Ldd { binary: PathBuf, message: String },
+    #[error("{0}: {1}")]
+    Io(PathBuf, std::io::Error),
+    #[error("docker {command}: {message}")]
+    Docker { command: String, message: String },
+}
+
+/// A built (or reused) node image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeImage {
+    /// `mco-conformance-node:sha-<hash>`: what a container starts from.
+    pub reference: String,
+    /// `mco-conformance-node:<version>`, for `FROM` lines.
+    pub version_reference: String,
+    /// True when an image with this content existed already.
+    pub reused: bool,
+}
+
+/// The first static busybox on this machine.
+pub fn find_busybox() -> Result<PathBuf, ImageError> {
+    BUSYBOX_PATHS
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_file())
+        .ok_or(ImageError::NoBusybox)
+}
+
+/// The shared libraries a dynamically linked binary loads, as `ldd` lists them (absolute
+/// paths; none for a static binary).
+pub fn shared_libraries(binary: &Path) -> Result<Vec<PathBuf>, ImageError> {
+    let out = Command::new("ldd")
+        .arg(binary)
+        .output()
+        .map_err(|e| ImageError::Ldd {
+            binary: binary.to_path_buf(),
+            message: e.to_string(),
+        })?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        if text.contains("not a dynamic executable")
+            || String::from_utf8_lossy(&out.stderr).contains("not a dynamic executable")
+        {
+            return Ok(Vec::new());
+        }
+        return Err(ImageError::Ldd {
+            binary: binary.to_path_buf(),
+            message: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
+    }
+    let mut libraries = Vec::new();
+    for line in text.lines() {
+        // `libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x…)` or `/lib64/ld-linux-x86-64.so.2 (0x…)`
+        let path = match line.split_once("=>") {
+            Some((_, right)) => right.split_whitespace().next(),
+            None => line.split_whitespace().next().filter(|p| p.starts_with('/')),
+        };
+        if let Some(path) = path.filter(|p| p.starts_with('/')) {
+            libraries.push(PathBuf::from(path));
+        }
+        if line.contains("not found") {
+            return Err(ImageError::Ldd {
+                binary: binary.to_path_buf(),
+                message: format!("a library is missing: {}", line.trim()),
+            });
+        }
+    }
+    Ok(libraries)
+}
+
+/// Lay out the node's root filesystem in `root`: the binaries under `/usr/bin`, their
+/// libraries at the paths `ldd` names, busybox with a link per applet in `/bin`, the node's
+/// empty directories.
+pub fn assemble_rootfs(root: &Path, binaries: &[PathBuf], busybox: &Path) -> Result<(), ImageError> {
+    let io = |p: &Path| {
+        let p = p.to_path_buf();
+        move |e| ImageError::Io(p, e)
+    };
+    let copy = |from: &Path, to: &Path| -> Result<(), ImageError> {
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent).map_err(io(parent))?;
+        }
+        std::fs::copy(from, to).map_err(io(from))?;
+        Ok(())
+    };
+    let mut libraries = BTreeSet::new();
+    for binary in binaries {
+        let name = binary
+            .file_name()
+            .ok_or_else(|| ImageError::Io(binary.clone(), std::io::ErrorKind::InvalidInput.into()))?;
+        let target = root.join("usr/bin").join(name);
+        copy(binary, &target)?;
+        // Debug builds carry hundreds of megabytes of debug info a node never reads.
+        let _ = Command::new("strip").arg("--strip-debug").arg(&target).status();
+        libraries.extend(shared_libraries(binary)?);
+    }
+    for library in libraries {
+        copy(
+            &library,
+            &root.join(library.strip_prefix("/").unwrap_or(&library)),
+        )?;
+    }
+    copy(busybox, &root.join("bin/busybox"))?;
+    let applets = Command::new(busybox)
+        .arg("--list")
+        .output()
+        .map_err(io(busybox))?;
+    for applet in String::from_utf8_lossy(&applets.stdout).lines().map(str::trim) {
+        // The node's own systemctl comes from the harness, not busybox.
+        if applet.is_empty() || applet == "busybox" || applet == "systemctl" || applet.contains('/') {
+            continue;
+        }
+        let link = root.join("bin").join(applet);
+        if !link.exists() {
+            std::os::unix::fs::symlink("busybox", &link).map_err(io(&link))?;
+        }
+    }
+    for dir in NODE_DIRS {
+        std::fs::create_dir_all(root.join(dir)).map_err(io(&root.join(dir)))?;
+    }
+    std::fs::write(
+        root.join("etc/os-release"),
+        "NAME=\"mco-conformance node\"\nID=mco-conformance\nVERSION_ID=1\n",
+    )
+    .map_err(io(&root.join("etc/os-release")))?;
+    Ok(())
+}
+
+/// A tar of `root` that depends only on its content (sorted names, mtime 0, owner root).
+pub fn rootfs_tar(root: &Path) -> Result<Vec<u8>, ImageError> {
+    let out = Command::new("tar")
+        .args([
+            "--sort=name",
+            "--mtime=@0",
+            "--owner=0",
+            "--group=0",
+            "--numeric-owner",
+            "-C",
+        ])
+        .arg(root)
+        .args(["-cf", "-", "."])
+        .output()
+        .map_err(|e| ImageError::Io(root.to_path_buf(), e))?;
+    if !out.status.success() {
+        return Err(ImageError::Io(
+            root.to_path_buf(),
+            std::io::Error::other(String::from_utf8_lossy(&out.stderr).trim().to_string()),
+        ));
+    }
+    Ok(out.stdout)
+}
+
+fn docker(args: &[&str], stdin: Option<&[u8]>) -> Result<String, ImageError> {
+    let command = args.join(" ");
+    let failed = |message: String| ImageError::Docker {
+        command: command.clone(),
+        message,
+    };
+    let mut child = Command::new("docker")
+        .args(args)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| failed(e.to_string()))?;
+    if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        pipe.write_all(bytes).map_err(|e| failed(e.to_string()))?;
+    }
+    let out = child.wait_with_output().map_err(|e| failed(e.to_string()))?;
+    if !out.status.success() {
+        return Err(failed(String::from_utf8_lossy(&out.stderr).trim().to_string()));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// Why no Docker engine can be used here, if none can (`docker version` against the daemon).
+pub fn docker_unavailable() -> Option<String> {
+    match docker(&["version", "--format", "{{.Server.Version}}"], None) {
+        Ok(_) => None,
+        Err(e) => Some(e.to_string()),
+    }
+}
+
+/// Build the node image from `binaries` (or reuse the one with the same content).
+pub fn ensure_node_image(binaries: &[PathBuf]) -> Result<NodeImage, ImageError> {
+    let busybox = find_busybox()?;
+    let dir = tempfile::tempdir().map_err(|e| ImageError::Io(std::env::temp_dir(), e))?;
+    assemble_rootfs(dir.path(), binaries, &busybox)?;
+    let tar = rootfs_tar(dir.path())?;
+    let digest = ring::digest::digest(&ring::digest::SHA256, &tar);
+    let hash: String = digest.as_ref()[..8].iter().map(|b| format!("{b:02x}")).collect();
+    let reference = format!("{IMAGE_REPOSITORY}:sha-{hash}");
+    let version_reference = format!("{IMAGE_REPOSITORY}:{}", env!("CARGO_PKG_VERSION"));
+    let reused = docker(&["image", "inspect", "--format", "{{.Id}}", &reference], None).is_ok();
+    if !reused {
+        docker(&["import", "--change", "WORKDIR /", "-", &reference], Some(&tar))?;
+    }
+    docker(&["tag", &reference, &version_reference], None)?;
+    Ok(NodeImage {
+        reference,
+        version_reference,
+        reused,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ldd_lists_libraries_of_a_dynamic_binary_and_none_of_a_static_one() {
+        let this = std::env::current_exe().unwrap();
+        let libraries = shared_libraries(&this).unwrap();
+        assert!(
+            libraries.iter().any(|l| l.to_string_lossy().contains("libc.so")),
+            "{libraries:?}"
+        );
+        if let Ok(busybox) = find_busybox() {
+            assert!(shared_libraries(&busybox).unwrap().is_empty());
+        }
+    }
+
+    #[test]
+    fn a_missing_busybox_is_named_with_the_package_to_install() {
+        assert!(
+            ImageError::NoBusybox
+                .to_string()
+                .contains("apt-get install busybox-static")
+        );
+    }
+}
