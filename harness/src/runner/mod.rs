@@ -150,6 +150,16 @@ fn select(profile: Profile, nodes: Nodes, tags: Option<&TagFilter>, all_tags: &[
     Selection::Run
 }
 
+/// Every scenario of a feature, with the rule it sits in, if any.
+fn scenarios_of(feature: &Feature) -> impl Iterator<Item = (Option<&Rule>, &Scenario)> {
+    feature.scenarios.iter().map(|s| (None, s)).chain(
+        feature
+            .rules
+            .iter()
+            .flat_map(|r| r.scenarios.iter().map(move |s| (Some(r), s))),
+    )
+}
+
 fn tags_of(feature: &Feature, rule: Option<&Rule>, scenario: &Scenario) -> Vec<String> {
     feature
         .tags
@@ -180,13 +190,7 @@ pub async fn run(config: &RunConfig) -> Result<Summary, RunError> {
     let mut summary = Summary::default();
     for &profile in &config.profiles {
         for feature in &features {
-            let scenarios = feature.scenarios.iter().map(|s| (None, s)).chain(
-                feature
-                    .rules
-                    .iter()
-                    .flat_map(|r| r.scenarios.iter().map(move |s| (Some(r), s))),
-            );
-            for (rule, scenario) in scenarios {
+            for (rule, scenario) in scenarios_of(feature) {
                 for (name, scenario_tags) in expanded(scenario) {
                     let mut all = tags_of(feature, rule, scenario);
                     all.extend(scenario_tags);
@@ -251,13 +255,7 @@ pub fn features_markdown(paths: &[PathBuf]) -> Result<String, Vec<lint::LintErro
             .unwrap_or_default();
         let mut totals = [0usize; 2];
         let mut titles = Vec::new();
-        let scenarios = feature.scenarios.iter().map(|s| (None, s)).chain(
-            feature
-                .rules
-                .iter()
-                .flat_map(|r| r.scenarios.iter().map(move |s| (Some(r), s))),
-        );
-        for (rule, scenario) in scenarios {
+        for (rule, scenario) in scenarios_of(feature) {
             let mut counts = [0usize; 2];
             for (_, row_tags) in expanded(scenario) {
                 let mut all = tags_of(feature, rule, scenario);

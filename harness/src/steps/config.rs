@@ -64,6 +64,11 @@ async fn machine_config_changes(
 /// `/run/machine-config-daemon-force` on every node: the next update reboots, whatever changed.
 #[given("every node has the force file")]
 async fn force_file(world: &mut ConformanceWorld) -> anyhow::Result<()> {
+    write_force_file(world).await
+}
+
+/// `touch /run/machine-config-daemon-force` on every node.
+pub async fn write_force_file(world: &ConformanceWorld) -> anyhow::Result<()> {
     for node in &world.cluster()?.nodes {
         node.write(FORCE_FILE, b"", 0o644).await?;
     }

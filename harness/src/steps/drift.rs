@@ -2,7 +2,7 @@
 
 use anyhow::{Context, bail, ensure};
 use cucumber::{then, when};
-use harness::agent::common::{FORCE_FILE, file_entry};
+use harness::agent::common::file_entry;
 use harness::mco::{CURRENT_CONFIG, REASON, STATE};
 use harness::node::Node;
 use harness::wait::eventually;
@@ -11,6 +11,17 @@ use harness::world::ConformanceWorld;
 /// What an edit appends to a file.
 const EDIT: &[u8] = b"# edited by hand on the node (mco-conformance)\n";
 
+/// The file's contents and mode on a node, before a step changes them.
+async fn snapshot(node: &impl Node, path: &str) -> anyhow::Result<(Vec<u8>, u32)> {
+    let contents = node.read(path).await?;
+    let mode = node
+        .stat(path)
+        .await?
+        .with_context(|| format!("{}: {path} is gone", node.name()))?
+        .mode;
+    Ok((contents, mode))
+}
+
 /// Someone edits the file on every node (appends a line, keeping its mode), as a person with
 /// `oc debug node/…` would; the step keeps the contents to restore them later.
 #[when(regex = r"^the file (/\S+) is edited on every node$")]
@@ -18,12 +29,7 @@ async fn edit_file(world: &mut ConformanceWorld, path: String) -> anyhow::Result
     let c = world.cluster()?;
     let mut originals = Vec::new();
     for node in &c.nodes {
-        let before = node.read(&path).await?;
-        let mode = node
-            .stat(&path)
-            .await?
-            .with_context(|| format!("{}: {path} is gone", node.name()))?
-            .mode;
+        let (before, mode) = snapshot(node, &path).await?;
         let mut after = before.clone();
         after.extend_from_slice(EDIT);
         node.write(&path, &after, mode).await?;
@@ -40,12 +46,7 @@ async fn change_mode(world: &mut ConformanceWorld, path: String, mode: String) -
     let c = world.cluster()?;
     let mut originals = Vec::new();
     for node in &c.nodes {
-        let before = node.read(&path).await?;
-        let old_mode = node
-            .stat(&path)
-            .await?
-            .with_context(|| format!("{}: {path} is gone", node.name()))?
-            .mode;
+        let (before, old_mode) = snapshot(node, &path).await?;
         node.write(&path, &before, mode).await?;
         originals.push(((node.name().to_string(), path.clone()), (before, old_mode)));
     }
@@ -70,10 +71,7 @@ async fn restore_file(world: &mut ConformanceWorld, path: String) -> anyhow::Res
 /// node whose files drifted.
 #[when("the force file is created on every node")]
 async fn create_force_file(world: &mut ConformanceWorld) -> anyhow::Result<()> {
-    for node in &world.cluster()?.nodes {
-        node.write(FORCE_FILE, b"", 0o644).await?;
-    }
-    Ok(())
+    super::config::write_force_file(world).await
 }
 
 /// Every node's `machineconfiguration.openshift.io/state` becomes Degraded with a reason that
