@@ -12,13 +12,16 @@ Feature: A node whose files drift from its config
   the certificate writer and ignores it. Restoring the file, or creating the force file,
   brings the node back.
 
-  # The validation checks the config's files in order and reports the first mismatch;
-  # kubelet-ca.crt comes before ca.crt in 00-<role> on 4.12. The edit of ca.crt, in the same
-  # directory and after the edit of kubelet-ca.crt, is the witness that the monitor ran after
-  # both: on 4.16 the reason names ca.crt because kubelet-ca.crt is not among the files checked.
-  Scenario Outline: An edited kubelet-ca.crt is drift only where the config owns the file
+  # The MachineConfig puts kubelet-ca.crt into the rendered config on both profiles (on 4.16
+  # the daemon leaves writing it to the certificate writer, so the file on disk is not the
+  # config's: only the ignore list keeps that from being drift). The validation checks the
+  # config's files in order and reports the first mismatch; kubelet-ca.crt comes before ca.crt.
+  # The edit of ca.crt, in the same directory and after the edit of kubelet-ca.crt, is the
+  # witness that the monitor ran after both.
+  Scenario Outline: An edited kubelet-ca.crt is drift only where the daemon does not leave it to the certificate writer
     Given a fresh cluster with 1 worker node
-    When the file /etc/kubernetes/kubelet-ca.crt is edited on every node
+    When a MachineConfig for the worker pool changes the file /etc/kubernetes/kubelet-ca.crt
+    And the file /etc/kubernetes/kubelet-ca.crt is edited on every node
     And the file /etc/kubernetes/ca.crt is edited on every node
     Then every node is Degraded with the reason "content mismatch for file "<first mismatch>""
 

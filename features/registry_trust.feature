@@ -22,6 +22,7 @@ Feature: Registry trust written from ControllerConfig
     When the image registry CA "registry.example.com" is published
     Then no node has the path /etc/docker/certs.d/image-registry.svc:5000
     And every node has the registry CA "registry.example.com" in /etc/docker/certs.d/registry.example.com/ca.crt
+    And every node is Done
     And no node has rebooted
 
   Scenario: Without /etc/docker/certs.d no registry CA is written
@@ -29,6 +30,7 @@ Feature: Registry trust written from ControllerConfig
     When /etc/docker/certs.d is removed from every node
     And the image registry CA "registry.example.com" is published
     Then no node has the path /etc/docker/certs.d
+    And every node is Done
 
   # A ControllerConfig is input from outside the node: a file name with a "/" would put the CA
   # outside /etc/docker/certs.d (or anywhere, if absolute), so it is refused and the others are

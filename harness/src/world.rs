@@ -23,6 +23,8 @@ pub struct ConformanceWorld {
     pub agent: crate::scenario::AgentKind,
     /// How long steps wait for the cluster and the agents.
     pub deadline: std::time::Duration,
+    /// The cluster log's length when the last change step began (what a Then step judges).
+    pub log_mark: usize,
     /// Per (node, path): the contents and mode a step found before it edited the file.
     pub originals: BTreeMap<(String, String), (Vec<u8>, u32)>,
 }
@@ -49,6 +51,7 @@ impl ConformanceWorld {
             boot_ids: BTreeMap::new(),
             signers_at_start: BTreeMap::new(),
             originals: BTreeMap::new(),
+            log_mark: 0,
             agent: crate::scenario::AgentKind::Reference,
             deadline: std::time::Duration::from_secs(30),
         }

@@ -201,3 +201,23 @@ fn a_run_with_an_agent_binary_writes_the_conformance_report() {
         yaml["reproduce"]
     );
 }
+
+/// A container run is refused until container nodes exist, rather than run on embedded nodes
+/// under the container run's name.
+#[test]
+fn a_container_run_is_refused_not_run_on_embedded_nodes() {
+    let out = Command::new(BIN)
+        .args(["run", "--nodes", "container"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("container nodes are not in this build yet"),
+        "{stderr}"
+    );
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("passed"),
+        "nothing ran"
+    );
+}

@@ -67,14 +67,35 @@ pub struct AgentEnv {
 }
 
 impl AgentEnv {
-    /// A node path under the root.
+    /// A node path under the root. `..` never climbs above the root (a path from a
+    /// MachineConfig or a ControllerConfig is input from outside the node).
     pub fn path(&self, node_path: &str) -> PathBuf {
-        self.root.join(node_path.trim_start_matches('/'))
+        under_root(&self.root, node_path)
     }
 
     pub fn log(&self, message: &str) {
         self.host.log(message);
     }
+}
+
+/// `node_path` under `root`, lexically: `..` never climbs above the root.
+pub fn under_root(root: &std::path::Path, node_path: &str) -> PathBuf {
+    let mut path = root.to_path_buf();
+    let mut depth = 0usize;
+    for component in std::path::Path::new(node_path).components() {
+        match component {
+            std::path::Component::Normal(part) => {
+                path.push(part);
+                depth += 1;
+            }
+            std::path::Component::ParentDir if depth > 0 => {
+                path.pop();
+                depth -= 1;
+            }
+            _ => {}
+        }
+    }
+    path
 }
 
 /// What a profile changes in the shared flow.
@@ -108,5 +129,25 @@ pub async fn run(env: AgentEnv, stop: CancellationToken) {
         );
     } else {
         update::node_loop(&env, behaviour, stop).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_paths_stay_under_the_root() {
+        let root = std::path::Path::new("/srv/node");
+        assert_eq!(
+            under_root(root, "/etc/kubernetes/kubelet-ca.crt"),
+            root.join("etc/kubernetes/kubelet-ca.crt")
+        );
+        assert_eq!(under_root(root, "/../../etc/passwd"), root.join("etc/passwd"));
+        assert_eq!(under_root(root, "/etc/../../x"), root.join("x"));
+        assert_eq!(
+            under_root(root, "/etc/docker/certs.d/a/../b/ca.crt"),
+            root.join("etc/docker/certs.d/b/ca.crt")
+        );
     }
 }

@@ -69,6 +69,8 @@ pub async fn certificate_writer(env: &AgentEnv, stop: CancellationToken) {
             }
             event = events.next() => match event {
                 Some(Ok(cc)) => {
+                    // The newest ControllerConfig replaces a failed older one: never sync back.
+                    failed = None;
                     retry_in = RETRY_BASE;
                     cc
                 }
@@ -81,8 +83,8 @@ pub async fn certificate_writer(env: &AgentEnv, stop: CancellationToken) {
         };
         match sync(env, &cc).await {
             Ok(()) => {
-                if degraded.take().is_some() {
-                    set_state(env, STATE_DONE, "").await;
+                if let Some(reason) = degraded.take() {
+                    clear_own_degraded(env, &reason).await;
                 }
             }
             Err(SyncError::Transient(e)) => {
@@ -93,11 +95,13 @@ pub async fn certificate_writer(env: &AgentEnv, stop: CancellationToken) {
                 env.log(&format!(
                     "Error syncing certificates from controllerconfig: {reason}"
                 ));
-                if degraded.as_deref() != Some(reason.as_str()) {
+                // Marked again whenever the node does not say so (someone else may have
+                // changed its state since).
+                if !node_says(env, STATE_DEGRADED, &reason).await {
                     env.log(&format!("Marking Degraded due to: {reason}"));
                     set_state(env, STATE_DEGRADED, &reason).await;
-                    degraded = Some(reason);
                 }
+                degraded = Some(reason);
                 failed = Some(cc);
             }
         }
@@ -261,6 +265,23 @@ impl From<String> for SyncError {
     }
 }
 
+/// Whether the node's state and reason annotations are these.
+async fn node_says(env: &AgentEnv, state: &str, reason: &str) -> bool {
+    let Ok(node) = Api::<Node>::all(env.client.clone()).get(&env.node_name).await else {
+        return false;
+    };
+    let a = node.metadata.annotations.unwrap_or_default();
+    a.get(STATE).map(String::as_str) == Some(state) && a.get(REASON).map(String::as_str) == Some(reason)
+}
+
+/// Back to Done, but only from the Degraded this writer set: a Degraded from a failed update
+/// or config drift is not the writer's to clear.
+async fn clear_own_degraded(env: &AgentEnv, reason: &str) {
+    if node_says(env, STATE_DEGRADED, reason).await {
+        set_state(env, STATE_DONE, "").await;
+    }
+}
+
 async fn set_state(env: &AgentEnv, state: &str, reason: &str) {
     let patch = json!({"metadata": {"annotations": {STATE: state, REASON: reason}}});
     let _ = Api::<Node>::all(env.client.clone())
@@ -347,7 +368,7 @@ fn pull_secret(env: &AgentEnv, cc: &DynamicObject, node: &Node) -> Result<Option
 /// is removed, and each CA goes to `<file with ".." read as ":">/ca.crt`. A file name that
 /// would leave the directory (a `/` in it, or empty or `.`) is refused with an error in the log
 /// and nothing written for it.
-fn sync_registry_cas(env: &AgentEnv, cc: &DynamicObject) -> Result<(), String> {
+fn sync_registry_cas(env: &AgentEnv, cc: &DynamicObject) -> Result<(), SyncError> {
     let dir = env.path(REGISTRY_CA_DIR);
     let Ok(existing) = std::fs::read_dir(&dir) else {
         env.log(&format!("{REGISTRY_CA_DIR} does not exist yet"));
@@ -370,7 +391,7 @@ fn sync_registry_cas(env: &AgentEnv, cc: &DynamicObject) -> Result<(), String> {
         }
         let data = base64::engine::general_purpose::STANDARD
             .decode(entry["data"].as_str().unwrap_or(""))
-            .map_err(|e| format!("image registry CA {file:?}: {e}"))?;
+            .map_err(|e| SyncError::Node(format!("image registry CA {file:?}: {e}")))?;
         cas.push((file, data));
     }
     for stale in existing.flatten() {
@@ -418,39 +439,50 @@ async fn sync(env: &AgentEnv, cc: &DynamicObject) -> Result<(), SyncError> {
             let encoded = cc.data["spec"][*field].as_str().unwrap_or("");
             let data = base64::engine::general_purpose::STANDARD
                 .decode(encoded)
-                .map_err(|e| format!("controllerconfig spec.{field}: {e}"))?;
+                .map_err(|e| SyncError::Node(format!("controllerconfig spec.{field}: {e}")))?;
             path_to_data.push((path.to_string(), data));
         }
         if let Some(secret) = pull_secret(env, cc, &node)? {
             path_to_data.push((INTERNAL_REGISTRY_PULL_SECRET.to_string(), secret));
         }
         if rotate && observed != "true" {
-            let server_ca = kubeconfig_data(env).await?;
-            let on_disk = kubeconfig_ca(&env.path(NODE_KUBECONFIG))?;
-            let plan = plan_kubeconfig(&on_disk, &server_ca);
-            for line in &plan.log {
-                env.log(line);
-            }
-            if plan.rewrite {
-                let updated = with_kubeconfig_ca(&env.path(NODE_KUBECONFIG), &server_ca)?;
-                path_to_data.push((NODE_KUBECONFIG.to_string(), updated));
-                if !plan.defer_restart && !on_disk.trim().is_empty() {
-                    restart_kubelet = Some(server_ca);
+            // As upstream: a configmap that cannot be read rules out the kubeconfig update and
+            // the restart, not the rest of the sync.
+            match kubeconfig_data(env).await {
+                Err(e) => env.log(&format!(
+                    "cannot read the kube-apiserver serving CA for the kubeconfigs: {e}"
+                )),
+                Ok(server_ca) => {
+                    let on_disk = kubeconfig_ca(&env.path(NODE_KUBECONFIG))?;
+                    let plan = plan_kubeconfig(&on_disk, &server_ca);
+                    for line in &plan.log {
+                        env.log(line);
+                    }
+                    if plan.rewrite {
+                        let updated = with_kubeconfig_ca(&env.path(NODE_KUBECONFIG), &server_ca)?;
+                        path_to_data.push((NODE_KUBECONFIG.to_string(), updated));
+                        if !plan.defer_restart && !on_disk.trim().is_empty() {
+                            restart_kubelet = Some(server_ca);
+                        }
+                    }
                 }
             }
         }
         for (path, data) in path_to_data {
             write_to_disk(env, &path, data).map_err(|e| format!("{path}: {e}"))?;
         }
+        // The restart comes before anything else that can fail: a retry compares against the
+        // kubeconfig just written and would not restart again.
+        if let Some(server_ca) = restart_kubelet {
+            env.log("restarting kubelet due to server-ca rotation");
+            systemctl(env, &["stop", "kubelet"]).await?;
+            let updated = with_kubeconfig_ca(&env.path(KUBELET_KUBECONFIG), &server_ca)?;
+            write_to_disk(env, KUBELET_KUBECONFIG, updated)
+                .map_err(|e| format!("{KUBELET_KUBECONFIG}: {e}"))?;
+            systemctl(env, &["daemon-reload"]).await?;
+            systemctl(env, &["start", "kubelet"]).await?;
+        }
         sync_registry_cas(env, cc)?;
-    }
-    if let Some(server_ca) = restart_kubelet {
-        env.log("restarting kubelet due to server-ca rotation");
-        systemctl(env, &["stop", "kubelet"]).await?;
-        let updated = with_kubeconfig_ca(&env.path(KUBELET_KUBECONFIG), &server_ca)?;
-        write_to_disk(env, KUBELET_KUBECONFIG, updated).map_err(|e| format!("{KUBELET_KUBECONFIG}: {e}"))?;
-        systemctl(env, &["daemon-reload"]).await?;
-        systemctl(env, &["start", "kubelet"]).await?;
     }
     let mut set = serde_json::Map::new();
     set.insert(LAST_SYNCED_CONTROLLER_CONFIG.into(), json!(rv));

@@ -134,7 +134,13 @@ pub async fn node_loop(env: &AgentEnv, behaviour: Behaviour, stop: CancellationT
         };
         match result {
             Ok(true) => return, // rebooting: this daemon is about to be stopped
-            Ok(false) => monitor = start_monitor(env, &desired).await,
+            Ok(false) => {
+                // Checked once the watch is in place: an edit right after the update counts.
+                monitor = start_monitor(env, &desired).await;
+                if monitor.is_some() && on_drift(env, behaviour, &mut monitor, false).await {
+                    return;
+                }
+            }
             Err(failure) => report(env, failure).await,
         }
     }
@@ -196,15 +202,20 @@ async fn on_drift(
         return false;
     };
     let force = env.path(FORCE_FILE).exists();
+    let drifted = state == STATE_DEGRADED && is_drift_reason(&reason);
     match (force, validate_on_disk(env, &spec)) {
-        (false, Err(mismatch)) => {
-            if state != STATE_DEGRADED || reason != mismatch {
-                env.log(&format!("Config drift detected: {mismatch}"));
-                report(env, Failure::Degraded(mismatch)).await;
+        // Drift degrades a node that is not yet Degraded for it, force file or not (the force
+        // file only lets the next update skip the check); a drifted node's reason follows the
+        // files until the force file asks for the update.
+        (force, Err(mismatch)) if !drifted || (!force && reason != mismatch) => {
+            if state == STATE_DEGRADED && !drifted {
+                return false; // Degraded for another reason: that one stands
             }
+            env.log(&format!("Config drift detected: {mismatch}"));
+            report(env, Failure::Degraded(mismatch)).await;
             false
         }
-        (_, verdict) if state == STATE_DEGRADED => {
+        (force, verdict) if drifted && (force || verdict.is_ok()) => {
             if verdict.is_ok() {
                 env.log("Validated on-disk state");
             }
@@ -223,6 +234,19 @@ async fn on_drift(
         }
         _ => false,
     }
+}
+
+/// Whether a Degraded reason is the drift check's (`validate_on_disk`), which this monitor may
+/// clear; a failed update's or the certificate writer's is not.
+fn is_drift_reason(reason: &str) -> bool {
+    [
+        "content mismatch for file ",
+        "mode mismatch for file: ",
+        "could not stat file ",
+        "could not read file ",
+    ]
+    .iter()
+    .any(|p| reason.starts_with(p))
 }
 
 /// `(currentConfig, desiredConfig)` when the Node asks for an update this daemon should run.

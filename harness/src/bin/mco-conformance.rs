@@ -216,7 +216,12 @@ async fn main() -> ExitCode {
             match run(&config).await {
                 Ok(summary) if summary.failed == 0 => ExitCode::SUCCESS,
                 Ok(_) => ExitCode::FAILURE,
-                Err(e @ (RunError::Lint(_) | RunError::NoFeatures(_) | RunError::Tags(..))) => bad(e),
+                Err(
+                    e @ (RunError::Lint(_)
+                    | RunError::NoFeatures(_)
+                    | RunError::Tags(..)
+                    | RunError::NoContainerNodes),
+                ) => bad(e),
                 Err(e) => {
                     eprintln!("mco-conformance: {e}");
                     ExitCode::FAILURE

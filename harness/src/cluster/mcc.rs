@@ -486,12 +486,65 @@ fn node_view(node: &Node) -> NodeView {
     }
 }
 
-/// Whether a label selector's `matchLabels` all hold in `labels` (the pools' selectors use
-/// nothing else); an empty selector selects everything, as in Kubernetes.
+/// Whether a label selector holds for `labels`, as in Kubernetes: every `matchLabels` pair and
+/// every `matchExpressions` entry (In, NotIn, Exists, DoesNotExist); an empty selector selects
+/// everything and a missing one nothing.
 fn selects(selector: &Value, labels: &Value) -> bool {
-    selector["matchLabels"].as_object().is_none_or(|wanted| {
+    if !selector.is_object() {
+        return false; // a nil selector selects nothing
+    }
+    let label = |k: &str| labels.get(k).and_then(Value::as_str);
+    let by_labels = selector["matchLabels"].as_object().is_none_or(|wanted| {
         wanted
             .iter()
             .all(|(k, v)| labels.get(k).is_some_and(|have| have == v))
-    })
+    });
+    let by_expressions = selector["matchExpressions"].as_array().is_none_or(|expressions| {
+        expressions.iter().all(|e| {
+            let key = e["key"].as_str().unwrap_or("");
+            let values: Vec<&str> = e["values"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            match e["operator"].as_str() {
+                Some("In") => label(key).is_some_and(|v| values.contains(&v)),
+                Some("NotIn") => label(key).is_none_or(|v| !values.contains(&v)),
+                Some("Exists") => label(key).is_some(),
+                Some("DoesNotExist") => label(key).is_none(),
+                _ => false,
+            }
+        })
+    });
+    by_labels && by_expressions
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selectors_as_kubernetes_reads_them() {
+        let labels = json!({"machineconfiguration.openshift.io/role": "worker", "tier": "a"});
+        assert!(selects(
+            &json!({"matchLabels": {"machineconfiguration.openshift.io/role": "worker"}}),
+            &labels
+        ));
+        assert!(!selects(
+            &json!({"matchLabels": {"machineconfiguration.openshift.io/role": "master"}}),
+            &labels
+        ));
+        assert!(selects(&json!({}), &labels), "empty selects everything");
+        assert!(!selects(&Value::Null, &labels), "missing selects nothing");
+        let expr = |op: &str, values: &[&str]| json!({"matchExpressions": [{"key": "tier", "operator": op, "values": values}]});
+        assert!(selects(&expr("In", &["a", "b"]), &labels));
+        assert!(!selects(&expr("NotIn", &["a"]), &labels));
+        assert!(selects(&expr("Exists", &[]), &labels));
+        assert!(!selects(&expr("DoesNotExist", &[]), &labels));
+        assert!(
+            !selects(&expr("Gt", &["1"]), &labels),
+            "an operator it does not know selects nothing"
+        );
+    }
 }

@@ -318,8 +318,17 @@ impl Node for EmbeddedNode {
         if let Some(parent) = host.parent() {
             std::fs::create_dir_all(parent).map_err(|e| self.io(path, e))?;
         }
-        std::fs::write(&host, contents).map_err(|e| self.io(path, e))?;
-        std::fs::set_permissions(&host, std::fs::Permissions::from_mode(mode)).map_err(|e| self.io(path, e))
+        // Mode and contents through one open file: a service that acts on the file (and, say,
+        // reboots the node, emptying /run) cannot make the second half fail.
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&host)
+            .map_err(|e| self.io(path, e))?;
+        std::io::Write::write_all(&mut file, contents).map_err(|e| self.io(path, e))?;
+        file.set_permissions(std::fs::Permissions::from_mode(mode))
+            .map_err(|e| self.io(path, e))
     }
 
     async fn create_dir(&self, path: &str) -> Result<(), NodeError> {

@@ -111,6 +111,10 @@ pub enum RunError {
     Io(PathBuf, std::io::Error),
     #[error("writing the conformance report: {0}")]
     Report(String),
+    #[error(
+        "container nodes are not in this build yet (the node image is; its init and the container backend are next): run with --nodes embedded"
+    )]
+    NoContainerNodes,
 }
 
 /// What to do with one (expanded) scenario in a run for `profile`.
@@ -172,6 +176,10 @@ fn tags_of(feature: &Feature, rule: Option<&Rule>, scenario: &Scenario) -> Vec<S
 
 /// Lint, run every profile, print the skips and the summary line last.
 pub async fn run(config: &RunConfig) -> Result<Summary, RunError> {
+    // Never run embedded nodes under a container run's name.
+    if config.nodes == Nodes::Container {
+        return Err(RunError::NoContainerNodes);
+    }
     let files = lint::feature_files(&config.paths);
     if files.is_empty() {
         return Err(RunError::NoFeatures(config.paths.clone()));

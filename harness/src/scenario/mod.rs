@@ -108,7 +108,15 @@ async fn bootstrap_renders(
         .await
         .map_err(|e| ClusterError::kube("controllerconfig".into(), e))?;
     let mut cc_spec = cc.data["spec"].clone();
-    cc_spec["kubeAPIServerServingCAData"] = base64::engine::general_purpose::STANDARD.encode(bundle).into();
+    let Some(fields) = cc_spec.as_object_mut() else {
+        return Err(fixture_err(
+            "controllerconfig machine-config-controller has no spec object",
+        ));
+    };
+    fields.insert(
+        "kubeAPIServerServingCAData".into(),
+        base64::engine::general_purpose::STANDARD.encode(bundle).into(),
+    );
     let mut out = BTreeMap::new();
     for role in &templates.roles {
         let templated = crate::cluster::render::template_machine_config(templates, profile, role, &cc_spec);

@@ -93,8 +93,8 @@ impl Scenario {
 
     /// Wait until the cluster side is quiet and every node has caught up with it: on 4.16 each
     /// agent has synced the current ControllerConfig; on both, every node of an unpaused pool
-    /// runs its pool's config and is `Done`. A Degraded or Unreconcilable node ends the wait at
-    /// once with its reason: waiting longer does not mend it.
+    /// runs its pool's config and is `Done`. A node whose update failed ends the wait at once
+    /// with its reason: waiting longer does not mend it.
     pub async fn converge(&self) -> Result<(), ScenarioError> {
         let deadline = self.options.deadline;
         let failed = eventually(deadline, || async {
@@ -160,7 +160,11 @@ impl Scenario {
                 .unwrap_or_default()
                 .keys()
                 .find_map(|l| l.strip_prefix("node-role.kubernetes.io/").map(str::to_string));
-            if get(STATE) == STATE_DEGRADED || get(STATE) == STATE_UNRECONCILABLE {
+            // A failed update (Degraded or Unreconcilable while moving to a new config) ends the
+            // wait at once; a Degraded node on its config may still recover, so it is waited for.
+            if (get(STATE) == STATE_DEGRADED || get(STATE) == STATE_UNRECONCILABLE)
+                && get(CURRENT_CONFIG) != get(DESIRED_CONFIG)
+            {
                 return Some(Pending::Failed(format!(
                     "node {name} is {} (currentConfig {}, desiredConfig {}): {}",
                     get(STATE),

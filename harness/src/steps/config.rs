@@ -57,6 +57,7 @@ async fn machine_config_changes(
     change: String,
 ) -> anyhow::Result<()> {
     let spec = change_spec(&change)?;
+    world.log_mark = world.cluster()?.log.lines().len();
     world.cluster()?.add_machine_config(&pool, spec).await?;
     Ok(())
 }
@@ -103,7 +104,9 @@ async fn applied_with(world: &mut ConformanceWorld, action: String) -> anyhow::R
             lines[lines.len().saturating_sub(25)..].join("\n")
         );
         let drained = format!("node {}: drain-", node.name());
-        let was_drained = c.log.lines().iter().any(|l| l.contains(&drained));
+        let was_drained = c.log.lines()[world.log_mark.min(c.log.lines().len())..]
+            .iter()
+            .any(|l| l.contains(&drained));
         match action.as_str() {
             "no reboot" => ensure!(
                 !was_drained,
