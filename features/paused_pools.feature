@@ -29,6 +29,7 @@ Feature: A paused pool during a signer rotation
     And the worker pool is paused
     When the kube-apiserver-to-kubelet-signer is rotated by force
     Then the worker pool has 2 rendered configs
+    And every node runs the rendered config it started with
     And every node's kubelet-ca.crt lacks the current kube-apiserver-to-kubelet-signer
     And the controller's paused-pool kubelet CA metric for the worker pool is the expiry of the kube-apiserver-to-kubelet-signer the cluster started with
     And the warning alert MachineConfigControllerPausedPoolKubeletCA for the worker pool is pending
@@ -79,6 +80,7 @@ Feature: A paused pool during a signer rotation
     Then every node's kubelet-ca.crt lists the current kube-apiserver-to-kubelet-signer
     And every node's kubelet-ca.crt equals "kube-apiserver-client-ca"
     And the worker pool has 1 rendered config
+    And every node runs the rendered config it started with
     And the worker pool's certExpirys list the current kube-apiserver-to-kubelet-signer
     And the controller's metrics have no paused-pool kubelet CA gauge
     When 15 days pass

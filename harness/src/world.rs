@@ -23,6 +23,8 @@ pub struct ConformanceWorld {
     pub agent: crate::scenario::AgentKind,
     /// How long steps wait for the cluster and the agents.
     pub deadline: std::time::Duration,
+    /// Per node: the rendered config it ran when the cluster was up.
+    pub configs_at_start: BTreeMap<String, String>,
     /// The cluster log's length when the last change step began (what a Then step judges).
     pub log_mark: usize,
     /// Per (node, path): the contents and mode a step found before it edited the file.
@@ -52,6 +54,7 @@ impl ConformanceWorld {
             signers_at_start: BTreeMap::new(),
             originals: BTreeMap::new(),
             log_mark: 0,
+            configs_at_start: BTreeMap::new(),
             agent: crate::scenario::AgentKind::Reference,
             deadline: std::time::Duration::from_secs(30),
         }

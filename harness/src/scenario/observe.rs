@@ -94,11 +94,12 @@ impl Scenario {
 
     /// The Node's annotations (`machineconfiguration.openshift.io/state`, `reason`, …).
     pub async fn node_annotations(&self, node: &str) -> Result<BTreeMap<String, String>, ScenarioError> {
-        let object = Api::<NodeObject>::all(self.admin.clone())
-            .get(node)
-            .await
-            .map_err(|e| ClusterError::kube(format!("node {node}"), e))?;
-        Ok(object.metadata.annotations.unwrap_or_default())
+        Ok(self
+            .node_object(node)
+            .await?
+            .metadata
+            .annotations
+            .unwrap_or_default())
     }
 
     /// A MachineConfigPool's spec.
@@ -141,10 +142,18 @@ impl Scenario {
     }
 
     async fn node_status(&self, node: &str) -> Result<k8s_openapi::api::core::v1::NodeStatus, ScenarioError> {
-        let object = Api::<NodeObject>::all(self.admin.clone())
-            .get(node)
-            .await
-            .map_err(|e| ClusterError::kube(format!("node {node}"), e))?;
-        Ok(object.status.unwrap_or_default())
+        Ok(self.node_object(node).await?.status.unwrap_or_default())
+    }
+
+    /// A Node, read again when the connection drops (the API server drops every connection
+    /// when its serving certificate rotates, and a pooled one may only find out on use).
+    async fn node_object(&self, node: &str) -> Result<NodeObject, ScenarioError> {
+        let api = Api::<NodeObject>::all(self.admin.clone());
+        Ok(crate::cluster::retry_transient(|| async {
+            api.get(node)
+                .await
+                .map_err(|e| ClusterError::kube(format!("node {node}"), e))
+        })
+        .await?)
     }
 }

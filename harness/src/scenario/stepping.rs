@@ -119,17 +119,23 @@ impl Scenario {
     /// What is still out of step, if anything. It only observes: reacting is the running
     /// cluster side's job.
     async fn pending(&self) -> Option<Pending> {
-        let cc_rv = controller_configs(&self.admin)
+        // An API error is not "nothing pending": it is waited out like any other.
+        let unreadable = |what: &str, e: kube::Error| Some(Pending::Waiting(format!("reading {what}: {e}")));
+        let cc = match controller_configs(&self.admin)
             .get("machine-config-controller")
             .await
-            .ok()?
-            .metadata
-            .resource_version
-            .unwrap_or_default();
-        let pools = machine_config_pools(&self.admin)
+        {
+            Ok(cc) => cc,
+            Err(e) => return unreadable("controllerconfig", e),
+        };
+        let cc_rv = cc.metadata.resource_version.unwrap_or_default();
+        let pools = match machine_config_pools(&self.admin)
             .list(&ListParams::default())
             .await
-            .ok()?;
+        {
+            Ok(pools) => pools,
+            Err(e) => return unreadable("machineconfigpools", e),
+        };
         let targets: BTreeMap<String, (String, bool)> = pools
             .iter()
             .map(|p| {
@@ -146,10 +152,13 @@ impl Scenario {
                 )
             })
             .collect();
-        let nodes = Api::<NodeObject>::all(self.admin.clone())
+        let nodes = match Api::<NodeObject>::all(self.admin.clone())
             .list(&ListParams::default())
             .await
-            .ok()?;
+        {
+            Ok(nodes) => nodes,
+            Err(e) => return unreadable("nodes", e),
+        };
         for node in nodes {
             let name = node.metadata.name.clone().unwrap_or_default();
             let a = node.metadata.annotations.clone().unwrap_or_default();

@@ -24,6 +24,13 @@ async fn start_with(world: &mut ConformanceWorld, mut options: ScenarioOptions) 
         world
             .boot_ids
             .insert(node.name().to_string(), node.boot_id().await);
+        let config = scenario
+            .node_annotations(node.name())
+            .await?
+            .get(harness::mco::CURRENT_CONFIG)
+            .cloned()
+            .unwrap_or_default();
+        world.configs_at_start.insert(node.name().to_string(), config);
     }
     world.signers_at_start.insert(
         "kube-apiserver-to-kubelet-signer".into(),

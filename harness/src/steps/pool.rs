@@ -3,6 +3,7 @@
 use anyhow::{Context, ensure};
 use cucumber::{given, then, when};
 use harness::cluster::metrics::{PAUSED_POOL_KUBELET_CA, Severity, sample, scrape};
+use harness::node::Node;
 use harness::pki::Clock;
 use harness::world::ConformanceWorld;
 
@@ -125,5 +126,26 @@ async fn cert_expirys(world: &mut ConformanceWorld, pool: String, signer: String
         "pool {pool} certExpirys has no {} expiring {expiry}: {listed:?}",
         current.common_name
     );
+    Ok(())
+}
+
+/// Every node still runs (`currentConfig` and `desiredConfig`) the rendered config it ran when
+/// the cluster was up, whatever its pool now targets.
+#[then("every node runs the rendered config it started with")]
+async fn runs_config_at_start(world: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let c = world.cluster()?;
+    for node in &c.nodes {
+        let a = c.node_annotations(node.name()).await?;
+        let at_start = &world.configs_at_start[node.name()];
+        let (current, desired) = (
+            a.get(harness::mco::CURRENT_CONFIG).cloned().unwrap_or_default(),
+            a.get(harness::mco::DESIRED_CONFIG).cloned().unwrap_or_default(),
+        );
+        ensure!(
+            current == *at_start && desired == *at_start,
+            "{}: currentConfig {current}, desiredConfig {desired}; it started on {at_start}",
+            node.name()
+        );
+    }
     Ok(())
 }
