@@ -48,6 +48,26 @@ impl AgentHost for ProcessHost {
     }
 }
 
+/// A stop signal for an agent process: cancelled on SIGTERM (how a service manager stops it)
+/// or SIGINT.
+pub fn stop_on_signals() -> tokio_util::sync::CancellationToken {
+    let stop = tokio_util::sync::CancellationToken::new();
+    let on_signal = stop.clone();
+    tokio::spawn(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
+        else {
+            return;
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+        on_signal.cancel();
+    });
+    stop
+}
+
 impl AgentEnv {
     /// The agent contract's environment; an error names the variable that is missing or wrong.
     pub async fn from_contract() -> Result<AgentEnv, String> {

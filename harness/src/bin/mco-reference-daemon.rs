@@ -3,7 +3,6 @@
 //! `systemctl` on `PATH`), logs to stdout, and stops on SIGTERM or SIGINT.
 
 use std::process::ExitCode;
-use tokio_util::sync::CancellationToken;
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -19,20 +18,7 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let stop = CancellationToken::new();
-    let on_signal = stop.clone();
-    tokio::spawn(async move {
-        use tokio::signal::unix::{SignalKind, signal};
-        let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
-        else {
-            return;
-        };
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = int.recv() => {}
-        }
-        on_signal.cancel();
-    });
+    let stop = harness::agent::process::stop_on_signals();
     harness::agent::run(env, stop).await;
     ExitCode::SUCCESS
 }

@@ -74,10 +74,13 @@ async fn create_force_file(world: &mut ConformanceWorld) -> anyhow::Result<()> {
     super::config::write_force_file(world).await
 }
 
-/// Every node's `machineconfiguration.openshift.io/state` becomes Degraded with a reason that
-/// contains the text (the text runs to the last quote, so it may itself contain quotes).
-#[then(regex = r#"^every node is Degraded with the reason "(.+)"$"#)]
-async fn degraded_with(world: &mut ConformanceWorld, text: String) -> anyhow::Result<()> {
+/// Wait until every node's state and reason satisfy `wanted`; the error says what `what` is
+/// and what each node showed last.
+async fn every_node_state(
+    world: &ConformanceWorld,
+    what: &str,
+    wanted: impl Fn(&str, &str) -> bool,
+) -> anyhow::Result<()> {
     let c = world.cluster()?;
     for node in &c.nodes {
         eventually(c.options.deadline, || async {
@@ -86,39 +89,36 @@ async fn degraded_with(world: &mut ConformanceWorld, text: String) -> anyhow::Re
                 a.get(STATE).cloned().unwrap_or_default(),
                 a.get(REASON).cloned().unwrap_or_default(),
             );
-            if state == "Degraded" && reason.contains(&text) {
+            if wanted(&state, &reason) {
                 Ok(())
             } else {
                 Err(format!("state {state:?}, reason {reason:?}"))
             }
         })
         .await
-        .map_err(|e| anyhow::anyhow!("{} is not Degraded with the reason {text:?}: {e}", node.name()))?;
+        .map_err(|e| anyhow::anyhow!("{} is not {what}: {e}", node.name()))?;
     }
     Ok(())
+}
+
+/// Every node's `machineconfiguration.openshift.io/state` becomes Degraded with a reason that
+/// contains the text (the text runs to the last quote, so it may itself contain quotes).
+#[then(regex = r#"^every node is Degraded with the reason "(.+)"$"#)]
+async fn degraded_with(world: &mut ConformanceWorld, text: String) -> anyhow::Result<()> {
+    let what = format!("Degraded with the reason {text:?}");
+    every_node_state(world, &what, |state, reason| {
+        state == "Degraded" && reason.contains(&text)
+    })
+    .await
 }
 
 /// Every node's state becomes Done, with no reason, on the config it had.
 #[then("every node is Done")]
 async fn done(world: &mut ConformanceWorld) -> anyhow::Result<()> {
-    let c = world.cluster()?;
-    for node in &c.nodes {
-        eventually(c.options.deadline, || async {
-            let a = c.node_annotations(node.name()).await.map_err(|e| e.to_string())?;
-            let (state, reason) = (
-                a.get(STATE).cloned().unwrap_or_default(),
-                a.get(REASON).cloned().unwrap_or_default(),
-            );
-            if state == "Done" && reason.is_empty() {
-                Ok(())
-            } else {
-                Err(format!("state {state:?}, reason {reason:?}"))
-            }
-        })
-        .await
-        .map_err(|e| anyhow::anyhow!("{} is not Done: {e}", node.name()))?;
-    }
-    Ok(())
+    every_node_state(world, "Done", |state, reason| {
+        state == "Done" && reason.is_empty()
+    })
+    .await
 }
 
 /// Every node's file holds what the config it runs (`currentConfig`) says, mode included.

@@ -6,7 +6,6 @@
 
 use harness::mco::KUBELET_CA_PATH;
 use std::process::ExitCode;
-use tokio_util::sync::CancellationToken;
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -18,15 +17,7 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let stop = CancellationToken::new();
-    let on_signal = stop.clone();
-    tokio::spawn(async move {
-        use tokio::signal::unix::{SignalKind, signal};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
-            term.recv().await;
-        }
-        on_signal.cancel();
-    });
+    let stop = harness::agent::process::stop_on_signals();
     let watched = env.path(KUBELET_CA_PATH);
     let (tx, mut changes) = tokio::sync::mpsc::unbounded_channel();
     let target = watched.clone();

@@ -1,0 +1,280 @@
+//! The 4.16 path (MCO release-4.16 `pkg/daemon/certificate_writer.go`): the daemon watches
+//! ControllerConfig `machine-config-controller` and writes the CA files itself, whatever the
+//! pool's `paused` says, with no new rendered config and no reboot. MachineConfig updates leave
+//! those files alone (`skipCertificateWrite`).
+//!
+//! On every ControllerConfig event: if the node's `lastSyncedControllerConfigResourceVersion`
+//! differs from the ControllerConfig's resourceVersion (or `service-ca-rotate` is "true"), write
+//! kubelet-ca.crt and the cloud CA (a trailing newline added, existing modes kept, new files
+//! 0644); then annotate the node with the resourceVersion and log
+//! `Certificate was synced from controllerconfig resourceVersion N` — every time, as upstream
+//! does (its line 303), which is why the line repeats.
+//!
+//! With `service-ca-rotate: "true"` that this node has not acted on, it compares
+//! `kubeconfig-data`'s CA with `/etc/kubernetes/kubeconfig`'s: certificates the configmap adds
+//! get `/etc/kubernetes/kubeconfig` rewritten, and unless every added one is a localhost or
+//! load-balancer serving signer, the kubelet restarts: `systemctl stop kubelet`, the CA in
+//! `/var/lib/kubelet/kubeconfig` rewritten, `daemon-reload`, `start`.
+//!
+//! # Layout
+//! - `kubeconfig`: the serving CA from `kubeconfig-data` against the node's kubeconfig, and
+//!   whether the kubelet restarts now.
+//! - `registry`: the internal registry's pull secret and the image registry CAs.
+
+mod kubeconfig;
+mod registry;
+
+pub use kubeconfig::{DEFERRED_SIGNERS, KubeconfigPlan, plan_kubeconfig};
+pub use registry::{INTERNAL_REGISTRY_PULL_SECRET, MOUNTED_PULL_SECRETS, REGISTRY_CA_DIR};
+
+use super::common::write_file_atomically;
+use super::{AgentEnv, Behaviour};
+use crate::cluster::operator::{CONTROLLER_CONFIG, controller_configs};
+use crate::mco::{
+    KUBELET_CA_PATH, LAST_OBSERVED_SERVER_CA, LAST_SYNCED_CONTROLLER_CONFIG, REASON, SERVICE_CA_ROTATE,
+    STATE, STATE_DEGRADED, STATE_DONE,
+};
+use crate::node::seed::{KUBELET_KUBECONFIG, NODE_KUBECONFIG};
+use base64::Engine;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use kubeconfig::{kubeconfig_ca, kubeconfig_data, with_kubeconfig_ca};
+use registry::{pull_secret, sync_registry_cas};
+use serde_json::json;
+use std::os::unix::fs::PermissionsExt;
+use tokio_util::sync::CancellationToken;
+
+pub const BEHAVIOUR: Behaviour = Behaviour {
+    skip_certificate_files: true,
+    certificate_writer: true,
+};
+
+/// Files the certificate writer owns, and the ControllerConfig spec field each comes from.
+pub const CERTIFICATE_FILES: &[(&str, &str)] = &[
+    (KUBELET_CA_PATH, "kubeAPIServerServingCAData"),
+    (
+        "/etc/kubernetes/static-pod-resources/configmaps/cloud-config/ca-bundle.pem",
+        "cloudProviderCAData",
+    ),
+];
+
+pub async fn certificate_writer(env: &AgentEnv, stop: CancellationToken) {
+    let config = watcher::Config::default().fields(&format!("metadata.name={CONTROLLER_CONFIG}"));
+    let mut events = watcher(controller_configs(&env.client), config)
+        .default_backoff()
+        .applied_objects()
+        .boxed();
+    // A failed sync is tried again with the newest ControllerConfig, backing off as upstream's
+    // rate-limited ccQueue does (5 ms doubling), and at once when a newer one arrives.
+    let mut failed: Option<DynamicObject> = None;
+    let mut retry_in = RETRY_BASE;
+    // The reason this writer marked the node Degraded with (upstream `updateErrorState`).
+    let mut degraded: Option<String> = None;
+    loop {
+        let cc = tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(retry_in), if failed.is_some() => {
+                retry_in = (retry_in * 2).min(RETRY_MAX);
+                failed.take().expect("guarded by is_some")
+            }
+            event = events.next() => match event {
+                Some(Ok(cc)) => {
+                    // The newest ControllerConfig replaces a failed older one: never sync back.
+                    failed = None;
+                    retry_in = RETRY_BASE;
+                    cc
+                }
+                Some(Err(e)) => {
+                    env.log(&format!("controllerconfig watch: {e}"));
+                    continue;
+                }
+                None => return,
+            },
+        };
+        match sync(env, &cc).await {
+            Ok(()) => {
+                if let Some(reason) = degraded.take() {
+                    clear_own_degraded(env, &reason).await;
+                }
+            }
+            Err(SyncError::Transient(e)) => {
+                env.log(&format!("Error syncing certificates from controllerconfig: {e}"));
+                failed = Some(cc);
+            }
+            Err(SyncError::Node(reason)) => {
+                env.log(&format!(
+                    "Error syncing certificates from controllerconfig: {reason}"
+                ));
+                // Marked again whenever the node does not say so (someone else may have
+                // changed its state since).
+                if !node_says(env, STATE_DEGRADED, &reason).await {
+                    env.log(&format!("Marking Degraded due to: {reason}"));
+                    set_state(env, STATE_DEGRADED, &reason).await;
+                }
+                degraded = Some(reason);
+                failed = Some(cc);
+            }
+        }
+    }
+}
+
+/// The ccQueue's backoff (client-go `DefaultControllerRateLimiter`: 5 ms doubling), capped here
+/// at a second so a scenario's deadline is never spent waiting.
+const RETRY_BASE: std::time::Duration = std::time::Duration::from_millis(5);
+const RETRY_MAX: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// `writeToDisk`: a trailing newline, the existing file's mode (0644 for a new one).
+pub(super) fn write_to_disk(env: &AgentEnv, node_path: &str, mut data: Vec<u8>) -> std::io::Result<()> {
+    if data.last() != Some(&b'\n') {
+        data.push(b'\n');
+    }
+    let path = env.path(node_path);
+    let mode = std::fs::metadata(&path)
+        .map(|m| m.permissions().mode() & 0o7777)
+        .unwrap_or(0o644);
+    write_file_atomically(&path, &data, mode)
+}
+
+async fn systemctl(env: &AgentEnv, args: &[&str]) -> Result<(), String> {
+    let out = env.host.systemctl(args).await?;
+    if out.exit_code != 0 {
+        return Err(format!(
+            "systemctl {}: exit {}: {}",
+            args.join(" "),
+            out.exit_code,
+            out.stderr.trim()
+        ));
+    }
+    Ok(())
+}
+
+/// Why a sync failed: the API (try again) or this node's state (also marks it Degraded).
+pub(super) enum SyncError {
+    Transient(String),
+    Node(String),
+}
+
+impl From<String> for SyncError {
+    fn from(e: String) -> Self {
+        SyncError::Transient(e)
+    }
+}
+
+/// Whether the node's state and reason annotations are these.
+async fn node_says(env: &AgentEnv, state: &str, reason: &str) -> bool {
+    let Ok(node) = Api::<Node>::all(env.client.clone()).get(&env.node_name).await else {
+        return false;
+    };
+    let a = node.metadata.annotations.unwrap_or_default();
+    a.get(STATE).map(String::as_str) == Some(state) && a.get(REASON).map(String::as_str) == Some(reason)
+}
+
+/// Back to Done, but only from the Degraded this writer set: a Degraded from a failed update
+/// or config drift is not the writer's to clear.
+async fn clear_own_degraded(env: &AgentEnv, reason: &str) {
+    if node_says(env, STATE_DEGRADED, reason).await {
+        set_state(env, STATE_DONE, "").await;
+    }
+}
+
+async fn set_state(env: &AgentEnv, state: &str, reason: &str) {
+    let patch = json!({"metadata": {"annotations": {STATE: state, REASON: reason}}});
+    let _ = Api::<Node>::all(env.client.clone())
+        .patch(&env.node_name, &PatchParams::default(), &Patch::Merge(patch))
+        .await;
+}
+
+async fn sync(env: &AgentEnv, cc: &DynamicObject) -> Result<(), SyncError> {
+    let nodes: Api<Node> = Api::all(env.client.clone());
+    let node = nodes
+        .get(&env.node_name)
+        .await
+        .map_err(|e| format!("node {}: {e}", env.node_name))?;
+    let annotations = node.metadata.annotations.clone().unwrap_or_default();
+    let rv = cc.metadata.resource_version.clone().unwrap_or_default();
+    let rotate = cc
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(SERVICE_CA_ROTATE))
+        .is_some_and(|v| v == "true");
+    let rotate_value = cc
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(SERVICE_CA_ROTATE))
+        .cloned()
+        .unwrap_or_default();
+    let observed = annotations
+        .get(LAST_OBSERVED_SERVER_CA)
+        .cloned()
+        .unwrap_or_default();
+    let mut restart_kubelet = None;
+    if annotations.get(LAST_SYNCED_CONTROLLER_CONFIG) != Some(&rv) || rotate {
+        let mut path_to_data: Vec<(String, Vec<u8>)> = Vec::new();
+        for (path, field) in CERTIFICATE_FILES {
+            let encoded = cc.data["spec"][*field].as_str().unwrap_or("");
+            let data = base64::engine::general_purpose::STANDARD
+                .decode(encoded)
+                .map_err(|e| SyncError::Node(format!("controllerconfig spec.{field}: {e}")))?;
+            path_to_data.push((path.to_string(), data));
+        }
+        if let Some(secret) = pull_secret(env, cc, &node)? {
+            path_to_data.push((INTERNAL_REGISTRY_PULL_SECRET.to_string(), secret));
+        }
+        if rotate && observed != "true" {
+            // As upstream: a configmap that cannot be read rules out the kubeconfig update and
+            // the restart, not the rest of the sync.
+            match kubeconfig_data(env).await {
+                Err(e) => env.log(&format!(
+                    "cannot read the kube-apiserver serving CA for the kubeconfigs: {e}"
+                )),
+                Ok(server_ca) => {
+                    let on_disk = kubeconfig_ca(&env.path(NODE_KUBECONFIG))?;
+                    let plan = plan_kubeconfig(&on_disk, &server_ca);
+                    for line in &plan.log {
+                        env.log(line);
+                    }
+                    if plan.rewrite {
+                        let updated = with_kubeconfig_ca(&env.path(NODE_KUBECONFIG), &server_ca)?;
+                        path_to_data.push((NODE_KUBECONFIG.to_string(), updated));
+                        if !plan.defer_restart && !on_disk.trim().is_empty() {
+                            restart_kubelet = Some(server_ca);
+                        }
+                    }
+                }
+            }
+        }
+        for (path, data) in path_to_data {
+            write_to_disk(env, &path, data).map_err(|e| format!("{path}: {e}"))?;
+        }
+        // The restart comes before anything else that can fail: a retry compares against the
+        // kubeconfig just written and would not restart again.
+        if let Some(server_ca) = restart_kubelet {
+            env.log("restarting kubelet due to server-ca rotation");
+            systemctl(env, &["stop", "kubelet"]).await?;
+            let updated = with_kubeconfig_ca(&env.path(KUBELET_KUBECONFIG), &server_ca)?;
+            write_to_disk(env, KUBELET_KUBECONFIG, updated)
+                .map_err(|e| format!("{KUBELET_KUBECONFIG}: {e}"))?;
+            systemctl(env, &["daemon-reload"]).await?;
+            systemctl(env, &["start", "kubelet"]).await?;
+        }
+        sync_registry_cas(env, cc)?;
+    }
+    let mut set = serde_json::Map::new();
+    set.insert(LAST_SYNCED_CONTROLLER_CONFIG.into(), json!(rv));
+    if observed != rotate_value {
+        set.insert(LAST_OBSERVED_SERVER_CA.into(), json!(rotate_value));
+    }
+    let patch = json!({"metadata": {"annotations": set}});
+    nodes
+        .patch(&env.node_name, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .map_err(|e| format!("node {}: {e}", env.node_name))?;
+    env.log(&format!(
+        "Certificate was synced from controllerconfig resourceVersion {rv}"
+    ));
+    Ok(())
+}

@@ -1,0 +1,131 @@
+//! The 4.16 writer's registry trust (release-4.16 `certificate_writer.go`): the internal
+//! registry's pull secret merged with a mounted per-role one (`syncOSImagePullSecrets`), and the
+//! image registry CAs under `/etc/docker/certs.d`.
+
+use super::{AgentEnv, SyncError, write_to_disk};
+use base64::Engine;
+use k8s_openapi::api::core::v1::Node;
+use kube::api::DynamicObject;
+use serde_json::json;
+
+/// Where the 4.16 writer puts the internal registry's pull secret, and where a per-role secret
+/// may be mounted (`syncOSImagePullSecrets`).
+pub const INTERNAL_REGISTRY_PULL_SECRET: &str = "/etc/mco/internal-registry-pull-secret.json";
+pub const MOUNTED_PULL_SECRETS: &str = "/run/secrets/os-image-pull-secrets";
+/// The registry CA directory (`imageCAFilePath`).
+pub const REGISTRY_CA_DIR: &str = "/etc/docker/certs.d";
+
+/// `spec.internalRegistryPullSecret` merged with the node role's mounted secret (its
+/// `.dockerconfigjson`, or a legacy `.dockercfg`); the mounted entries win. None when the
+/// ControllerConfig has no secret.
+pub(super) fn pull_secret(
+    env: &AgentEnv,
+    cc: &DynamicObject,
+    node: &Node,
+) -> Result<Option<Vec<u8>>, SyncError> {
+    let Some(encoded) = cc.data["spec"]["internalRegistryPullSecret"]
+        .as_str()
+        .filter(|e| !e.is_empty())
+    else {
+        return Ok(None);
+    };
+    let node_error = |e: String| SyncError::Node(e);
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .map_err(|e| node_error(format!("controllerconfig spec.internalRegistryPullSecret: {e}")))?;
+    let mut merged: serde_json::Value = serde_json::from_slice(&decoded).map_err(|e| {
+        node_error(format!(
+            "controllerconfig spec.internalRegistryPullSecret is not JSON: {e}"
+        ))
+    })?;
+    let mut roles: Vec<&str> = node
+        .metadata
+        .labels
+        .iter()
+        .flatten()
+        .filter_map(|(k, _)| k.strip_prefix("node-role.kubernetes.io/"))
+        .collect();
+    roles.sort();
+    let Some(role) = roles.first() else {
+        return Err(node_error(format!(
+            "node {} has no node-role.kubernetes.io/<role> label: cannot tell which mounted pull secret under {MOUNTED_PULL_SECRETS} applies",
+            env.node_name
+        )));
+    };
+    let dir = format!("{MOUNTED_PULL_SECRETS}/{role}");
+    let mounted = [".dockerconfigjson", ".dockercfg"].into_iter().find_map(|name| {
+        let path = format!("{dir}/{name}");
+        std::fs::read(env.path(&path))
+            .ok()
+            .map(|bytes| (path, name, bytes))
+    });
+    if let Some((path, name, bytes)) = mounted {
+        let value: serde_json::Value =
+            serde_json::from_slice(&bytes).map_err(|e| node_error(format!("{path} is not JSON: {e}")))?;
+        let auths = if name == ".dockercfg" {
+            value
+        } else {
+            value["auths"].clone()
+        };
+        if let Some(from) = auths.as_object() {
+            let Some(top) = merged.as_object_mut() else {
+                return Err(node_error(
+                    "controllerconfig spec.internalRegistryPullSecret is not a JSON object".into(),
+                ));
+            };
+            let into = top.entry("auths").or_insert_with(|| json!({}));
+            if let Some(into) = into.as_object_mut() {
+                for (registry, credentials) in from {
+                    into.insert(registry.clone(), credentials.clone());
+                }
+            }
+        }
+    }
+    serde_json::to_vec(&merged)
+        .map(Some)
+        .map_err(|e| node_error(e.to_string()))
+}
+
+/// The registry CAs (`imageRegistryBundleData` then `imageRegistryBundleUserData`): with no
+/// `/etc/docker/certs.d`, none; otherwise every subdirectory that no CA's raw file name equals
+/// is removed, and each CA goes to `<file with ".." read as ":">/ca.crt`. A file name that
+/// would leave the directory (a `/` in it, or empty or `.`) is refused with an error in the log
+/// and nothing written for it.
+pub(super) fn sync_registry_cas(env: &AgentEnv, cc: &DynamicObject) -> Result<(), SyncError> {
+    let dir = env.path(REGISTRY_CA_DIR);
+    let Ok(existing) = std::fs::read_dir(&dir) else {
+        env.log(&format!("{REGISTRY_CA_DIR} does not exist yet"));
+        return Ok(());
+    };
+    let spec = &cc.data["spec"];
+    let mut cas = Vec::new();
+    for entry in spec["imageRegistryBundleData"]
+        .as_array()
+        .into_iter()
+        .chain(spec["imageRegistryBundleUserData"].as_array())
+        .flatten()
+    {
+        let file = entry["file"].as_str().unwrap_or("").to_string();
+        if file.is_empty() || file == "." || file.contains('/') || file.contains('\0') {
+            env.log(&format!(
+                "refusing image registry CA {file:?}: its directory would not be a child of {REGISTRY_CA_DIR}"
+            ));
+            continue;
+        }
+        let data = base64::engine::general_purpose::STANDARD
+            .decode(entry["data"].as_str().unwrap_or(""))
+            .map_err(|e| SyncError::Node(format!("image registry CA {file:?}: {e}")))?;
+        cas.push((file, data));
+    }
+    for stale in existing.flatten() {
+        let name = stale.file_name().to_string_lossy().into_owned();
+        if stale.path().is_dir() && !cas.iter().any(|(file, _)| *file == name) {
+            std::fs::remove_dir_all(stale.path()).map_err(|e| format!("{REGISTRY_CA_DIR}/{name}: {e}"))?;
+        }
+    }
+    for (file, data) in cas {
+        let path = format!("{REGISTRY_CA_DIR}/{}/ca.crt", file.replace("..", ":"));
+        write_to_disk(env, &path, data).map_err(|e| format!("{path}: {e}"))?;
+    }
+    Ok(())
+}

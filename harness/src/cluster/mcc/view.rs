@@ -1,0 +1,153 @@
+//! What one pass of the machine-config controller works on: the API state read once, with the
+//! pass's own writes applied; and the pure readings of it (label selectors, node annotations,
+//! the ControllerConfig's certificates).
+
+use crate::cluster::pools::NodeView;
+use crate::mco::{CURRENT_CONFIG, DESIRED_CONFIG, REASON, STATE};
+use crate::pki::{parse_certs, rfc3339};
+use k8s_openapi::api::core::v1::Node;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+/// The API state one pass works on, with the pass's own writes applied.
+pub(super) struct ApiView {
+    pub(super) controller_config: Value,
+    pub(super) machine_configs: Vec<Value>,
+    pub(super) pools: Vec<Value>,
+    pub(super) nodes: Vec<Node>,
+}
+
+impl ApiView {
+    pub(super) fn machine_config(&self, name: &str) -> Option<&Value> {
+        self.machine_configs
+            .iter()
+            .find(|mc| mc["metadata"]["name"] == name)
+    }
+
+    pub(super) fn put_machine_config(&mut self, written: Value) {
+        match self
+            .machine_configs
+            .iter_mut()
+            .find(|mc| mc["metadata"]["name"] == written["metadata"]["name"])
+        {
+            Some(slot) => *slot = written,
+            None => self.machine_configs.push(written),
+        }
+    }
+
+    pub(super) fn put_node(&mut self, written: Node) {
+        if let Some(slot) = self
+            .nodes
+            .iter_mut()
+            .find(|n| n.metadata.name == written.metadata.name)
+        {
+            *slot = written;
+        }
+    }
+}
+
+/// `status.controllerCertificates` entries for one bundle (base64 in the spec).
+pub(super) fn certificate_entries(encoded: Option<&str>, bundle_file: &str) -> Vec<Value> {
+    use base64::Engine;
+    let Some(pem) = encoded
+        .and_then(|e| base64::engine::general_purpose::STANDARD.decode(e).ok())
+        .and_then(|b| String::from_utf8(b).ok())
+    else {
+        return Vec::new();
+    };
+    parse_certs(&pem)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| {
+            json!({"subject": c.subject, "signer": c.issuer, "notBefore": rfc3339(c.not_before),
+                "notAfter": rfc3339(c.not_after), "bundleFile": bundle_file})
+        })
+        .collect()
+}
+
+/// 4.14+ pool `status.certExpirys` (`pkg/controller/node/status.go`): the ControllerConfig's
+/// certificates from `KubeAPIServerServingCAData`.
+pub(super) fn cert_expirys(controller_config: &Value) -> Value {
+    controller_config["status"]["controllerCertificates"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["bundleFile"] == "KubeAPIServerServingCAData")
+        .map(|c| json!({"bundle": c["bundleFile"], "subject": c["subject"], "expiry": c["notAfter"]}))
+        .collect()
+}
+
+pub(super) fn node_view(node: &Node) -> NodeView {
+    let a: BTreeMap<String, String> = node.metadata.annotations.clone().unwrap_or_default();
+    let get = |k: &str| a.get(k).cloned().unwrap_or_default();
+    NodeView {
+        name: node.metadata.name.clone().unwrap_or_default(),
+        current: get(CURRENT_CONFIG),
+        desired: get(DESIRED_CONFIG),
+        state: get(STATE),
+        reason: get(REASON),
+    }
+}
+
+/// Whether a label selector holds for `labels`, as in Kubernetes: every `matchLabels` pair and
+/// every `matchExpressions` entry (In, NotIn, Exists, DoesNotExist); an empty selector selects
+/// everything and a missing one nothing.
+pub(super) fn selects(selector: &Value, labels: &Value) -> bool {
+    if !selector.is_object() {
+        return false; // a nil selector selects nothing
+    }
+    let label = |k: &str| labels.get(k).and_then(Value::as_str);
+    let by_labels = selector["matchLabels"].as_object().is_none_or(|wanted| {
+        wanted
+            .iter()
+            .all(|(k, v)| labels.get(k).is_some_and(|have| have == v))
+    });
+    let by_expressions = selector["matchExpressions"].as_array().is_none_or(|expressions| {
+        expressions.iter().all(|e| {
+            let key = e["key"].as_str().unwrap_or("");
+            let values: Vec<&str> = e["values"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            match e["operator"].as_str() {
+                Some("In") => label(key).is_some_and(|v| values.contains(&v)),
+                Some("NotIn") => label(key).is_none_or(|v| !values.contains(&v)),
+                Some("Exists") => label(key).is_some(),
+                Some("DoesNotExist") => label(key).is_none(),
+                _ => false,
+            }
+        })
+    });
+    by_labels && by_expressions
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selectors_as_kubernetes_reads_them() {
+        let labels = json!({"machineconfiguration.openshift.io/role": "worker", "tier": "a"});
+        assert!(selects(
+            &json!({"matchLabels": {"machineconfiguration.openshift.io/role": "worker"}}),
+            &labels
+        ));
+        assert!(!selects(
+            &json!({"matchLabels": {"machineconfiguration.openshift.io/role": "master"}}),
+            &labels
+        ));
+        assert!(selects(&json!({}), &labels), "empty selects everything");
+        assert!(!selects(&Value::Null, &labels), "missing selects nothing");
+        let expr = |op: &str, values: &[&str]| json!({"matchExpressions": [{"key": "tier", "operator": op, "values": values}]});
+        assert!(selects(&expr("In", &["a", "b"]), &labels));
+        assert!(!selects(&expr("NotIn", &["a"]), &labels));
+        assert!(selects(&expr("Exists", &[]), &labels));
+        assert!(!selects(&expr("DoesNotExist", &[]), &labels));
+        assert!(
+            !selects(&expr("Gt", &["1"]), &labels),
+            "an operator it does not know selects nothing"
+        );
+    }
+}
