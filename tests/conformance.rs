@@ -24,13 +24,16 @@ fn option(args: &[String], flag: &str, env: &str) -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
-fn config() -> Result<RunConfig, String> {
+/// The run asked for, and whether to follow an embedded run with the `@container` scenarios
+/// on container nodes (when no backend was named).
+fn config() -> Result<(RunConfig, bool), String> {
     let args: Vec<String> = std::env::args().collect();
     let profiles = match option(&args, "--profile", "MCO_CONFORMANCE_PROFILE").as_deref() {
         None | Some("all") => Profile::ALL.to_vec(),
         Some(p) => vec![p.parse::<Profile>().map_err(|e| e.to_string())?],
     };
-    let nodes = match option(&args, "--nodes", "MCO_CONFORMANCE_NODES").as_deref() {
+    let named = option(&args, "--nodes", "MCO_CONFORMANCE_NODES");
+    let nodes = match named.as_deref() {
         None | Some("embedded") => Nodes::Embedded,
         Some("container") => Nodes::Container,
         Some(other) => {
@@ -48,20 +51,38 @@ fn config() -> Result<RunConfig, String> {
     config.tags = option(&args, "--tags", "MCO_CONFORMANCE_TAGS");
     config.nodes = nodes;
     config.command = "cargo test --test conformance".into();
-    Ok(config)
+    Ok((config, named.is_none()))
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let config = match config() {
+    let (config, then_containers) = match config() {
         Ok(c) => c,
         Err(e) => {
             eprintln!("conformance: {e}");
             return ExitCode::from(2);
         }
     };
-    match run(&config).await {
+    let mut result = run(&config).await;
+    if then_containers && let Ok(embedded) = result {
+        // DESIGN.md: `cargo test` also runs the @container scenarios on container nodes, or
+        // lists them skipped with the reason when no Docker engine answers.
+        let mut containers = config.clone();
+        containers.nodes = Nodes::Container;
+        containers.tags = Some(match &config.tags {
+            Some(t) => format!("@container and ({t})"),
+            None => "@container".into(),
+        });
+        containers.report_dir = config.report_dir.join("container");
+        println!("the @container scenarios on container nodes:");
+        result = run(&containers).await.map(|c| {
+            let all = embedded.with_container_run(c);
+            println!("both runs together:\n{}", all.line());
+            all
+        });
+    }
+    match result {
         Ok(summary) if summary.failed == 0 => ExitCode::SUCCESS,
         Ok(_) => ExitCode::FAILURE,
         Err(e) => {

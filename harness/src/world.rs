@@ -21,6 +21,8 @@ pub struct ConformanceWorld {
     pub signers_at_start: BTreeMap<String, IssuedCert>,
     /// The agent the run puts on every node.
     pub agent: crate::scenario::AgentKind,
+    /// Where the run's nodes run.
+    pub backend: crate::scenario::NodeBackend,
     /// How long steps wait for the cluster and the agents.
     pub deadline: std::time::Duration,
     /// Per node: the rendered config it ran when the cluster was up.
@@ -56,6 +58,7 @@ impl ConformanceWorld {
             log_mark: 0,
             configs_at_start: BTreeMap::new(),
             agent: crate::scenario::AgentKind::Reference,
+            backend: crate::scenario::NodeBackend::Embedded,
             deadline: std::time::Duration::from_secs(30),
         }
     }

@@ -202,22 +202,49 @@ fn a_run_with_an_agent_binary_writes_the_conformance_report() {
     );
 }
 
-/// A container run is refused until container nodes exist, rather than run on embedded nodes
-/// under the container run's name.
+/// Without a Docker engine a container run runs nothing and counts every scenario it would
+/// have run as skipped, saying why; never as passed.
 #[test]
-fn a_container_run_is_refused_not_run_on_embedded_nodes() {
+fn a_container_run_without_docker_skips_every_scenario_with_the_reason() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let out = Command::new(BIN)
-        .args(["run", "--nodes", "container"])
+        .current_dir(root)
+        .args(["run", "--nodes", "container", "--profile", "ocp-4.16"])
+        .arg(root.join("features/signer_rotation.feature"))
+        .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains("container nodes are not in this build yet"),
-        "{stderr}"
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
     );
+    let skips: Vec<&str> = stdout.lines().filter(|l| l.starts_with("skipped: ")).collect();
     assert!(
-        !String::from_utf8_lossy(&out.stdout).contains("passed"),
-        "nothing ran"
+        !skips.is_empty() && skips.iter().all(|l| l.contains(": no Docker engine (")),
+        "{stdout}"
+    );
+    assert_eq!(
+        stdout.lines().last(),
+        Some(format!("0 passed, 0 failed, {} skipped", skips.len()).as_str()),
+        "{stdout}"
+    );
+}
+
+/// `--agent-image` names an image for container nodes; anywhere else it is refused.
+#[test]
+fn an_agent_image_needs_container_nodes() {
+    let out = Command::new(BIN)
+        .args(["run", "--agent-image", "example/agent:1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("--agent-image needs container nodes (--nodes container)"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
 }

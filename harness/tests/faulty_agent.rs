@@ -20,7 +20,7 @@ fn binary(name: &str) -> PathBuf {
     match name {
         "mco-conformance-faulty-agent" => PathBuf::from(env!("CARGO_BIN_EXE_mco-conformance-faulty-agent")),
         "mco-reference-daemon" => PathBuf::from(env!("CARGO_BIN_EXE_mco-reference-daemon")),
-        _ => PathBuf::from(env!("CARGO_BIN_EXE_mco-node-systemctl")),
+        _ => PathBuf::from(env!("CARGO_BIN_EXE_mco-node-tools")),
     }
 }
 
@@ -35,7 +35,7 @@ async fn run_with(agent: &str, dir: &Path) -> (harness::runner::Summary, Value) 
     config.agent = AgentKind::Binary {
         path: binary(agent),
         args: Vec::new(),
-        systemctl_shim: binary("mco-node-systemctl"),
+        node_tools: binary("mco-node-tools"),
     };
     let report = dir.join(format!("{agent}.yaml"));
     config.report = Some(report.clone());

@@ -8,8 +8,16 @@ use std::process::Command;
 
 fn run_in(image: &str, command: &[&str]) -> String {
     let out = Command::new("docker")
-        .args(["run", "--rm", "--network", "none", image])
-        .args(command)
+        .args([
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            "--entrypoint",
+            command[0],
+            image,
+        ])
+        .args(&command[1..])
         .output()
         .unwrap();
     assert!(
@@ -32,7 +40,7 @@ fn the_node_image_is_built_here_reused_while_unchanged_and_runs_our_binaries() {
     }
     let binaries = vec![
         PathBuf::from(env!("CARGO_BIN_EXE_mco-reference-daemon")),
-        PathBuf::from(env!("CARGO_BIN_EXE_mco-node-systemctl")),
+        PathBuf::from(env!("CARGO_BIN_EXE_mco-node-tools")),
     ];
     let first = ensure_node_image(&binaries).unwrap();
     let second = ensure_node_image(&binaries).unwrap();
@@ -68,7 +76,7 @@ fn the_node_image_is_built_here_reused_while_unchanged_and_runs_our_binaries() {
     );
     assert!(shell.contains("ID=mco-conformance"), "{shell}");
     assert!(
-        shell.contains("mco-node-systemctl") && shell.contains("certs.d"),
+        shell.contains("mco-node-tools") && shell.contains("certs.d"),
         "{shell}"
     );
 }

@@ -6,7 +6,7 @@
 use harness::Profile;
 use harness::cluster::lifecycle::{NODE_MONITOR_GRACE, UNKNOWN_REASON};
 use harness::node::kubelet_status::READY_REASON;
-use harness::node::{HEARTBEAT_FILE, KUBELET_UNIT, NOW_FILE, Node};
+use harness::node::{HEARTBEAT_FILE, KUBELET_UNIT, NOW_FILE};
 use harness::pki::{Clock, rfc3339};
 use harness::scenario::{Scenario, ScenarioOptions};
 use k8s_openapi::api::core::v1::Node as NodeObject;

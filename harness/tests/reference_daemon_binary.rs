@@ -1,12 +1,11 @@
 //! `mco-reference-daemon` as a process on embedded nodes, through the agent contract only:
-//! the environment, `systemctl` on its PATH (the `mco-node-systemctl` shim, answered by the
+//! the environment, `systemctl` on its PATH (the `mco-node-tools` shim, answered by the
 //! node's service manager), and its output in the journal. The same rotation reaches the nodes
 //! as with the in-process daemon.
 
 use harness::Profile;
 use harness::cluster::mcc::machine_config_pools;
 use harness::mco::{CURRENT_CONFIG, KUBELET_CA_PATH};
-use harness::node::Node;
 use harness::scenario::{AgentKind, Scenario, ScenarioOptions};
 use k8s_openapi::api::core::v1::Node as NodeObject;
 use kube::api::Api;
@@ -17,7 +16,7 @@ fn options(profile: Profile) -> ScenarioOptions {
     options.agent = AgentKind::Binary {
         path: PathBuf::from(env!("CARGO_BIN_EXE_mco-reference-daemon")),
         args: vec![],
-        systemctl_shim: PathBuf::from(env!("CARGO_BIN_EXE_mco-node-systemctl")),
+        node_tools: PathBuf::from(env!("CARGO_BIN_EXE_mco-node-tools")),
     };
     options
 }
@@ -38,7 +37,7 @@ async fn on_4_16_the_daemon_process_writes_the_client_ca() {
     for node in &s.nodes {
         let on_disk = String::from_utf8(node.read(KUBELET_CA_PATH).await.unwrap()).unwrap();
         assert_eq!(on_disk, expected, "{}", node.name());
-        let journal = node.journal().since(harness::node::JournalMark(0)).join("\n");
+        let journal = node.journal_since(harness::node::JournalMark(0)).await.join("\n");
         assert!(
             journal.contains("machine-config-daemon[")
                 && journal.contains("Certificate was synced from controllerconfig resourceVersion"),
@@ -49,7 +48,7 @@ async fn on_4_16_the_daemon_process_writes_the_client_ca() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn on_4_12_the_daemon_process_applies_the_rendered_config_through_the_systemctl_shim() {
+async fn on_4_12_the_daemon_process_applies_the_rendered_config_through_the_node_tools() {
     let s = Scenario::start(options(Profile::Ocp412)).await.unwrap();
     let marks: Vec<_> = futures::future::join_all(s.nodes.iter().map(|n| n.journal_mark())).await;
     s.force_rotation(
@@ -93,12 +92,17 @@ fn without_the_contracts_environment_it_says_what_is_missing() {
 }
 
 #[test]
-fn the_systemctl_shim_outside_a_node_says_so() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mco-node-systemctl"))
+fn the_node_tools_outside_a_node_say_which_socket_they_could_not_reach() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mco-node-tools"))
         .arg("is-active")
         .env_clear()
+        .env("MCO_NODE_SOCKET", "/nonexistent/node.sock")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("MCO_SYSTEMCTL_SOCKET is not set"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("systemctl: cannot reach the node at /nonexistent/node.sock"),
+        "{stderr}"
+    );
 }

@@ -8,7 +8,6 @@ use harness::cluster::mcc::machine_config_pools;
 use harness::cluster::operator::controller_configs;
 use harness::cluster::render::file_contents;
 use harness::mco::{KUBELET_CA_PATH, LAST_SYNCED_CONTROLLER_CONFIG};
-use harness::node::Node;
 use harness::node::kubelet::probe;
 use harness::pki::{Clock, Signer};
 use harness::scenario::{Scenario, ScenarioOptions};
@@ -94,7 +93,7 @@ async fn on_4_16_the_daemon_writes_the_client_ca_with_no_new_config_and_no_reboo
             annotation(&s, node.name(), LAST_SYNCED_CONTROLLER_CONFIG).await,
             cc_rv
         );
-        let journal = node.journal().since(*mark).join("\n");
+        let journal = node.journal_since(*mark).await.join("\n");
         assert!(
             journal.contains("machine-config-daemon[")
                 && journal.contains(&format!(
@@ -139,7 +138,7 @@ async fn on_4_12_the_bundle_arrives_through_a_new_rendered_config_without_reboot
             annotation(&s, node.name(), harness::mco::CURRENT_CONFIG).await,
             target
         );
-        let journal = node.journal().since(*mark).join("\n");
+        let journal = node.journal_since(*mark).await.join("\n");
         assert!(journal.contains(&format!(
             "Starting update from {before} to {target}: &{{osUpdate:false kargs:false fips:false passwd:false files:true units:false kernelType:false extensions:false}}"
         )), "{journal}");

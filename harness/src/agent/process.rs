@@ -2,27 +2,28 @@
 //!
 //! - `AgentEnv::from_contract`: what a process agent is given (`KUBECONFIG`, `NODE_NAME`,
 //!   `MCO_NODE_ROOT`, `MCO_PROFILE`, `systemctl` on `PATH`), read by `mco-reference-daemon`.
-//! - `AgentProcess`: the service that runs an agent binary on an embedded node with that
-//!   environment, its output in the journal under the unit's name and pid, and `systemctl` on
-//!   its `PATH` as a shim (`mco-node-systemctl`) that asks this node's service manager over a
-//!   Unix socket (`MCO_SYSTEMCTL_SOCKET`). Only agents that honour `MCO_NODE_ROOT` belong on an
-//!   embedded node; one that writes absolute paths needs a container node.
+//! - `AgentProcess`: the service that runs an agent binary on a node with that environment,
+//!   its output in the journal under the unit's name and pid, and `systemctl`, `journalctl`
+//!   and `logger` on its `PATH` (`mco-node-tools`), which ask this node's service manager and
+//!   journal over a control socket of their own (`MCO_NODE_SOCKET`). On an embedded node only
+//!   agents that honour `MCO_NODE_ROOT` belong; one that writes absolute paths needs a
+//!   container node, where the init runs this same service with `MCO_NODE_ROOT=/`.
 
 use super::{AgentEnv, AgentHost, CommandOutput};
+use crate::node::control::{self, NODE_SOCKET_ENV, Scope};
 use crate::node::seed::AGENT_KUBECONFIG;
 use crate::node::{Node, Service, ServiceContext};
 use crate::profile::Profile;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::UnixListener;
 use tokio::process::Command;
 
-/// The socket the `systemctl` shim asks, in its environment.
-pub const SYSTEMCTL_SOCKET_ENV: &str = "MCO_SYSTEMCTL_SOCKET";
-
-/// The shim's binary name (a bin of this crate).
-pub const SYSTEMCTL_SHIM: &str = "mco-node-systemctl";
+/// The node tools' binary name (a bin of this crate): `systemctl`, `journalctl`, `logger`.
+pub const NODE_TOOLS: &str = "mco-node-tools";
+/// The names the node tools answer to on an agent's `PATH`.
+pub const TOOL_NAMES: &[&str] = &["systemctl", "journalctl", "logger"];
 
 /// The host of a process agent: `systemctl` from `PATH`, and its log on stdout (the node's
 /// service manager puts it in the journal).
@@ -91,33 +92,44 @@ impl AgentEnv {
     }
 }
 
-/// An agent binary run as the agent service of an embedded node.
+/// An agent binary run as the agent service of a node.
 pub struct AgentProcess {
     pub binary: PathBuf,
     pub args: Vec<String>,
     pub profile: Profile,
-    /// The `mco-node-systemctl` binary, put on the agent's `PATH` as `systemctl`.
-    pub systemctl_shim: PathBuf,
+    /// The `mco-node-tools` binary, put on the agent's `PATH` as `systemctl`, `journalctl` and
+    /// `logger`.
+    pub node_tools: PathBuf,
 }
 
 #[async_trait::async_trait]
 impl Service for AgentProcess {
     async fn run(&self, ctx: ServiceContext) {
-        let shim_dir = match assert_fs::TempDir::with_prefix("mco-shim-") {
+        let tools_dir = match assert_fs::TempDir::with_prefix("mco-tools-") {
             Ok(d) => d,
-            Err(e) => return ctx.log(&format!("cannot make the systemctl shim directory: {e}")),
+            Err(e) => return ctx.log(&format!("cannot make the node tools' directory: {e}")),
         };
-        let socket = shim_dir.path().join("systemctl.sock");
-        if let Err(e) = std::os::unix::fs::symlink(&self.systemctl_shim, shim_dir.path().join("systemctl")) {
-            return ctx.log(&format!("cannot put systemctl on the agent's PATH: {e}"));
+        let socket = tools_dir.path().join("node.sock");
+        for tool in TOOL_NAMES {
+            if let Err(e) = std::os::unix::fs::symlink(&self.node_tools, tools_dir.path().join(tool)) {
+                return ctx.log(&format!("cannot put {tool} on the agent's PATH: {e}"));
+            }
         }
         let listener = match UnixListener::bind(&socket) {
             Ok(l) => l,
             Err(e) => return ctx.log(&format!("cannot listen on {}: {e}", socket.display())),
         };
+        let serving = ctx.stop.child_token();
+        tokio::spawn(control::serve(
+            listener,
+            ctx.node.clone(),
+            Scope::Tools,
+            serving.clone(),
+        ));
+        let _stop_serving = serving.drop_guard();
         let path = format!(
             "{}:{}",
-            shim_dir.path().display(),
+            tools_dir.path().display(),
             std::env::var("PATH").unwrap_or_default()
         );
         let root = ctx.node.root().to_path_buf();
@@ -128,7 +140,7 @@ impl Service for AgentProcess {
             .env("MCO_NODE_ROOT", &root)
             .env("MCO_PROFILE", self.profile.as_str())
             .env("PATH", path)
-            .env(SYSTEMCTL_SOCKET_ENV, &socket)
+            .env(NODE_SOCKET_ENV, &socket)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .kill_on_drop(true)
@@ -149,10 +161,6 @@ impl Service for AgentProcess {
                     break;
                 }
                 () = &mut output, if !output_done => output_done = true,
-                accepted = listener.accept() => if let Ok((stream, _)) = accepted {
-                    let node = ctx.node.clone();
-                    tokio::spawn(answer_systemctl(node, stream));
-                },
             }
         }
         let _ = child.start_kill();
@@ -174,68 +182,4 @@ async fn forward_output(
         }
     }
     tokio::join!(lines(ctx, stdout), lines(ctx, stderr));
-}
-
-/// One shim request: a JSON array of arguments in, a `CommandOutput` as JSON out.
-async fn answer_systemctl(node: crate::node::EmbeddedNode, stream: tokio::net::UnixStream) {
-    let (read, mut write) = stream.into_split();
-    let mut request = String::new();
-    if BufReader::new(read).read_line(&mut request).await.is_err() {
-        return;
-    }
-    let output = match serde_json::from_str::<Vec<String>>(&request) {
-        Ok(args) => {
-            let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            match node.systemctl(&args).await {
-                Ok(outcome) => CommandOutput::from(outcome),
-                Err(e) => CommandOutput {
-                    exit_code: 1,
-                    stderr: e.to_string(),
-                    ..Default::default()
-                },
-            }
-        }
-        Err(e) => CommandOutput {
-            exit_code: 1,
-            stderr: format!("bad request from the systemctl shim: {e}"),
-            ..Default::default()
-        },
-    };
-    let mut reply = serde_json::to_string(&output).unwrap_or_default();
-    reply.push('\n');
-    let _ = write.write_all(reply.as_bytes()).await;
-}
-
-/// The shim's side: send the arguments to the node's service manager, print what it answers,
-/// and exit with its code. Errors name the socket.
-pub fn systemctl_shim_main(args: Vec<String>) -> i32 {
-    use std::io::{BufRead, Write};
-    let Ok(socket) = std::env::var(SYSTEMCTL_SOCKET_ENV) else {
-        eprintln!("systemctl: {SYSTEMCTL_SOCKET_ENV} is not set: this shim runs only under mco-conformance");
-        return 1;
-    };
-    let reply = (|| -> std::io::Result<String> {
-        let mut stream = std::os::unix::net::UnixStream::connect(Path::new(&socket))?;
-        let mut request = serde_json::to_string(&args)?;
-        request.push('\n');
-        stream.write_all(request.as_bytes())?;
-        let mut reply = String::new();
-        std::io::BufReader::new(stream).read_line(&mut reply)?;
-        Ok(reply)
-    })();
-    match reply.map(|r| serde_json::from_str::<CommandOutput>(&r)) {
-        Ok(Ok(out)) => {
-            print!("{}", out.stdout);
-            eprint!("{}", out.stderr);
-            out.exit_code
-        }
-        Ok(Err(e)) => {
-            eprintln!("systemctl: unreadable answer on {socket}: {e}");
-            1
-        }
-        Err(e) => {
-            eprintln!("systemctl: cannot reach the node's service manager at {socket}: {e}");
-            1
-        }
-    }
 }

@@ -1,6 +1,6 @@
 //! `mco-conformance`: run the conformance features, or list the steps they can use.
 //!
-//! - `mco-conformance run [--profile ocp-4.12|ocp-4.16|all] [--tags EXPR] [--nodes embedded]
+//! - `mco-conformance run [--profile ocp-4.12|ocp-4.16|all] [--tags EXPR] [--nodes embedded|container]
 //!   [--report-dir DIR] [--junit PATH] [--json PATH] [FEATURE_OR_DIR …]`: lint, run, print the summary line last; exit 1 on
 //!   a failure, 2 on bad input (a feature that does not lint, an unknown profile).
 //! - `mco-conformance steps [--markdown]`: every step phrase with its description and source.
@@ -38,7 +38,8 @@ enum Command {
         /// A tag expression, added to the profile and @slow/@container rules (e.g. "@slow").
         #[arg(long, env = "MCO_CONFORMANCE_TAGS")]
         tags: Option<String>,
-        /// embedded (container nodes come with a later release).
+        /// embedded (temp dirs, services in this process) or container (a container per node,
+        /// from an image built here; needs a Docker engine, else every scenario is skipped).
         #[arg(long, env = "MCO_CONFORMANCE_NODES", default_value = "embedded")]
         nodes: String,
         /// Where JUnit XML, Cucumber JSON and failed scenarios' journals go.
@@ -62,7 +63,9 @@ enum Command {
         /// An argument for the agent binary (repeat for more).
         #[arg(long = "agent-arg", allow_hyphen_values = true)]
         agent_args: Vec<String>,
-        /// An image built FROM the node image whose entrypoint is the agent (container nodes).
+        /// An image built FROM the node image (mco-conformance-node:<version>) whose entrypoint
+        /// is the agent; the node's init stays PID 1 and runs it as the agent service
+        /// (container nodes).
         #[arg(long)]
         agent_image: Option<String>,
         /// How long a step waits for the cluster and the agents ("30s", "2m"): an agent whose
@@ -152,10 +155,11 @@ async fn main() -> ExitCode {
                     ));
                 }
             };
-            if agent_image.is_some() {
-                return bad(
-                    "--agent-image needs container nodes (--nodes container), which this build does not have yet",
-                );
+            if agent_image.is_some() && nodes != Nodes::Container {
+                return bad("--agent-image needs container nodes (--nodes container)");
+            }
+            if agent_image.is_some() && agent_binary.is_some() {
+                return bad("--agent-image and --agent-binary name two agents: give one");
             }
             let agent_timeout = match harness::pki::duration::parse_duration(&agent_timeout) {
                 Ok(d) if d.is_positive() => std::time::Duration::from_secs(d.whole_seconds().max(1) as u64),
@@ -164,18 +168,24 @@ async fn main() -> ExitCode {
             };
             let agent = match agent_binary {
                 None if !agent_args.is_empty() => return bad("--agent-arg needs --agent-binary"),
-                None => AgentKind::Reference,
+                None => match agent_image {
+                    None => AgentKind::Reference,
+                    Some(image) => match harness::node::image::agent_image_command(&image) {
+                        Ok(command) => AgentKind::Image { image, command },
+                        Err(e) => return bad(format!("--agent-image {image}: {e}")),
+                    },
+                },
                 Some(path) => {
                     if !path.is_file() {
                         return bad(format!("--agent-binary {}: no such file", path.display()));
                     }
                     let Some(shim) = std::env::current_exe()
                         .ok()
-                        .map(|exe| exe.with_file_name("mco-node-systemctl"))
+                        .map(|exe| exe.with_file_name("mco-node-tools"))
                         .filter(|shim| shim.is_file())
                     else {
                         return bad(
-                            "mco-node-systemctl (the agent's systemctl on embedded nodes) is not beside this binary: build the workspace's binaries (cargo build --release)",
+                            "mco-node-tools (a node's systemctl, journalctl and logger) is not beside this binary: build the workspace's binaries (cargo build --release)",
                         );
                     };
                     if nodes == Nodes::Embedded {
@@ -187,7 +197,7 @@ async fn main() -> ExitCode {
                     AgentKind::Binary {
                         path: std::fs::canonicalize(&path).unwrap_or(path),
                         args: agent_args,
-                        systemctl_shim: shim,
+                        node_tools: shim,
                     }
                 }
             };
@@ -220,7 +230,7 @@ async fn main() -> ExitCode {
                     e @ (RunError::Lint(_)
                     | RunError::NoFeatures(_)
                     | RunError::Tags(..)
-                    | RunError::NoContainerNodes),
+                    | RunError::Containers(_)),
                 ) => bad(e),
                 Err(e) => {
                     eprintln!("mco-conformance: {e}");

@@ -114,6 +114,12 @@ impl EmbeddedNode {
         Ok(Self::with_root(name, root, Some(dir), units, clock))
     }
 
+    /// A node whose root is `root` as it stands (in a container node's init: `/`), not yet
+    /// booted. Nothing under `root` is removed when the node goes.
+    pub fn at_root(name: &str, root: PathBuf, units: &[&str], clock: SimClock) -> Self {
+        Self::with_root(name, root, None, units, clock)
+    }
+
     fn with_root(
         name: &str,
         root: PathBuf,
@@ -283,7 +289,8 @@ impl EmbeddedNode {
     }
 
     async fn reboot(&self) {
-        let active: Vec<String> = lock(&self.inner.running).keys().cloned().collect();
+        // Every active unit stops, whether a program runs behind it or not (CRI-O's unit).
+        let active = lock(&self.inner.manager).active();
         let now = self.inner.clock.now();
         for unit in &active {
             self.inner.journal.systemd(now, &format!("Stopping {unit}..."));
@@ -410,6 +417,14 @@ impl Node for EmbeddedNode {
 
     async fn boot_id(&self) -> String {
         lock(&self.inner.boot_id).clone()
+    }
+
+    async fn boot(&self) {
+        EmbeddedNode::boot(self).await
+    }
+
+    async fn shutdown(&self) {
+        EmbeddedNode::shutdown(self).await
     }
 }
 

@@ -5,6 +5,7 @@
 //! and also tagged `mco-conformance-node:<crate version>` so vendors can build their agent image
 //! `FROM` it.
 
+use crate::agent::process::{NODE_TOOLS, TOOL_NAMES};
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -20,6 +21,7 @@ const NODE_DIRS: &[&str] = &[
     "etc/systemd/system",
     "etc/docker/certs.d",
     "etc/machine-config-daemon",
+    "var/lib/mco-conformance/control",
     "run",
     "tmp",
     "var/lib/kubelet",
@@ -37,6 +39,11 @@ pub enum ImageError {
     Ldd { binary: PathBuf, message: String },
     #[error("{0}: {1}")]
     Io(PathBuf, std::io::Error),
+    #[error(
+        "{} is not built: build the harness binaries first (cargo build -p harness --bins, with --release for a release run)",
+        .0.display()
+    )]
+    MissingBinary(PathBuf),
     #[error("docker {command}: {message}")]
     Docker { command: String, message: String },
 }
@@ -141,13 +148,20 @@ pub fn assemble_rootfs(root: &Path, binaries: &[PathBuf], busybox: &Path) -> Res
         .output()
         .map_err(io(busybox))?;
     for applet in String::from_utf8_lossy(&applets.stdout).lines().map(str::trim) {
-        // The node's own systemctl comes from the harness, not busybox.
-        if applet.is_empty() || applet == "busybox" || applet == "systemctl" || applet.contains('/') {
+        // The node's own systemctl, journalctl and logger come from the harness, not busybox.
+        if applet.is_empty() || applet == "busybox" || TOOL_NAMES.contains(&applet) || applet.contains('/') {
             continue;
         }
         let link = root.join("bin").join(applet);
         if !link.exists() {
             std::os::unix::fs::symlink("busybox", &link).map_err(io(&link))?;
+        }
+    }
+    // The node tools under the names they answer to, where the image carries them.
+    if root.join("usr/bin").join(NODE_TOOLS).is_file() {
+        for tool in TOOL_NAMES {
+            let link = root.join("usr/bin").join(tool);
+            std::os::unix::fs::symlink(NODE_TOOLS, &link).map_err(io(&link))?;
         }
     }
     for dir in NODE_DIRS {
@@ -212,6 +226,41 @@ fn docker(args: &[&str], stdin: Option<&[u8]>) -> Result<String, ImageError> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
+/// The command an agent image runs (its entrypoint, then its command), which a container node's
+/// init runs as the agent service. The image must exist locally and name a command.
+pub fn agent_image_command(image: &str) -> Result<Vec<String>, ImageError> {
+    let json = docker(
+        &[
+            "image",
+            "inspect",
+            "--format",
+            "{{json .Config.Entrypoint}} {{json .Config.Cmd}}",
+            image,
+        ],
+        None,
+    )?;
+    let mut command = Vec::new();
+    for part in json.split_whitespace() {
+        let words: Option<Vec<String>> = serde_json::from_str(part).map_err(|e| ImageError::Docker {
+            command: format!("image inspect {image}"),
+            message: format!("unreadable entrypoint or command {part:?}: {e}"),
+        })?;
+        command.extend(words.unwrap_or_default());
+    }
+    if command.is_empty() {
+        return Err(ImageError::Docker {
+            command: format!("image inspect {image}"),
+            message: "the image has no ENTRYPOINT or CMD: set the agent as its ENTRYPOINT".into(),
+        });
+    }
+    Ok(command)
+}
+
+/// A local image's id (`sha256:…`).
+pub fn image_id(image: &str) -> Result<String, ImageError> {
+    docker(&["image", "inspect", "--format", "{{.Id}}", image], None)
+}
+
 /// Why no Docker engine can be used here, if none can (`docker version` against the daemon).
 pub fn docker_unavailable() -> Option<String> {
     match docker(&["version", "--format", "{{.Server.Version}}"], None) {
@@ -220,19 +269,62 @@ pub fn docker_unavailable() -> Option<String> {
     }
 }
 
+/// The harness's own binaries a node image carries: its init, its tools and the reference
+/// daemon.
+pub const NODE_BINARIES: &[&str] = &["mco-node-init", NODE_TOOLS, "mco-reference-daemon"];
+
+/// `NODE_BINARIES` as built beside the running program (a binary in `target/<profile>/`, or a
+/// test in `target/<profile>/deps/`); an error names what is missing and how to build it.
+pub fn harness_binaries() -> Result<Vec<PathBuf>, ImageError> {
+    let exe = std::env::current_exe().map_err(|e| ImageError::Io(PathBuf::from("<current exe>"), e))?;
+    let mut dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
+    if dir.file_name().is_some_and(|n| n == "deps") {
+        dir.pop();
+    }
+    NODE_BINARIES
+        .iter()
+        .map(|name| {
+            let path = dir.join(name);
+            if path.is_file() {
+                Ok(path)
+            } else {
+                Err(ImageError::MissingBinary(path))
+            }
+        })
+        .collect()
+}
+
 /// Build the node image from `binaries` (or reuse the one with the same content).
 pub fn ensure_node_image(binaries: &[PathBuf]) -> Result<NodeImage, ImageError> {
     let busybox = find_busybox()?;
     let dir = tempfile::tempdir().map_err(|e| ImageError::Io(std::env::temp_dir(), e))?;
     assemble_rootfs(dir.path(), binaries, &busybox)?;
     let tar = rootfs_tar(dir.path())?;
-    let digest = ring::digest::digest(&ring::digest::SHA256, &tar);
-    let hash: String = digest.as_ref()[..8].iter().map(|b| format!("{b:02x}")).collect();
+    // The image's configuration is part of its content: a changed entrypoint is a new image.
+    let changes = [
+        "WORKDIR /",
+        "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        r#"ENTRYPOINT ["/usr/bin/mco-node-init"]"#,
+    ];
+    let mut context = ring::digest::Context::new(&ring::digest::SHA256);
+    context.update(&tar);
+    for change in changes {
+        context.update(change.as_bytes());
+    }
+    let hash: String = context.finish().as_ref()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
     let reference = format!("{IMAGE_REPOSITORY}:sha-{hash}");
     let version_reference = format!("{IMAGE_REPOSITORY}:{}", env!("CARGO_PKG_VERSION"));
     let reused = docker(&["image", "inspect", "--format", "{{.Id}}", &reference], None).is_ok();
     if !reused {
-        docker(&["import", "--change", "WORKDIR /", "-", &reference], Some(&tar))?;
+        let mut args = vec!["import"];
+        for change in &changes {
+            args.extend(["--change", change]);
+        }
+        args.extend(["-", &reference]);
+        docker(&args, Some(&tar))?;
     }
     docker(&["tag", &reference, &version_reference], None)?;
     Ok(NodeImage {

@@ -1,23 +1,31 @@
 //! Nodes as steps see them (DESIGN.md, "The node, as steps see it"): one async trait over a
 //! filesystem root, a journal, a service manager and a kubelet, with no host-path accessor (a
 //! container's files are not on the host). Backends: `embedded` (a temp dir, services as tasks
-//! in this process); `container` comes with issue 5.
+//! in this process) and `container` (a container of the node image whose PID 1, `mco-node-init`,
+//! runs an embedded node rooted at `/` and answers the harness over its control socket).
 //!
 //! # Layout
 //! - `journal`: journald-format lines with simulated timestamps, marks and waiting.
 //! - `services`: the service manager as a pure state machine behind `systemctl`.
 //! - `embedded`: the embedded backend.
+//! - `container`: the container backend; `init`: its PID 1; `control`: the socket protocol
+//!   between them and the node's tools (`tools`: `systemctl`, `journalctl`, `logger`).
+//! - `image`: the node image, built here with no registry.
 //! - `kubelet`: the fake kubelet (client CA at simulated time) and the kube-apiserver's probe.
 //! - `kubelet_status`: the kubelet's node status (Ready, heartbeats, its published port).
 //! - `seed`: a node's files and Node object as a real one starts.
 
+pub mod container;
+pub mod control;
 pub mod embedded;
 pub mod image;
+pub mod init;
 pub mod journal;
 pub mod kubelet;
 pub mod kubelet_status;
 pub mod seed;
 pub mod services;
+pub mod tools;
 
 pub use embedded::{EmbeddedNode, Service, ServiceContext};
 pub use journal::{Journal, JournalMark};
@@ -87,4 +95,12 @@ pub trait Node: Send + Sync {
     async fn kubelet_endpoint(&self) -> Option<SocketAddr>;
     /// The current boot id (changes with every reboot).
     async fn boot_id(&self) -> String;
+    /// First boot, once the node is seeded: the boot marker and the enabled units.
+    async fn boot(&self);
+    /// Stop every service: the node goes away.
+    async fn shutdown(&self);
+    /// The Docker container a container node runs in (for evidence and `docker exec`).
+    fn container_id(&self) -> Option<String> {
+        None
+    }
 }

@@ -89,6 +89,15 @@ impl ServiceManager {
         self.units.get(&unit_name(unit)).copied()
     }
 
+    /// Active units, in name order.
+    pub fn active(&self) -> Vec<String> {
+        self.units
+            .iter()
+            .filter(|(_, s)| s.active)
+            .map(|(n, _)| n.clone())
+            .collect()
+    }
+
     /// Enabled units, for boot.
     pub fn enabled(&self) -> Vec<String> {
         self.units

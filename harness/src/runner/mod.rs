@@ -13,9 +13,9 @@
 pub mod lint;
 pub mod report;
 
-use crate::node::Node;
+use crate::node::image;
 use crate::profile::Profile;
-use crate::scenario::AgentKind;
+use crate::scenario::{AgentKind, NodeBackend};
 use crate::world::ConformanceWorld;
 use cucumber::gherkin::{Feature, Rule, Scenario};
 use cucumber::tag::Ext as _;
@@ -89,6 +89,17 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// This run's summary with a container run of its `@container` scenarios folded in: those
+    /// count as that run says, no longer as skipped for want of container nodes.
+    pub fn with_container_run(mut self, container: Summary) -> Summary {
+        self.skipped.retain(|s| !s.ends_with(CONTAINER_SKIP));
+        self.passed += container.passed;
+        self.failed += container.failed;
+        self.mco_logs_failed += container.mco_logs_failed;
+        self.skipped.extend(container.skipped);
+        self
+    }
+
     pub fn line(&self) -> String {
         format!(
             "{} passed, {} failed, {} skipped",
@@ -111,11 +122,12 @@ pub enum RunError {
     Io(PathBuf, std::io::Error),
     #[error("writing the conformance report: {0}")]
     Report(String),
-    #[error(
-        "container nodes are not in this build yet (the node image is; its init and the container backend are next): run with --nodes embedded"
-    )]
-    NoContainerNodes,
+    #[error("container nodes: {0}")]
+    Containers(String),
 }
+
+/// Why an embedded run skips a `@container` scenario.
+const CONTAINER_SKIP: &str = "@container: needs container nodes (--nodes container)";
 
 /// What to do with one (expanded) scenario in a run for `profile`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,7 +161,7 @@ fn select(profile: Profile, nodes: Nodes, tags: Option<&TagFilter>, all_tags: &[
         return Selection::Skip("@slow: left out unless asked for (--tags @slow)".into());
     }
     if has("container") && nodes == Nodes::Embedded {
-        return Selection::Skip("@container: needs container nodes (--nodes container)".into());
+        return Selection::Skip(CONTAINER_SKIP.into());
     }
     Selection::Run
 }
@@ -174,12 +186,44 @@ fn tags_of(feature: &Feature, rule: Option<&Rule>, scenario: &Scenario) -> Vec<S
         .collect()
 }
 
+/// The node backend for a run: for container nodes, the node image built here (with the agent
+/// binary in it, if one is given) or the vendor's agent image. `Ok(None)`: no Docker engine,
+/// and why.
+async fn prepare_backend(config: &RunConfig) -> Result<Result<NodeBackend, String>, RunError> {
+    if config.nodes == Nodes::Embedded {
+        return Ok(Ok(NodeBackend::Embedded));
+    }
+    let agent = config.agent.clone();
+    tokio::task::spawn_blocking(move || {
+        if let Some(why) = image::docker_unavailable() {
+            return Ok(Err(why));
+        }
+        let image = match &agent {
+            AgentKind::Image { image, .. } => image.clone(),
+            AgentKind::Reference | AgentKind::Binary { .. } => {
+                let mut binaries =
+                    image::harness_binaries().map_err(|e| RunError::Containers(e.to_string()))?;
+                if let AgentKind::Binary { path, .. } = &agent {
+                    binaries.push(path.clone());
+                }
+                let built =
+                    image::ensure_node_image(&binaries).map_err(|e| RunError::Containers(e.to_string()))?;
+                println!(
+                    "node image: {} ({})",
+                    built.reference,
+                    if built.reused { "reused" } else { "built" }
+                );
+                built.reference
+            }
+        };
+        Ok(Ok(NodeBackend::Container { image }))
+    })
+    .await
+    .map_err(|e| RunError::Containers(e.to_string()))?
+}
+
 /// Lint, run every profile, print the skips and the summary line last.
 pub async fn run(config: &RunConfig) -> Result<Summary, RunError> {
-    // Never run embedded nodes under a container run's name.
-    if config.nodes == Nodes::Container {
-        return Err(RunError::NoContainerNodes);
-    }
     let files = lint::feature_files(&config.paths);
     if files.is_empty() {
         return Err(RunError::NoFeatures(config.paths.clone()));
@@ -195,6 +239,7 @@ pub async fn run(config: &RunConfig) -> Result<Summary, RunError> {
         None => None,
     };
     std::fs::create_dir_all(&config.report_dir).map_err(|e| RunError::Io(config.report_dir.clone(), e))?;
+    let backend = prepare_backend(config).await?;
     let mut summary = Summary::default();
     for &profile in &config.profiles {
         for feature in &features {
@@ -202,15 +247,20 @@ pub async fn run(config: &RunConfig) -> Result<Summary, RunError> {
                 for (name, scenario_tags) in expanded(scenario) {
                     let mut all = tags_of(feature, rule, scenario);
                     all.extend(scenario_tags);
-                    if let Selection::Skip(reason) = select(profile, config.nodes, tags.as_ref(), &all) {
-                        summary
-                            .skipped
-                            .push(format!("{profile}: {}: {name}: {reason}", feature.name));
-                    }
+                    let reason = match (select(profile, config.nodes, tags.as_ref(), &all), &backend) {
+                        (Selection::Skip(reason), _) => reason,
+                        // Without a Docker engine nothing runs, and nothing counts as passed.
+                        (Selection::Run, Err(why)) => format!("no Docker engine ({why})"),
+                        _ => continue,
+                    };
+                    summary
+                        .skipped
+                        .push(format!("{profile}: {}: {name}: {reason}", feature.name));
                 }
             }
         }
-        let tally = run_profile(config, profile, &features, tags.clone()).await?;
+        let Ok(backend) = &backend else { continue };
+        let tally = run_profile(config, profile, &features, tags.clone(), backend.clone()).await?;
         summary.passed += tally.passed;
         summary.failed += tally.failed;
         summary.mco_logs_failed += tally.mco_logs_failed;
@@ -384,6 +434,7 @@ async fn run_profile(
     profile: Profile,
     features: &[Feature],
     tags: Option<TagFilter>,
+    backend: NodeBackend,
 ) -> Result<Tally, RunError> {
     let tally = Arc::new(Mutex::new(Tally::default()));
     let report = config.report_dir.clone();
@@ -415,6 +466,7 @@ async fn run_profile(
             .before(move |_, _, _, world| {
                 world.profile = profile;
                 world.agent = agent.clone();
+                world.backend = backend.clone();
                 world.deadline = agent_timeout;
                 Box::pin(async {})
             })

@@ -171,6 +171,14 @@ async fn agent_entry(agent: &AgentKind) -> Value {
             }
             entry
         }
+        AgentKind::Image { image, command } => {
+            let mut entry = json!({"kind": "image", "image": image, "command": command});
+            entry["sha256"] = match crate::node::image::image_id(image) {
+                Ok(id) => json!(id.trim_start_matches("sha256:")),
+                Err(e) => json!(format!("unreadable: {e}")),
+            };
+            entry
+        }
     }
 }
 

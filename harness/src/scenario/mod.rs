@@ -30,6 +30,7 @@ use crate::mco::{
     CURRENT_CONFIG, DESIRED_CONFIG, LAST_SYNCED_CONTROLLER_CONFIG, REASON, STATE, STATE_DEGRADED, STATE_DONE,
     STATE_UNRECONCILABLE,
 };
+use crate::node::container::{ContainerNode, ContainerSpec};
 use crate::node::kubelet::FakeKubelet;
 use crate::node::seed::{NodeSeed, seed_node};
 use crate::node::{AGENT_UNIT, CRIO_UNIT, EmbeddedNode, HEARTBEAT_FILE, KUBELET_UNIT, Node, Service};
@@ -58,9 +59,21 @@ pub struct ScenarioOptions {
     pub deadline: Duration,
     /// The agent each node runs.
     pub agent: AgentKind,
+    /// Where the nodes run.
+    pub backend: NodeBackend,
     /// Whether the bootstrap node has handed over (`kube-system/bootstrap` exists) when the
     /// scenario starts. When not, the nodes run the configs the bootstrap MCO rendered.
     pub bootstrap_complete: bool,
+}
+
+/// Where a scenario's nodes run.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum NodeBackend {
+    /// Temp dirs, services as tasks in this process.
+    #[default]
+    Embedded,
+    /// Containers of `image` (the node image, or a vendor's image built FROM it).
+    Container { image: String },
 }
 
 /// Which agent runs on the nodes.
@@ -68,13 +81,36 @@ pub struct ScenarioOptions {
 pub enum AgentKind {
     /// The reference daemon, in this process.
     Reference,
-    /// A binary honouring the agent contract, as a process per node, with the
-    /// `mco-node-systemctl` shim as its `systemctl`.
+    /// A binary honouring the agent contract, as a process per node, with `mco-node-tools`
+    /// as its `systemctl`, `journalctl` and `logger`. Container nodes run the copy in their
+    /// image, `/usr/bin/<file name>`.
     Binary {
         path: PathBuf,
         args: Vec<String>,
-        systemctl_shim: PathBuf,
+        node_tools: PathBuf,
     },
+    /// A vendor's image built FROM the node image; `command` is its entrypoint and command,
+    /// which the init runs as the agent service (container nodes only).
+    Image { image: String, command: Vec<String> },
+}
+
+impl AgentKind {
+    /// The agent's command line inside a container node.
+    pub fn container_command(&self) -> Vec<String> {
+        match self {
+            AgentKind::Reference => vec![crate::node::init::REFERENCE_AGENT.to_string()],
+            AgentKind::Binary { path, args, .. } => {
+                let name = path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                std::iter::once(format!("/usr/bin/{name}"))
+                    .chain(args.iter().cloned())
+                    .collect()
+            }
+            AgentKind::Image { command, .. } => command.clone(),
+        }
+    }
 }
 
 impl ScenarioOptions {
@@ -86,6 +122,7 @@ impl ScenarioOptions {
             fixtures: default_fixtures(),
             deadline: Duration::from_secs(30),
             agent: AgentKind::Reference,
+            backend: NodeBackend::Embedded,
             bootstrap_complete: true,
         }
     }
@@ -129,6 +166,55 @@ async fn bootstrap_renders(
     Ok(out)
 }
 
+/// A node of the scenario's backend with the kubelet and the agent as services, seeded by the
+/// caller and then booted.
+async fn start_node(
+    name: &str,
+    options: &ScenarioOptions,
+    clock: SimClock,
+) -> Result<Arc<dyn Node>, crate::node::NodeError> {
+    let profile = options.profile;
+    match &options.backend {
+        NodeBackend::Embedded => {
+            let node = EmbeddedNode::new(name, &[KUBELET_UNIT, CRIO_UNIT, AGENT_UNIT], clock)?;
+            node.set_service(KUBELET_UNIT, Arc::new(FakeKubelet));
+            let agent: Arc<dyn Service> = match &options.agent {
+                AgentKind::Reference => Arc::new(ReferenceDaemon { profile }),
+                AgentKind::Binary {
+                    path,
+                    args,
+                    node_tools,
+                } => Arc::new(AgentProcess {
+                    binary: path.clone(),
+                    args: args.clone(),
+                    profile,
+                    node_tools: node_tools.clone(),
+                }),
+                AgentKind::Image { image, .. } => {
+                    return Err(crate::node::NodeError::Io {
+                        node: name.into(),
+                        path: "<agent>".into(),
+                        source: std::io::Error::other(format!(
+                            "the agent image {image} needs container nodes"
+                        )),
+                    });
+                }
+            };
+            node.set_service(AGENT_UNIT, agent);
+            Ok(Arc::new(node))
+        }
+        NodeBackend::Container { image } => {
+            let spec = ContainerSpec {
+                image: image.clone(),
+                agent: options.agent.container_command(),
+            };
+            Ok(Arc::new(
+                ContainerNode::start(name, &spec, profile, &clock).await?,
+            ))
+        }
+    }
+}
+
 /// `fixtures/` of this repository.
 pub fn default_fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -157,7 +243,7 @@ pub struct Scenario {
     pub admin: kube::Client,
     pub clock: SimClock,
     pub side: Arc<ClusterSide>,
-    pub nodes: Vec<EmbeddedNode>,
+    pub nodes: Vec<Arc<dyn Node>>,
     pub log: ClusterLog,
     stop: CancellationToken,
     next_serving: std::sync::Mutex<Option<fake_apiserver::ServingCert>>,
@@ -286,11 +372,13 @@ impl Scenario {
             };
             for i in 0..*count {
                 let name = format!("{role}-{i}");
-                let node = EmbeddedNode::new(&name, &[KUBELET_UNIT, CRIO_UNIT, AGENT_UNIT], clock.clone())
-                    .map_err(|e| ScenarioError::Node {
-                        node: name.clone(),
-                        message: e.to_string(),
-                    })?;
+                let node =
+                    start_node(&name, &options, clock.clone())
+                        .await
+                        .map_err(|e| ScenarioError::Node {
+                            node: name.clone(),
+                            message: e.to_string(),
+                        })?;
                 let kubelet = server
                     .identity(&format!("system:node:{name}"), &["system:nodes"])
                     .map_err(fixture_err)?;
@@ -305,27 +393,12 @@ impl Scenario {
                     rendered_spec: &spec,
                     kubelet_ca: &bundle,
                 };
-                seed_node(&admin, &node, &seed)
+                seed_node(&admin, node.as_ref(), &seed)
                     .await
                     .map_err(|e| ScenarioError::Node {
                         node: name.clone(),
                         message: e.to_string(),
                     })?;
-                node.set_service(KUBELET_UNIT, Arc::new(FakeKubelet));
-                let agent: Arc<dyn Service> = match &options.agent {
-                    AgentKind::Reference => Arc::new(ReferenceDaemon { profile }),
-                    AgentKind::Binary {
-                        path,
-                        args,
-                        systemctl_shim,
-                    } => Arc::new(AgentProcess {
-                        binary: path.clone(),
-                        args: args.clone(),
-                        profile,
-                        systemctl_shim: systemctl_shim.clone(),
-                    }),
-                };
-                node.set_service(AGENT_UNIT, agent);
                 node.boot().await;
                 nodes.push(node);
             }

@@ -4,8 +4,8 @@
 use super::*;
 
 impl Scenario {
-    pub fn node(&self, name: &str) -> Option<&EmbeddedNode> {
-        self.nodes.iter().find(|n| n.name() == name)
+    pub fn node(&self, name: &str) -> Option<&dyn Node> {
+        self.nodes.iter().find(|n| n.name() == name).map(|n| n.as_ref())
     }
 
     pub fn log_tail(&self, n: usize) -> String {

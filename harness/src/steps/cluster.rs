@@ -2,7 +2,6 @@
 
 use anyhow::Context;
 use cucumber::{given, then, when};
-use harness::node::Node;
 use harness::scenario::{Scenario, ScenarioOptions};
 use harness::world::ConformanceWorld;
 
@@ -15,6 +14,7 @@ async fn start(world: &mut ConformanceWorld, state: &str, workers: usize) -> any
 
 async fn start_with(world: &mut ConformanceWorld, mut options: ScenarioOptions) -> anyhow::Result<()> {
     options.agent = world.agent.clone();
+    options.backend = world.backend.clone();
     options.deadline = world.deadline;
     let scenario = Scenario::start(options).await?;
     for node in &scenario.nodes {

@@ -3,7 +3,6 @@
 use anyhow::{bail, ensure};
 use cucumber::{given, then, when};
 use harness::agent::common::FORCE_FILE;
-use harness::node::Node;
 use harness::world::ConformanceWorld;
 use serde_json::{Value, json};
 
@@ -19,11 +18,22 @@ fn change_spec(change: &str) -> anyhow::Result<Value> {
             .extend(config.as_object().unwrap().clone());
         json!({"config": c})
     };
-    if let Some(path) = change.strip_prefix("the file ") {
+    if let Some(file) = change.strip_prefix("the file ") {
+        // "the file /etc/foo", or "the file /etc/foo with mode 0600"
+        let (path, mode) = match file.split_once(" with mode ") {
+            Some((path, mode)) => (
+                path,
+                u32::from_str_radix(mode, 8)
+                    .ok()
+                    .filter(|m| *m <= 0o7777)
+                    .ok_or_else(|| anyhow::anyhow!("{mode:?} is not an octal file mode"))?,
+            ),
+            None => (file, 0o644),
+        };
         ensure!(path.starts_with('/'), "{path:?} is not an absolute path");
         let source = format!("data:,{}", CONTENTS.replace('\n', "%0A").replace(' ', "%20"));
         return Ok(ignition(json!({"storage": {"files": [
-            {"path": path, "mode": 0o644, "overwrite": true, "contents": {"source": source}}
+            {"path": path, "mode": mode, "overwrite": true, "contents": {"source": source}}
         ]}})));
     }
     if let Some(unit) = change.strip_prefix("the unit ") {
@@ -47,7 +57,8 @@ fn change_spec(change: &str) -> anyhow::Result<Value> {
     }
 }
 
-/// A new MachineConfig for the pool that changes one thing ("the file /etc/foo", "the unit
+/// A new MachineConfig for the pool that changes one thing ("the file /etc/foo", "the file
+/// /etc/foo with mode 0600", "the unit
 /// foo.service", "the kernel argument nosmt", "the OS image", "the SSH keys"); the step ends
 /// when every node of the pool runs the new rendered config.
 #[when(regex = r"^a MachineConfig for the (\w+) pool changes (.+)$")]

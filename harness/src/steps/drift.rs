@@ -12,7 +12,7 @@ use harness::world::ConformanceWorld;
 const EDIT: &[u8] = b"# edited by hand on the node (mco-conformance)\n";
 
 /// The file's contents and mode on a node, before a step changes them.
-async fn snapshot(node: &impl Node, path: &str) -> anyhow::Result<(Vec<u8>, u32)> {
+async fn snapshot(node: &dyn Node, path: &str) -> anyhow::Result<(Vec<u8>, u32)> {
     let contents = node.read(path).await?;
     let mode = node
         .stat(path)
@@ -29,7 +29,7 @@ async fn edit_file(world: &mut ConformanceWorld, path: String) -> anyhow::Result
     let c = world.cluster()?;
     let mut originals = Vec::new();
     for node in &c.nodes {
-        let (before, mode) = snapshot(node, &path).await?;
+        let (before, mode) = snapshot(node.as_ref(), &path).await?;
         let mut after = before.clone();
         after.extend_from_slice(EDIT);
         node.write(&path, &after, mode).await?;
@@ -46,7 +46,7 @@ async fn change_mode(world: &mut ConformanceWorld, path: String, mode: String) -
     let c = world.cluster()?;
     let mut originals = Vec::new();
     for node in &c.nodes {
-        let (before, old_mode) = snapshot(node, &path).await?;
+        let (before, old_mode) = snapshot(node.as_ref(), &path).await?;
         node.write(&path, &before, mode).await?;
         originals.push(((node.name().to_string(), path.clone()), (before, old_mode)));
     }

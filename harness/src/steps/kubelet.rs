@@ -1,7 +1,6 @@
 //! The kubelet's verdict on the kube-apiserver's client certificate: what `oc logs` needs.
 
 use cucumber::then;
-use harness::node::Node;
 use harness::node::kubelet::{CA_RELOAD_LOG, probe};
 use harness::pki::{Clock, Signer};
 use harness::scenario::Scenario;

@@ -1,10 +1,10 @@
 //! Nodes: files, reboots and journals.
 
-use anyhow::ensure;
-use cucumber::then;
+use anyhow::{Context, ensure};
+use cucumber::{then, when};
 use harness::mco::KUBELET_CA_PATH;
-use harness::node::Node;
 use harness::pki::{merge_cert_with_ca_bundle, subjects};
+use harness::wait::eventually;
 use harness::world::ConformanceWorld;
 
 /// Every node's `/etc/kubernetes/kubelet-ca.crt` equals a named bundle:
@@ -96,6 +96,104 @@ async fn kubelet_ca_lists(
             node.name(),
             if lists { "lists" } else { "lacks" },
             current.common_name
+        );
+    }
+    Ok(())
+}
+
+/// What the write step puts in a file.
+const WRITTEN: &[u8] = b"written by a step (mco-conformance)\n";
+
+/// A step writes the file on every node (mode 0644), as `oc debug node/…` would.
+#[when(regex = r"^the file (/\S+) is written on every node$")]
+async fn write_file(world: &mut ConformanceWorld, path: String) -> anyhow::Result<()> {
+    for node in &world.cluster()?.nodes {
+        node.write(&path, WRITTEN, 0o644).await?;
+    }
+    Ok(())
+}
+
+/// `systemctl reboot` on every node, then wait until each has booted again and its kubelet
+/// and agent have started.
+#[when("every node reboots")]
+async fn reboot(world: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let c = world.cluster()?;
+    for node in &c.nodes {
+        let before = node.boot_id().await;
+        let mark = node.journal_mark().await;
+        let out = node.systemctl(&["reboot"]).await?;
+        ensure!(
+            out.exit_code == 0,
+            "{}: systemctl reboot: {}",
+            node.name(),
+            out.stderr
+        );
+        let node = node.as_ref();
+        eventually(world.deadline, || async {
+            let lines = node.journal_since(mark).await;
+            let booted = lines.iter().position(|l| l.starts_with("-- Boot "));
+            let started = |unit: &str| {
+                booted.is_some_and(|b| {
+                    lines[b..]
+                        .iter()
+                        .any(|l| l.ends_with(&format!("Started {unit}.")))
+                })
+            };
+            if node.boot_id().await != before
+                && started("kubelet.service")
+                && started(harness::node::AGENT_UNIT)
+            {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{}: not booted again yet; journal since the reboot: {lines:?}",
+                    node.name()
+                ))
+            }
+        })
+        .await
+        .map_err(anyhow::Error::msg)?;
+    }
+    Ok(())
+}
+
+/// A file's owner and mode as the node's kernel reports them (`stat`).
+#[then(regex = r"^every node's (/\S+) is owned by (\d+):(\d+) with mode (0[0-7]{3})$")]
+async fn owner_and_mode(
+    world: &mut ConformanceWorld,
+    path: String,
+    uid: u32,
+    gid: u32,
+    mode: String,
+) -> anyhow::Result<()> {
+    let mode = u32::from_str_radix(&mode, 8)?;
+    for node in &world.cluster()?.nodes {
+        let st = node
+            .stat(&path)
+            .await?
+            .with_context(|| format!("{}: no {path}", node.name()))?;
+        ensure!(
+            (st.uid, st.gid, st.mode) == (uid, gid, mode),
+            "{}: {path} is owned by {}:{} with mode {:04o}, expected {uid}:{gid} with mode {mode:04o}",
+            node.name(),
+            st.uid,
+            st.gid,
+            st.mode
+        );
+    }
+    Ok(())
+}
+
+/// The file a write step put on every node is still there, as written.
+#[then(regex = r"^every node still has the file (/\S+) as written$")]
+async fn still_has_written(world: &mut ConformanceWorld, path: String) -> anyhow::Result<()> {
+    for node in &world.cluster()?.nodes {
+        let contents = node.read(&path).await?;
+        ensure!(
+            contents == WRITTEN,
+            "{}: {path} holds {:?}",
+            node.name(),
+            String::from_utf8_lossy(&contents)
         );
     }
     Ok(())

@@ -3,7 +3,6 @@
 use anyhow::{Context, ensure};
 use cucumber::{given, then, when};
 use harness::cluster::metrics::{PAUSED_POOL_KUBELET_CA, Severity, sample, scrape};
-use harness::node::Node;
 use harness::pki::Clock;
 use harness::world::ConformanceWorld;
 

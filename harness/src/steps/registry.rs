@@ -6,7 +6,6 @@ use anyhow::{Context, bail, ensure};
 use base64::Engine;
 use cucumber::{given, then, when};
 use harness::agent::ocp_4_16::{INTERNAL_REGISTRY_PULL_SECRET, MOUNTED_PULL_SECRETS};
-use harness::node::Node;
 use harness::world::ConformanceWorld;
 use serde_json::{Value, json};
 

@@ -4,7 +4,6 @@
 use anyhow::{Context, ensure};
 use base64::Engine;
 use cucumber::{then, when};
-use harness::node::Node;
 use harness::scenario::ServingCaChange;
 use harness::world::ConformanceWorld;
 

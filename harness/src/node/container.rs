@@ -1,0 +1,252 @@
+//! The container node backend: a container of the node image (`image`), started with
+//! testcontainers on the host network (the node reaches the fake API server on 127.0.0.1, and
+//! its kubelet serves there), PID 1 our init (`init`). Every `Node` call is carried out by the
+//! init inside the container over the control socket, which sits in a host directory bind-mounted
+//! at `CONTROL_DIR`: files, modes and ownership are what the container's kernel says, as the agent
+//! there sees them, at the cost of a Unix-socket round trip (a `docker exec` costs tens of
+//! milliseconds, and steps poll files).
+//!
+//! The scenario's clock reaches the node through `set-now` whenever it moves. At most
+//! `MAX_STARTING` containers start at once.
+
+use super::control::{CONTROL_DIR, CONTROL_SOCKET, ControlClient, READY_LINE, Request};
+use super::{FileStat, JournalMark, Node, NodeError, Outcome};
+use crate::agent::CommandOutput;
+use crate::pki::{Clock, SimClock, rfc3339};
+use crate::profile::Profile;
+use base64::Engine;
+use std::net::SocketAddr;
+use std::time::Duration;
+use testcontainers::core::{Mount, WaitFor};
+use testcontainers::runners::AsyncRunner;
+use testcontainers::{ContainerAsync, GenericImage, ImageExt};
+
+/// Node containers starting at once, at most.
+pub const MAX_STARTING: usize = 4;
+static STARTING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(MAX_STARTING);
+
+/// The init inside the node image.
+pub const INIT_PATH: &str = "/usr/bin/mco-node-init";
+
+/// What a container node runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerSpec {
+    /// The image (`mco-conformance-node:sha-…`, or a vendor's image built FROM it).
+    pub image: String,
+    /// The agent's command line inside the container.
+    pub agent: Vec<String>,
+}
+
+pub struct ContainerNode {
+    name: String,
+    id: String,
+    control: ControlClient,
+    container: tokio::sync::Mutex<Option<ContainerAsync<GenericImage>>>,
+    _control_dir: tempfile::TempDir,
+}
+
+fn start_error(name: &str, message: String) -> NodeError {
+    NodeError::Io {
+        node: name.into(),
+        path: "<container>".into(),
+        source: std::io::Error::other(message),
+    }
+}
+
+impl ContainerNode {
+    /// Start a node container and wait for its init to answer; the node is not booted yet
+    /// (seed it, then `boot`). The node follows `clock` from now on.
+    pub async fn start(
+        name: &str,
+        spec: &ContainerSpec,
+        profile: Profile,
+        clock: &SimClock,
+    ) -> Result<Self, NodeError> {
+        let shm = std::path::Path::new("/dev/shm");
+        let dir = if shm.is_dir() {
+            tempfile::Builder::new().prefix("mco-control-").tempdir_in(shm)
+        } else {
+            tempfile::Builder::new().prefix("mco-control-").tempdir()
+        }
+        .map_err(|e| start_error(name, format!("a control directory: {e}")))?;
+        let (repository, tag) = spec
+            .image
+            .rsplit_once(':')
+            .unwrap_or((spec.image.as_str(), "latest"));
+        let agent = serde_json::to_string(&spec.agent).unwrap_or_default();
+        let request = GenericImage::new(repository, tag)
+            .with_entrypoint(INIT_PATH)
+            .with_wait_for(WaitFor::message_on_stdout(READY_LINE))
+            .with_network("host")
+            .with_mount(Mount::bind_mount(
+                dir.path().to_string_lossy().into_owned(),
+                CONTROL_DIR,
+            ))
+            .with_env_var("NODE_NAME", name)
+            .with_env_var("MCO_PROFILE", profile.as_str())
+            .with_env_var("MCO_AGENT_COMMAND", agent)
+            .with_env_var("MCO_NOW", rfc3339(clock.now()))
+            .with_startup_timeout(Duration::from_secs(60));
+        let container = {
+            let _slot = STARTING
+                .acquire()
+                .await
+                .map_err(|e| start_error(name, e.to_string()))?;
+            request
+                .start()
+                .await
+                .map_err(|e| start_error(name, format!("starting {}: {e}", spec.image)))?
+        };
+        let socket = dir.path().join(
+            std::path::Path::new(CONTROL_SOCKET)
+                .file_name()
+                .unwrap_or_default(),
+        );
+        let control = ControlClient::new(socket);
+        // The node's clock follows the scenario's; a node that is gone refuses at once.
+        let follower = control.clone();
+        clock.on_advance(move |now| {
+            let _ = follower.call_blocking::<serde_json::Value>(&Request::SetNow { now: rfc3339(now) });
+        });
+        // A move between reading `now` for the environment and registering is caught up here.
+        control
+            .call::<serde_json::Value>(&Request::SetNow {
+                now: rfc3339(clock.now()),
+            })
+            .await
+            .map_err(|e| start_error(name, e.to_string()))?;
+        Ok(ContainerNode {
+            name: name.into(),
+            id: container.id().to_string(),
+            control,
+            container: tokio::sync::Mutex::new(Some(container)),
+            _control_dir: dir,
+        })
+    }
+
+    async fn call<T: serde::de::DeserializeOwned>(
+        &self,
+        path: &str,
+        request: Request,
+    ) -> Result<T, NodeError> {
+        self.control
+            .call(&request)
+            .await
+            .map_err(|e| ControlClient::node_error(&self.name, path, e))
+    }
+}
+
+#[async_trait::async_trait]
+impl Node for ContainerNode {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn read(&self, path: &str) -> Result<Vec<u8>, NodeError> {
+        let text: String = self.call(path, Request::Read { path: path.into() }).await?;
+        base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .map_err(|e| {
+                ControlClient::node_error(
+                    &self.name,
+                    path,
+                    super::control::ControlError::Protocol {
+                        socket: self.control.socket().to_path_buf(),
+                        message: e.to_string(),
+                    },
+                )
+            })
+    }
+
+    async fn write(&self, path: &str, contents: &[u8], mode: u32) -> Result<(), NodeError> {
+        let request = Request::Write {
+            path: path.into(),
+            base64: base64::engine::general_purpose::STANDARD.encode(contents),
+            mode,
+        };
+        self.call::<serde_json::Value>(path, request).await.map(drop)
+    }
+
+    async fn remove(&self, path: &str) -> Result<(), NodeError> {
+        self.call::<serde_json::Value>(path, Request::Remove { path: path.into() })
+            .await
+            .map(drop)
+    }
+
+    async fn create_dir(&self, path: &str) -> Result<(), NodeError> {
+        self.call::<serde_json::Value>(path, Request::CreateDir { path: path.into() })
+            .await
+            .map(drop)
+    }
+
+    async fn list(&self, dir: &str) -> Result<Vec<String>, NodeError> {
+        self.call(dir, Request::List { path: dir.into() }).await
+    }
+
+    async fn stat(&self, path: &str) -> Result<Option<FileStat>, NodeError> {
+        self.control
+            .stat(path)
+            .await
+            .map_err(|e| ControlClient::node_error(&self.name, path, e))
+    }
+
+    async fn journal_mark(&self) -> JournalMark {
+        JournalMark(self.call("<journal>", Request::JournalMark).await.unwrap_or(0))
+    }
+
+    async fn journal_since(&self, mark: JournalMark) -> Vec<String> {
+        self.call("<journal>", Request::JournalSince { mark: mark.0 })
+            .await
+            .unwrap_or_else(|e| vec![format!("(journal unreadable: {e})")])
+    }
+
+    async fn wait_for_journal(&self, mark: JournalMark, needle: &str, deadline: Duration) -> Option<String> {
+        let request = Request::WaitJournal {
+            mark: mark.0,
+            needle: needle.into(),
+            timeout_ms: u64::try_from(deadline.as_millis()).unwrap_or(u64::MAX),
+        };
+        self.call("<journal>", request).await.ok().flatten()
+    }
+
+    async fn systemctl(&self, args: &[&str]) -> Result<Outcome, NodeError> {
+        let request = Request::Systemctl {
+            args: args.iter().map(|a| a.to_string()).collect(),
+        };
+        let out: CommandOutput = self.call("systemctl", request).await?;
+        Ok(Outcome {
+            exit_code: out.exit_code,
+            stdout: out.stdout,
+            stderr: out.stderr,
+            ..Default::default()
+        })
+    }
+
+    async fn kubelet_endpoint(&self) -> Option<SocketAddr> {
+        self.call("<kubelet>", Request::KubeletEndpoint)
+            .await
+            .ok()
+            .flatten()
+    }
+
+    async fn boot_id(&self) -> String {
+        self.call("<boot id>", Request::BootId).await.unwrap_or_default()
+    }
+
+    async fn boot(&self) {
+        let _ = self.call::<serde_json::Value>("<boot>", Request::Boot).await;
+    }
+
+    fn container_id(&self) -> Option<String> {
+        Some(self.id.clone())
+    }
+
+    async fn shutdown(&self) {
+        let _ = self
+            .call::<serde_json::Value>("<shutdown>", Request::Shutdown)
+            .await;
+        if let Some(container) = self.container.lock().await.take() {
+            let _ = container.rm().await;
+        }
+    }
+}

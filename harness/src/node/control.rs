@@ -1,0 +1,410 @@
+//! A node's control socket: how everything outside a node's service manager reaches it.
+//!
+//! One request per connection, one JSON line each way. The same protocol serves:
+//! - the node's own tools (`systemctl`, `journalctl`, `logger`: the `mco-node-tools`
+//!   multi-call binary), inside a container node or beside an agent process on an embedded
+//!   node;
+//! - the harness, for a container node: every `Node` call is carried out by the node's init
+//!   (`mco-node-init`, PID 1) inside the container, so files, modes and ownership are what the
+//!   container's kernel says, as an agent there sees them. The socket sits in a directory the
+//!   harness bind-mounts into the container.
+//!
+//! Requests that run a node's life (`set-now`, `boot`, `shutdown`) are answered only on the
+//! init's socket (`Scope::Init`); an agent's tools get `Scope::Tools`.
+
+use super::{EmbeddedNode, FileStat, JournalMark, Node, NodeError};
+use crate::agent::CommandOutput;
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::UnixListener;
+use tokio_util::sync::CancellationToken;
+
+/// The directory of the init's socket inside a container node (not under `/run`, which a
+/// reboot empties).
+pub const CONTROL_DIR: &str = "/var/lib/mco-conformance/control";
+/// The init's socket inside a container node; the node's tools ask it unless
+/// `NODE_SOCKET_ENV` names another.
+pub const CONTROL_SOCKET: &str = "/var/lib/mco-conformance/control/init.sock";
+/// Set for an agent process: the socket its `systemctl`, `journalctl` and `logger` ask.
+pub const NODE_SOCKET_ENV: &str = "MCO_NODE_SOCKET";
+/// What the init prints once its socket answers.
+pub const READY_LINE: &str = "mco-node-init: ready";
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "kebab-case")]
+pub enum Request {
+    Systemctl {
+        args: Vec<String>,
+    },
+    /// One journal line from `ident[pid]` (what `logger` sends).
+    Log {
+        ident: String,
+        pid: u32,
+        message: String,
+    },
+    JournalMark,
+    JournalSince {
+        mark: usize,
+    },
+    WaitJournal {
+        mark: usize,
+        needle: String,
+        timeout_ms: u64,
+    },
+    Read {
+        path: String,
+    },
+    Write {
+        path: String,
+        base64: String,
+        mode: u32,
+    },
+    Remove {
+        path: String,
+    },
+    CreateDir {
+        path: String,
+    },
+    List {
+        path: String,
+    },
+    Stat {
+        path: String,
+    },
+    KubeletEndpoint,
+    BootId,
+    /// Move the node's simulated clock to this RFC 3339 instant (never backwards).
+    SetNow {
+        now: String,
+    },
+    /// First boot: start the enabled units.
+    Boot,
+    /// Stop every service; the init exits.
+    Shutdown,
+}
+
+/// A failed request, as the other side can rebuild it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ControlFailure {
+    /// `not-found`, `bad-path`, `io` or `refused`.
+    pub kind: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum Reply {
+    Ok(Value),
+    Err(ControlFailure),
+}
+
+/// Which requests a socket answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// The node's tools: service manager, journal, files.
+    Tools,
+    /// The init's socket: also the node's clock, boot and shutdown.
+    Init,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ControlError {
+    #[error("cannot reach the node at {socket}: {source}")]
+    Transport {
+        socket: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the node at {socket} answered what cannot be read: {message}")]
+    Protocol { socket: PathBuf, message: String },
+    #[error("{}", .0.message)]
+    Failed(ControlFailure),
+}
+
+fn failure(e: &NodeError) -> ControlFailure {
+    let kind = match e {
+        NodeError::BadPath { .. } => "bad-path",
+        NodeError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => "not-found",
+        NodeError::Io { .. } => "io",
+    };
+    let message = match e {
+        NodeError::Io { source, .. } => source.to_string(),
+        other => other.to_string(),
+    };
+    ControlFailure {
+        kind: kind.into(),
+        message,
+    }
+}
+
+/// Serve `listener` for `node` until `stop` is cancelled (or, on the init's socket, until a
+/// `shutdown` request, which cancels `stop` itself).
+pub async fn serve(listener: UnixListener, node: EmbeddedNode, scope: Scope, stop: CancellationToken) {
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            accepted = listener.accept() => if let Ok((stream, _)) = accepted {
+                let (node, stop) = (node.clone(), stop.clone());
+                tokio::spawn(async move { answer(node, scope, stream, stop).await });
+            },
+        }
+    }
+}
+
+async fn answer(node: EmbeddedNode, scope: Scope, stream: tokio::net::UnixStream, stop: CancellationToken) {
+    let (read, mut write) = stream.into_split();
+    let mut line = String::new();
+    if BufReader::new(read).read_line(&mut line).await.is_err() {
+        return;
+    }
+    let reply = match serde_json::from_str::<Request>(&line) {
+        Ok(request) => match carry_out(&node, scope, request, &stop).await {
+            Ok(value) => Reply::Ok(value),
+            Err(f) => Reply::Err(f),
+        },
+        Err(e) => Reply::Err(ControlFailure {
+            kind: "refused".into(),
+            message: format!("not a node request: {e}"),
+        }),
+    };
+    let mut text = serde_json::to_string(&reply).unwrap_or_default();
+    text.push('\n');
+    let _ = write.write_all(text.as_bytes()).await;
+}
+
+async fn carry_out(
+    node: &EmbeddedNode,
+    scope: Scope,
+    request: Request,
+    stop: &CancellationToken,
+) -> Result<Value, ControlFailure> {
+    let node_err = |e: NodeError| failure(&e);
+    let refused = |what: &str| ControlFailure {
+        kind: "refused".into(),
+        message: format!("{what} is answered only on the node's init socket"),
+    };
+    Ok(match request {
+        Request::Systemctl { args } => {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            to_json(&CommandOutput::from(
+                node.systemctl(&args).await.map_err(node_err)?,
+            ))
+        }
+        Request::Log { ident, pid, message } => {
+            node.journal()
+                .log(crate::pki::Clock::now(node.clock()), &ident, pid, &message);
+            Value::Null
+        }
+        Request::JournalMark => to_json(&node.journal_mark().await.0),
+        Request::JournalSince { mark } => to_json(&node.journal_since(JournalMark(mark)).await),
+        Request::WaitJournal {
+            mark,
+            needle,
+            timeout_ms,
+        } => to_json(
+            &node
+                .wait_for_journal(JournalMark(mark), &needle, Duration::from_millis(timeout_ms))
+                .await,
+        ),
+        Request::Read { path } => {
+            let bytes = node.read(&path).await.map_err(node_err)?;
+            to_json(&base64::engine::general_purpose::STANDARD.encode(bytes))
+        }
+        Request::Write { path, base64, mode } => {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(base64)
+                .map_err(|e| ControlFailure {
+                    kind: "refused".into(),
+                    message: format!("contents of {path}: {e}"),
+                })?;
+            node.write(&path, &bytes, mode).await.map_err(node_err)?;
+            Value::Null
+        }
+        Request::Remove { path } => {
+            node.remove(&path).await.map_err(node_err)?;
+            Value::Null
+        }
+        Request::CreateDir { path } => {
+            node.create_dir(&path).await.map_err(node_err)?;
+            Value::Null
+        }
+        Request::List { path } => to_json(&node.list(&path).await.map_err(node_err)?),
+        Request::Stat { path } => to_json(&node.stat(&path).await.map_err(node_err)?.map(StatWire::from)),
+        Request::KubeletEndpoint => to_json(&node.kubelet_endpoint().await),
+        Request::BootId => to_json(&node.boot_id().await),
+        Request::SetNow { now } if scope == Scope::Init => {
+            let at = time::OffsetDateTime::parse(&now, &time::format_description::well_known::Rfc3339)
+                .map_err(|e| ControlFailure {
+                    kind: "refused".into(),
+                    message: format!("set-now {now:?}: {e}"),
+                })?;
+            let clock = node.clock();
+            clock.advance(at - crate::pki::Clock::now(clock));
+            Value::Null
+        }
+        Request::Boot if scope == Scope::Init => {
+            node.boot().await;
+            Value::Null
+        }
+        Request::Shutdown if scope == Scope::Init => {
+            node.shutdown().await;
+            stop.cancel();
+            Value::Null
+        }
+        Request::SetNow { .. } => return Err(refused("set-now")),
+        Request::Boot => return Err(refused("boot")),
+        Request::Shutdown => return Err(refused("shutdown")),
+    })
+}
+
+/// `FileStat` on the wire.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+struct StatWire {
+    mode: u32,
+    uid: u32,
+    gid: u32,
+    size: u64,
+    inode: u64,
+}
+
+impl From<FileStat> for StatWire {
+    fn from(s: FileStat) -> Self {
+        StatWire {
+            mode: s.mode,
+            uid: s.uid,
+            gid: s.gid,
+            size: s.size,
+            inode: s.inode,
+        }
+    }
+}
+
+impl From<StatWire> for FileStat {
+    fn from(s: StatWire) -> Self {
+        FileStat {
+            mode: s.mode,
+            uid: s.uid,
+            gid: s.gid,
+            size: s.size,
+            inode: s.inode,
+        }
+    }
+}
+
+/// A reply value; our own types always serialise, so a failure reads as null, not a panic.
+fn to_json<T: Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+/// The client side of a node's control socket.
+#[derive(Debug, Clone)]
+pub struct ControlClient {
+    socket: PathBuf,
+}
+
+impl ControlClient {
+    pub fn new(socket: impl Into<PathBuf>) -> Self {
+        ControlClient {
+            socket: socket.into(),
+        }
+    }
+
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    fn decode<T: serde::de::DeserializeOwned>(&self, line: &str) -> Result<T, ControlError> {
+        let protocol = |message: String| ControlError::Protocol {
+            socket: self.socket.clone(),
+            message,
+        };
+        match serde_json::from_str::<Reply>(line) {
+            Ok(Reply::Ok(value)) => serde_json::from_value(value).map_err(|e| protocol(e.to_string())),
+            Ok(Reply::Err(f)) => Err(ControlError::Failed(f)),
+            Err(e) => Err(protocol(format!("{e}: {:?}", line.trim()))),
+        }
+    }
+
+    fn transport(&self, source: std::io::Error) -> ControlError {
+        ControlError::Transport {
+            socket: self.socket.clone(),
+            source,
+        }
+    }
+
+    /// One request, from async code.
+    pub async fn call<T: serde::de::DeserializeOwned>(&self, request: &Request) -> Result<T, ControlError> {
+        let stream = tokio::net::UnixStream::connect(&self.socket)
+            .await
+            .map_err(|e| self.transport(e))?;
+        let (read, mut write) = stream.into_split();
+        let mut text =
+            serde_json::to_string(request).map_err(|e| self.transport(std::io::Error::other(e)))?;
+        text.push('\n');
+        write
+            .write_all(text.as_bytes())
+            .await
+            .map_err(|e| self.transport(e))?;
+        let mut line = String::new();
+        BufReader::new(read)
+            .read_line(&mut line)
+            .await
+            .map_err(|e| self.transport(e))?;
+        if line.is_empty() {
+            return Err(self.transport(std::io::ErrorKind::UnexpectedEof.into()));
+        }
+        self.decode(&line)
+    }
+
+    /// One request, from a plain thread (the node's tools, clock listeners).
+    pub fn call_blocking<T: serde::de::DeserializeOwned>(
+        &self,
+        request: &Request,
+    ) -> Result<T, ControlError> {
+        use std::io::{BufRead, Write};
+        let mut stream =
+            std::os::unix::net::UnixStream::connect(&self.socket).map_err(|e| self.transport(e))?;
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+        let mut text =
+            serde_json::to_string(request).map_err(|e| self.transport(std::io::Error::other(e)))?;
+        text.push('\n');
+        stream.write_all(text.as_bytes()).map_err(|e| self.transport(e))?;
+        let mut line = String::new();
+        std::io::BufReader::new(stream)
+            .read_line(&mut line)
+            .map_err(|e| self.transport(e))?;
+        if line.is_empty() {
+            return Err(self.transport(std::io::ErrorKind::UnexpectedEof.into()));
+        }
+        self.decode(&line)
+    }
+
+    /// A `Node` error for `path` from a failed request.
+    pub fn node_error(node: &str, path: &str, e: ControlError) -> NodeError {
+        match e {
+            ControlError::Failed(f) if f.kind == "bad-path" => NodeError::BadPath {
+                node: node.into(),
+                path: path.into(),
+            },
+            ControlError::Failed(f) if f.kind == "not-found" => NodeError::Io {
+                node: node.into(),
+                path: path.into(),
+                source: std::io::Error::new(std::io::ErrorKind::NotFound, f.message),
+            },
+            other => NodeError::Io {
+                node: node.into(),
+                path: path.into(),
+                source: std::io::Error::other(other.to_string()),
+            },
+        }
+    }
+
+    pub async fn stat(&self, path: &str) -> Result<Option<FileStat>, ControlError> {
+        let wire: Option<StatWire> = self.call(&Request::Stat { path: path.into() }).await?;
+        Ok(wire.map(FileStat::from))
+    }
+}

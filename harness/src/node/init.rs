@@ -1,0 +1,166 @@
+//! `mco-node-init`: PID 1 of a container node. It runs the node as the embedded backend does,
+//! rooted at `/` (or `MCO_NODE_ROOT`): the service manager behind `systemctl`, the journal, the
+//! fake kubelet as `kubelet.service`, CRI-O's unit, and the agent under test as a process
+//! (`machine-config-daemon.service`) with the contract's environment. It answers the harness
+//! and the node's tools on its control socket, boots when the harness has seeded the node, and
+//! follows the harness's simulated clock (`set-now`), writing `/run/mco-conformance/now`.
+//!
+//! Its environment:
+//!
+//! | variable | meaning |
+//! |---|---|
+//! | `NODE_NAME` | the node's name (required) |
+//! | `MCO_PROFILE` | `ocp-4.12` or `ocp-4.16` (required) |
+//! | `MCO_AGENT_COMMAND` | the agent's command line as a JSON array (default: the reference daemon) |
+//! | `MCO_NOW` | the simulated now at start, RFC 3339 (default: the simulation epoch) |
+//! | `MCO_NODE_ROOT` | the node's root (default `/`) |
+//! | `MCO_NODE_TOOLS` | the node tools' binary (default `/usr/bin/mco-node-tools`) |
+
+use super::control::{CONTROL_SOCKET, READY_LINE, Scope, serve};
+use super::kubelet::FakeKubelet;
+use super::{AGENT_UNIT, CRIO_UNIT, EmbeddedNode, KUBELET_UNIT};
+use crate::agent::process::AgentProcess;
+use crate::pki::{SIMULATION_EPOCH, SimClock};
+use crate::profile::Profile;
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use time::OffsetDateTime;
+
+/// The reference daemon inside the node image.
+pub const REFERENCE_AGENT: &str = "/usr/bin/mco-reference-daemon";
+/// The node tools inside the node image.
+pub const NODE_TOOLS_PATH: &str = "/usr/bin/mco-node-tools";
+
+/// What the init is told by its environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InitConfig {
+    pub name: String,
+    pub profile: Profile,
+    pub agent: Vec<String>,
+    pub now: OffsetDateTime,
+    pub root: PathBuf,
+    pub node_tools: PathBuf,
+}
+
+impl InitConfig {
+    /// From the environment; an error names the variable.
+    pub fn from_env() -> Result<Self, String> {
+        Self::from_vars(|name| std::env::var(name).ok())
+    }
+
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+        let name = var("NODE_NAME").ok_or("NODE_NAME is not set")?;
+        let profile = var("MCO_PROFILE")
+            .ok_or("MCO_PROFILE is not set")?
+            .parse::<Profile>()
+            .map_err(|e| format!("MCO_PROFILE: {e}"))?;
+        let agent = match var("MCO_AGENT_COMMAND") {
+            None => vec![REFERENCE_AGENT.to_string()],
+            Some(json) => match serde_json::from_str::<Vec<String>>(&json) {
+                Ok(command) if !command.is_empty() => command,
+                Ok(_) => return Err("MCO_AGENT_COMMAND is an empty command".into()),
+                Err(e) => return Err(format!("MCO_AGENT_COMMAND is not a JSON array of strings: {e}")),
+            },
+        };
+        let now = match var("MCO_NOW") {
+            None => SIMULATION_EPOCH,
+            Some(t) => OffsetDateTime::parse(&t, &time::format_description::well_known::Rfc3339)
+                .map_err(|e| format!("MCO_NOW {t:?}: {e}"))?,
+        };
+        Ok(InitConfig {
+            name,
+            profile,
+            agent,
+            now,
+            root: PathBuf::from(var("MCO_NODE_ROOT").unwrap_or_else(|| "/".into())),
+            node_tools: PathBuf::from(var("MCO_NODE_TOOLS").unwrap_or_else(|| NODE_TOOLS_PATH.into())),
+        })
+    }
+}
+
+/// Run the node until SIGTERM or a `shutdown` request.
+pub async fn run(config: InitConfig) -> Result<(), String> {
+    let clock = SimClock::starting_at(config.now);
+    let node = EmbeddedNode::at_root(
+        &config.name,
+        config.root.clone(),
+        &[KUBELET_UNIT, CRIO_UNIT, AGENT_UNIT],
+        clock,
+    );
+    node.set_service(KUBELET_UNIT, Arc::new(FakeKubelet));
+    let (binary, args) = config.agent.split_first().ok_or("no agent command")?;
+    node.set_service(
+        AGENT_UNIT,
+        Arc::new(AgentProcess {
+            binary: binary.into(),
+            args: args.to_vec(),
+            profile: config.profile,
+            node_tools: config.node_tools.clone(),
+        }),
+    );
+    let socket = config.root.join(CONTROL_SOCKET.trim_start_matches('/'));
+    let dir = socket.parent().ok_or("the control socket has no directory")?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let _ = std::fs::remove_file(&socket);
+    let listener =
+        tokio::net::UnixListener::bind(&socket).map_err(|e| format!("{}: {e}", socket.display()))?;
+    // The harness may run as another user than the container's root.
+    let _ = std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666));
+    let stop = crate::agent::process::stop_on_signals();
+    println!("{READY_LINE}");
+    serve(listener, node.clone(), Scope::Init, stop).await;
+    node.shutdown().await;
+    let _ = std::fs::remove_file(&socket);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_environment_is_read_and_bad_values_are_named() {
+        let vars = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string())
+        };
+        let config = InitConfig::from_vars(vars(&[
+            ("NODE_NAME", "worker-0"),
+            ("MCO_PROFILE", "ocp-4.16"),
+            ("MCO_AGENT_COMMAND", r#"["/usr/bin/agent","--flag"]"#),
+        ]))
+        .unwrap();
+        assert_eq!(config.agent, ["/usr/bin/agent", "--flag"]);
+        assert_eq!(
+            (config.now, config.root.as_os_str()),
+            (SIMULATION_EPOCH, "/".as_ref())
+        );
+        let defaults =
+            InitConfig::from_vars(vars(&[("NODE_NAME", "n"), ("MCO_PROFILE", "ocp-4.12")])).unwrap();
+        assert_eq!(defaults.agent, [REFERENCE_AGENT]);
+        for (pairs, named) in [
+            (&[("MCO_PROFILE", "ocp-4.12")][..], "NODE_NAME"),
+            (&[("NODE_NAME", "n"), ("MCO_PROFILE", "4.99")][..], "MCO_PROFILE"),
+            (
+                &[
+                    ("NODE_NAME", "n"),
+                    ("MCO_PROFILE", "ocp-4.12"),
+                    ("MCO_AGENT_COMMAND", "agent"),
+                ][..],
+                "MCO_AGENT_COMMAND",
+            ),
+            (
+                &[
+                    ("NODE_NAME", "n"),
+                    ("MCO_PROFILE", "ocp-4.12"),
+                    ("MCO_NOW", "yesterday"),
+                ][..],
+                "MCO_NOW",
+            ),
+        ] {
+            let pairs: &'static [(&'static str, &'static str)] = pairs;
+            let err = InitConfig::from_vars(vars(pairs)).unwrap_err();
+            assert!(err.contains(named), "{err}");
+        }
+    }
+}

@@ -1,0 +1,237 @@
+//! Container nodes (issue 5): the node image's init as PID 1, the same `Node` trait as the
+//! embedded backend, and the node's tools inside the container. Each test skips, saying why,
+//! without a Docker engine or a static busybox.
+
+use harness::node::image::{ImageError, docker_unavailable, ensure_node_image, find_busybox};
+use harness::node::{JournalMark, Node};
+use harness::profile::Profile;
+use harness::scenario::{NodeBackend, Scenario, ScenarioOptions};
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+/// The node image with this build's binaries, or why there can be none here.
+fn node_image() -> Result<String, String> {
+    if let Some(why) = docker_unavailable() {
+        return Err(format!("no Docker engine ({why})"));
+    }
+    if find_busybox().is_err() {
+        return Err(ImageError::NoBusybox.to_string());
+    }
+    let binaries = [
+        env!("CARGO_BIN_EXE_mco-node-init"),
+        env!("CARGO_BIN_EXE_mco-node-tools"),
+        env!("CARGO_BIN_EXE_mco-reference-daemon"),
+    ]
+    .map(PathBuf::from);
+    Ok(ensure_node_image(&binaries).unwrap().reference)
+}
+
+macro_rules! image_or_skip {
+    () => {
+        match node_image() {
+            Ok(image) => image,
+            Err(why) => {
+                eprintln!("SKIP: {why}");
+                return;
+            }
+        }
+    };
+}
+
+async fn scenario(backend: NodeBackend) -> Scenario {
+    let mut options = ScenarioOptions::new(Profile::Ocp416);
+    options.nodes = vec![("worker".into(), 1)];
+    options.backend = backend;
+    Scenario::start(options).await.unwrap()
+}
+
+/// The systemctl calls of the golden test, with a reboot last.
+const SEQUENCE: &[&[&str]] = &[
+    &["daemon-reload"],
+    &["is-active", "kubelet"],
+    &["restart", "crio.service"],
+    &["reload", "crio"],
+    &["stop", "kubelet"],
+    &["is-active", "kubelet"],
+    &["start", "kubelet"],
+    &["start", "nope"],
+    &["frobnicate"],
+    &["reboot"],
+];
+
+/// What every node answers to `SEQUENCE`: exit code, stdout and stderr per call, then the
+/// service manager's journal lines (timestamps and host cut off, the boot id replaced).
+const GOLDEN_OUTPUT: &[(i32, &str, &str)] = &[
+    (0, "", ""),
+    (0, "active\n", ""),
+    (0, "", ""),
+    (0, "", ""),
+    (0, "", ""),
+    (3, "inactive\n", ""),
+    (0, "", ""),
+    (
+        5,
+        "",
+        "Failed to start nope.service: Unit nope.service not found.\n",
+    ),
+    (1, "", "Unknown command verb 'frobnicate'.\n"),
+    (0, "", ""),
+];
+const GOLDEN_JOURNAL: &[&str] = &[
+    "systemd[1]: Reloading.",
+    "systemd[1]: Stopping crio.service...",
+    "systemd[1]: Stopped crio.service.",
+    "systemd[1]: Starting crio.service...",
+    "systemd[1]: Started crio.service.",
+    "systemd[1]: Reloading crio.service...",
+    "systemd[1]: Reloaded crio.service.",
+    "systemd[1]: Stopping kubelet.service...",
+    "systemd[1]: Stopped kubelet.service.",
+    "systemd[1]: Starting kubelet.service...",
+    "systemd[1]: Started kubelet.service.",
+    "systemd[1]: Stopping crio.service...",
+    "systemd[1]: Stopped crio.service.",
+    "systemd[1]: Stopping kubelet.service...",
+    "systemd[1]: Stopped kubelet.service.",
+    "systemd[1]: Stopping machine-config-daemon.service...",
+    "systemd[1]: Stopped machine-config-daemon.service.",
+    "-- Boot <id> --",
+    "systemd[1]: Starting crio.service...",
+    "systemd[1]: Started crio.service.",
+    "systemd[1]: Starting kubelet.service...",
+    "systemd[1]: Started kubelet.service.",
+    "systemd[1]: Starting machine-config-daemon.service...",
+    "systemd[1]: Started machine-config-daemon.service.",
+];
+
+async fn run_sequence(node: &dyn Node) -> (Vec<(i32, String, String)>, Vec<String>) {
+    let mark = node.journal_mark().await;
+    let mut outputs = Vec::new();
+    for args in SEQUENCE {
+        let out = node.systemctl(args).await.unwrap();
+        outputs.push((out.exit_code, out.stdout, out.stderr));
+    }
+    node.wait_for_journal(
+        mark,
+        "Started machine-config-daemon.service.",
+        Duration::from_secs(20),
+    )
+    .await
+    .expect("the node booted again");
+    let lines = node
+        .journal_since(mark)
+        .await
+        .into_iter()
+        .filter_map(|line| {
+            if line.starts_with("-- Boot ") {
+                return Some("-- Boot <id> --".to_string());
+            }
+            let message = line.split_once(&format!(" {} ", node.name()))?.1.to_string();
+            message.starts_with("systemd[1]: ").then_some(message)
+        })
+        .collect();
+    (outputs, lines)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn systemctl_gives_the_same_outputs_and_journal_lines_on_both_backends() {
+    let image = image_or_skip!();
+    let golden_output: Vec<(i32, String, String)> = GOLDEN_OUTPUT
+        .iter()
+        .map(|(c, o, e)| (*c, o.to_string(), e.to_string()))
+        .collect();
+    for backend in [NodeBackend::Embedded, NodeBackend::Container { image }] {
+        let s = scenario(backend.clone()).await;
+        let node = s.nodes[0].as_ref();
+        let before = node.boot_id().await;
+        let (outputs, journal) = run_sequence(node).await;
+        assert_eq!(outputs, golden_output, "{backend:?}");
+        assert_eq!(journal, GOLDEN_JOURNAL, "{backend:?}");
+        assert_ne!(node.boot_id().await, before, "{backend:?}: a new boot id");
+        s.shutdown().await;
+    }
+}
+
+fn docker_exec(container: &str, command: &[&str]) -> (i32, String, String) {
+    let out = Command::new("docker")
+        .args(["exec", container])
+        .args(command)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inside_the_container_the_node_tools_and_the_kernel_agree_with_the_node_trait() {
+    let image = image_or_skip!();
+    let mut options = ScenarioOptions::new(Profile::Ocp412);
+    options.nodes = vec![("worker".into(), 1)];
+    options.backend = NodeBackend::Container { image: image.clone() };
+    let s = Scenario::start(options).await.unwrap();
+    let node = s.nodes[0].as_ref();
+    let id = node.container_id().expect("a container node has a container");
+
+    // Files: what the trait writes, the container's kernel shows, and the reverse.
+    node.write("/etc/mco-conformance/probe", b"probe\n", 0o640)
+        .await
+        .unwrap();
+    let (code, stat, err) = docker_exec(&id, &["stat", "-c", "%a %u %g %s", "/etc/mco-conformance/probe"]);
+    assert_eq!(code, 0, "{err}");
+    let st = node.stat("/etc/mco-conformance/probe").await.unwrap().unwrap();
+    assert_eq!(
+        stat.trim(),
+        format!("{:o} {} {} {}", st.mode, st.uid, st.gid, st.size)
+    );
+    assert_eq!((st.mode, st.uid), (0o640, 0), "root's file, as the kernel says");
+    let (code, _, err) = docker_exec(&id, &["sh", "-c", "echo from-the-shell > /etc/shell-file"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(node.read("/etc/shell-file").await.unwrap(), b"from-the-shell\n");
+    assert!(node.stat("/nope").await.unwrap().is_none());
+    assert!(node.read("/nope").await.is_err());
+
+    // systemctl, journalctl and logger on the node's PATH, answered by PID 1.
+    let (code, out, _) = docker_exec(&id, &["systemctl", "is-active", "kubelet"]);
+    assert_eq!((code, out.as_str()), (0, "active\n"));
+    let mark = node.journal_mark().await;
+    let (code, _, err) = docker_exec(&id, &["logger", "-t", "qe", "hello from logger"]);
+    assert_eq!(code, 0, "{err}");
+    let line = node
+        .wait_for_journal(mark, "hello from logger", Duration::from_secs(5))
+        .await
+        .expect("logger's line in the journal");
+    assert!(line.contains(" worker-0 qe["), "{line}");
+    let (code, out, err) = docker_exec(&id, &["journalctl", "-u", "qe", "-o", "cat", "-n", "1"]);
+    assert_eq!((code, out.as_str()), (0, "hello from logger\n"), "{err}");
+    let (code, _, err) = docker_exec(&id, &["journalctl", "--frobnicate"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("unsupported option"), "{err}");
+
+    // PID 1 is the init; the agent is its child, with the contract's environment.
+    let (_, comm, _) = docker_exec(&id, &["cat", "/proc/1/comm"]);
+    assert_eq!(comm.trim(), "mco-node-init");
+    let (_, now, _) = docker_exec(&id, &["cat", "/run/mco-conformance/now"]);
+    assert_eq!(
+        now.trim(),
+        harness::pki::rfc3339(harness::pki::Clock::now(&s.clock))
+    );
+    s.clock.advance(time::Duration::days(3));
+    let (_, now, _) = docker_exec(&id, &["cat", "/run/mco-conformance/now"]);
+    assert_eq!(
+        now.trim(),
+        harness::pki::rfc3339(harness::pki::Clock::now(&s.clock)),
+        "the node follows the scenario's clock"
+    );
+    let journal = node.journal_since(JournalMark(0)).await.join("\n");
+    assert!(
+        journal.contains("machine-config-daemon["),
+        "the agent logs into the journal: {journal}"
+    );
+    s.shutdown().await;
+    let (code, _, _) = docker_exec(&id, &["true"]);
+    assert_ne!(code, 0, "the container is gone after shutdown");
+}
