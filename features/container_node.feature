@@ -27,3 +27,13 @@ Feature: Container nodes: reboots, owners and modes as a real node's kernel keep
     Then every node's /etc/mco-conformance-secret is owned by 0:0 with mode 0600
     And every node's /etc/mco-conformance-secret matches its config
     And every node's /etc/kubernetes/kubelet-ca.crt is owned by 0:0 with mode 0644
+
+  Scenario: PID 1 restarts a kubelet that crashed, and it serves and posts its status again
+    Given a fresh cluster with 1 worker node
+    When the kubelet is killed with SIGKILL on every node
+    Then every node's journal shows "kubelet.service: Main process exited, code=killed, status=9/KILL"
+    And every node's journal shows "kubelet.service: Scheduled restart job, restart counter is at 1."
+    When 1 minute passes
+    Then every node is Ready
+    And every kubelet accepts the kube-apiserver's kubelet client certificate
+    And no node has rebooted

@@ -9,7 +9,7 @@
 #[allow(dead_code)]
 mod steps;
 
-use harness::runner::{RunConfig, run};
+use harness::runner::{Nodes, RunConfig, run};
 use harness::scenario::AgentKind;
 use serde_yaml::Value;
 use std::path::{Path, PathBuf};
@@ -25,13 +25,14 @@ fn binary(name: &str) -> PathBuf {
 }
 
 /// Run the kubelet-restart feature with an agent binary; the summary and the parsed report.
-async fn run_with(agent: &str, dir: &Path) -> (harness::runner::Summary, Value) {
+async fn run_with(agent: &str, nodes: Nodes, dir: &Path) -> (harness::runner::Summary, Value) {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let mut config = RunConfig::new(
         vec![root.join("features/kubelet_restart.feature")],
         dir.join(agent),
     );
+    config.nodes = nodes;
     config.agent = AgentKind::Binary {
         path: binary(agent),
         args: Vec::new(),
@@ -62,9 +63,24 @@ fn entries<'a>(report: &'a Value, scenario: &str) -> Vec<(&'a str, &'a Value)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_faulty_agent_fails_the_scenario_that_covers_its_fault_and_the_reference_passes_it() {
+    faulty_fails_reference_passes(Nodes::Embedded).await;
+}
+
+/// The same on container nodes, where each agent binary is copied into the node image as
+/// `/usr/bin/<name>` and run by the node's init.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_container_nodes_too() {
+    if let Some(why) = harness::node::image::docker_unavailable() {
+        eprintln!("SKIP: no Docker engine ({why})");
+        return;
+    }
+    faulty_fails_reference_passes(Nodes::Container).await;
+}
+
+async fn faulty_fails_reference_passes(nodes: Nodes) {
     let dir = tempfile::tempdir().unwrap();
 
-    let (summary, report) = run_with("mco-conformance-faulty-agent", dir.path()).await;
+    let (summary, report) = run_with("mco-conformance-faulty-agent", nodes, dir.path()).await;
     assert!(summary.failed > 0, "{summary:?}");
     assert_eq!(report["verdict"].as_str(), Some("failed"));
     assert_eq!(report["agent"]["kind"].as_str(), Some("binary"));
@@ -88,7 +104,7 @@ async fn the_faulty_agent_fails_the_scenario_that_covers_its_fault_and_the_refer
         );
     }
 
-    let (summary, report) = run_with("mco-reference-daemon", dir.path()).await;
+    let (summary, report) = run_with("mco-reference-daemon", nodes, dir.path()).await;
     assert_eq!(summary.failed, 0, "{summary:?}");
     assert_eq!(report["verdict"].as_str(), Some("passed"));
     for (profile, entry) in entries(&report, SCENARIO) {

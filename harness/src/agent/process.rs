@@ -149,7 +149,7 @@ impl Service for AgentProcess {
             Ok(c) => c,
             Err(e) => return ctx.log(&format!("cannot start {}: {e}", self.binary.display())),
         };
-        let output = forward_output(&ctx, child.stdout.take(), child.stderr.take());
+        let output = forward_output(&ctx, child.stdout.take(), child.stderr.take(), &|_| {});
         tokio::pin!(output);
         let mut output_done = false;
         loop {
@@ -168,18 +168,25 @@ impl Service for AgentProcess {
     }
 }
 
-/// Every line the agent prints goes to the journal under the service's name and pid.
-async fn forward_output(
+/// Every line a service's process prints goes to the journal under the service's name and
+/// pid, and to `on_line`.
+pub(crate) async fn forward_output(
     ctx: &ServiceContext,
     stdout: Option<tokio::process::ChildStdout>,
     stderr: Option<tokio::process::ChildStderr>,
+    on_line: &(dyn Fn(&str) + Send + Sync),
 ) {
-    async fn lines(ctx: &ServiceContext, stream: Option<impl tokio::io::AsyncRead + Unpin>) {
+    async fn lines(
+        ctx: &ServiceContext,
+        stream: Option<impl tokio::io::AsyncRead + Unpin>,
+        on_line: &(dyn Fn(&str) + Send + Sync),
+    ) {
         let Some(stream) = stream else { return };
         let mut lines = BufReader::new(stream).lines();
         while let Ok(Some(line)) = lines.next_line().await {
             ctx.log(&line);
+            on_line(&line);
         }
     }
-    tokio::join!(lines(ctx, stdout), lines(ctx, stderr));
+    tokio::join!(lines(ctx, stdout, on_line), lines(ctx, stderr, on_line));
 }

@@ -3,6 +3,8 @@
 //! - `mco-conformance run [--profile ocp-4.12|ocp-4.16|all] [--tags EXPR] [--nodes embedded|container]
 //!   [--report-dir DIR] [--junit PATH] [--json PATH] [FEATURE_OR_DIR …]`: lint, run, print the summary line last; exit 1 on
 //!   a failure, 2 on bad input (a feature that does not lint, an unknown profile).
+//! - `mco-conformance node-image`: build (or reuse) the container node image and tag it for
+//!   agent images' `FROM` lines.
 //! - `mco-conformance steps [--markdown]`: every step phrase with its description and source.
 //! - `mco-conformance features [PATH…]`: the features table of the README, from the files.
 
@@ -87,6 +89,9 @@ enum Command {
         #[arg(default_value = "features")]
         features: Vec<PathBuf>,
     },
+    /// Build (or reuse) the container node image from the binaries beside this one, and tag it
+    /// mco-conformance-node:<version> for agent images' FROM lines.
+    NodeImage,
     /// List every step phrase with its description and where it is defined.
     Steps {
         /// As the README's Markdown table.
@@ -99,6 +104,25 @@ enum Command {
 async fn main() -> ExitCode {
     let _ = rustls::crypto::ring::default_provider().install_default();
     match Cli::parse().command {
+        Command::NodeImage => {
+            let built = harness::node::image::harness_binaries()
+                .and_then(|binaries| harness::node::image::ensure_node_image(&binaries));
+            match built {
+                Ok(image) => {
+                    println!(
+                        "{} ({})\n{}",
+                        image.reference,
+                        if image.reused { "reused" } else { "built" },
+                        image.version_reference
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("mco-conformance: node image: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::Features { features } => match harness::runner::features_markdown(&features) {
             Ok(table) => {
                 print!("{table}");

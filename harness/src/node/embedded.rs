@@ -26,6 +26,11 @@ pub trait Service: Send + Sync {
     async fn run(&self, ctx: ServiceContext);
     /// `systemctl reload`.
     async fn reload(&self, _ctx: &ServiceContext) {}
+    /// `systemctl kill --signal=<signal>`: signal the service's process. A service that runs in
+    /// this process has none to signal, and says so.
+    async fn signal(&self, _ctx: &ServiceContext, _signal: &str) -> Result<(), String> {
+        Err("it runs inside the node's service manager, with no process of its own to signal".into())
+    }
 }
 
 /// What a running service gets: its node, its pid and its stop signal.
@@ -111,13 +116,26 @@ impl EmbeddedNode {
             source: std::io::Error::other(e.to_string()),
         })?;
         let root = dir.path().to_path_buf();
-        Ok(Self::with_root(name, root, Some(dir), units, clock))
+        Ok(Self::with_root(
+            name,
+            root,
+            Some(dir),
+            units,
+            clock,
+            Journal::new(name),
+        ))
     }
 
     /// A node whose root is `root` as it stands (in a container node's init: `/`), not yet
     /// booted. Nothing under `root` is removed when the node goes.
     pub fn at_root(name: &str, root: PathBuf, units: &[&str], clock: SimClock) -> Self {
-        Self::with_root(name, root, None, units, clock)
+        Self::with_root(name, root, None, units, clock, Journal::new(name))
+    }
+
+    /// The view of the node a part in a process of its own has (the kubelet in a container
+    /// node): the node's root and clock, its log lines on stdout for the service manager.
+    pub fn for_process(name: &str, root: PathBuf, clock: SimClock) -> Self {
+        Self::with_root(name, root, None, &[], clock, Journal::to_stdout(name))
     }
 
     fn with_root(
@@ -126,6 +144,7 @@ impl EmbeddedNode {
         dir: Option<assert_fs::TempDir>,
         units: &[&str],
         clock: SimClock,
+        journal: Journal,
     ) -> Self {
         // The clock's listener keeps only the channel and the root, not the node, so a dropped
         // node is not kept alive by its clock.
@@ -141,7 +160,7 @@ impl EmbeddedNode {
                 name: name.to_string(),
                 root,
                 _dir: dir,
-                journal: Journal::new(name),
+                journal,
                 clock,
                 clock_moves,
                 manager: Mutex::new(ServiceManager::new(units)),
@@ -230,7 +249,9 @@ impl EmbeddedNode {
         }
     }
 
-    async fn carry_out(&self, outcome: Outcome) {
+    /// Carry out the effects of a command; what could not be done, as systemctl would say it.
+    async fn carry_out(&self, outcome: Outcome) -> Vec<String> {
+        let mut failures = Vec::new();
         let now = self.inner.clock.now();
         for line in &outcome.journal {
             self.inner.journal.systemd(now, line);
@@ -246,12 +267,22 @@ impl EmbeddedNode {
                         service.reload(&ctx).await;
                     }
                 }
+                Effect::Kill(unit, signal) => {
+                    let running = lock(&self.inner.running).get(&unit).map(|r| r.ctx.clone());
+                    let service = lock(&self.inner.services).get(&unit).cloned();
+                    if let (Some(ctx), Some(service)) = (running, service)
+                        && let Err(e) = service.signal(&ctx, &signal).await
+                    {
+                        failures.push(format!("Failed to kill unit {unit}: {e}\n"));
+                    }
+                }
                 Effect::Reboot => {
                     let node = self.clone();
                     tokio::spawn(async move { node.reboot().await });
                 }
             }
         }
+        failures
     }
 
     fn start_service(&self, unit: &str) {
@@ -406,8 +437,12 @@ impl Node for EmbeddedNode {
                 manager.discover(&unit);
             }
         }
-        let outcome = lock(&self.inner.manager).systemctl(args);
-        self.carry_out(outcome.clone()).await;
+        let mut outcome = lock(&self.inner.manager).systemctl(args);
+        let failures = self.carry_out(outcome.clone()).await;
+        if !failures.is_empty() {
+            outcome.exit_code = 1;
+            outcome.stderr.push_str(&failures.concat());
+        }
         Ok(outcome)
     }
 

@@ -269,9 +269,9 @@ pub fn docker_unavailable() -> Option<String> {
     }
 }
 
-/// The harness's own binaries a node image carries: its init, its tools and the reference
-/// daemon.
-pub const NODE_BINARIES: &[&str] = &["mco-node-init", NODE_TOOLS, "mco-reference-daemon"];
+/// The harness's own binaries a node image carries: its init, its kubelet, its tools and the
+/// reference daemon.
+pub const NODE_BINARIES: &[&str] = &["mco-node-init", "mco-kubelet", NODE_TOOLS, "mco-reference-daemon"];
 
 /// `NODE_BINARIES` as built beside the running program (a binary in `target/<profile>/`, or a
 /// test in `target/<profile>/deps/`); an error names what is missing and how to build it.

@@ -1,6 +1,7 @@
 //! `mco-node-init`: PID 1 of a container node. It runs the node as the embedded backend does,
 //! rooted at `/` (or `MCO_NODE_ROOT`): the service manager behind `systemctl`, the journal, the
-//! fake kubelet as `kubelet.service`, CRI-O's unit, and the agent under test as a process
+//! fake kubelet as a supervised process (`mco-kubelet`, restarted when it dies) behind
+//! `kubelet.service`, CRI-O's unit, and the agent under test as a process
 //! (`machine-config-daemon.service`) with the contract's environment. It answers the harness
 //! and the node's tools on its control socket, boots when the harness has seeded the node, and
 //! follows the harness's simulated clock (`set-now`), writing `/run/mco-conformance/now`.
@@ -15,9 +16,10 @@
 //! | `MCO_NOW` | the simulated now at start, RFC 3339 (default: the simulation epoch) |
 //! | `MCO_NODE_ROOT` | the node's root (default `/`) |
 //! | `MCO_NODE_TOOLS` | the node tools' binary (default `/usr/bin/mco-node-tools`) |
+//! | `MCO_KUBELET` | the kubelet's binary (default `/usr/bin/mco-kubelet`) |
 
 use super::control::{CONTROL_SOCKET, READY_LINE, Scope, serve};
-use super::kubelet::FakeKubelet;
+use super::kubelet_process::KubeletProcess;
 use super::{AGENT_UNIT, CRIO_UNIT, EmbeddedNode, KUBELET_UNIT};
 use crate::agent::process::AgentProcess;
 use crate::pki::{SIMULATION_EPOCH, SimClock};
@@ -31,6 +33,8 @@ use time::OffsetDateTime;
 pub const REFERENCE_AGENT: &str = "/usr/bin/mco-reference-daemon";
 /// The node tools inside the node image.
 pub const NODE_TOOLS_PATH: &str = "/usr/bin/mco-node-tools";
+/// The kubelet inside the node image.
+pub const KUBELET_PATH: &str = "/usr/bin/mco-kubelet";
 
 /// What the init is told by its environment.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,6 +45,7 @@ pub struct InitConfig {
     pub now: OffsetDateTime,
     pub root: PathBuf,
     pub node_tools: PathBuf,
+    pub kubelet: PathBuf,
 }
 
 impl InitConfig {
@@ -75,6 +80,7 @@ impl InitConfig {
             now,
             root: PathBuf::from(var("MCO_NODE_ROOT").unwrap_or_else(|| "/".into())),
             node_tools: PathBuf::from(var("MCO_NODE_TOOLS").unwrap_or_else(|| NODE_TOOLS_PATH.into())),
+            kubelet: PathBuf::from(var("MCO_KUBELET").unwrap_or_else(|| KUBELET_PATH.into())),
         })
     }
 }
@@ -88,7 +94,10 @@ pub async fn run(config: InitConfig) -> Result<(), String> {
         &[KUBELET_UNIT, CRIO_UNIT, AGENT_UNIT],
         clock,
     );
-    node.set_service(KUBELET_UNIT, Arc::new(FakeKubelet));
+    node.set_service(
+        KUBELET_UNIT,
+        Arc::new(KubeletProcess::new(config.kubelet.clone())),
+    );
     let (binary, args) = config.agent.split_first().ok_or("no agent command")?;
     node.set_service(
         AGENT_UNIT,

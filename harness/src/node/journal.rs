@@ -16,6 +16,9 @@ pub struct Journal {
     host: String,
     lines: Arc<Mutex<Vec<String>>>,
     appended: Arc<watch::Sender<usize>>,
+    /// A node part in a process of its own prints its messages on stdout, where its service
+    /// manager puts them in the node's journal, instead of keeping them.
+    to_stdout: bool,
 }
 
 const MONTHS: [&str; 12] = [
@@ -41,6 +44,15 @@ impl Journal {
             host: host.to_string(),
             lines: Arc::new(Mutex::new(Vec::new())),
             appended: Arc::new(appended),
+            to_stdout: false,
+        }
+    }
+
+    /// A journal for a node part in its own process: messages go to stdout, one per line.
+    pub fn to_stdout(host: &str) -> Self {
+        Journal {
+            to_stdout: true,
+            ..Journal::new(host)
         }
     }
 
@@ -55,6 +67,12 @@ impl Journal {
 
     /// A line from `ident[pid]` at simulated time `at`.
     pub fn log(&self, at: OffsetDateTime, ident: &str, pid: u32, message: &str) {
+        if self.to_stdout {
+            for part in message.lines() {
+                println!("{part}");
+            }
+            return;
+        }
         for part in message.lines() {
             self.push(format!(
                 "{} {} {ident}[{pid}]: {part}",

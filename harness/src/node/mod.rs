@@ -11,7 +11,8 @@
 //! - `container`: the container backend; `init`: its PID 1; `control`: the socket protocol
 //!   between them and the node's tools (`tools`: `systemctl`, `journalctl`, `logger`).
 //! - `image`: the node image, built here with no registry.
-//! - `kubelet`: the fake kubelet (client CA at simulated time) and the kube-apiserver's probe.
+//! - `kubelet`: the fake kubelet (client CA at simulated time) and the kube-apiserver's probe;
+//!   `kubelet_process`: the same kubelet as a supervised process of its own (container nodes).
 //! - `kubelet_status`: the kubelet's node status (Ready, heartbeats, its published port).
 //! - `seed`: a node's files and Node object as a real one starts.
 
@@ -22,6 +23,7 @@ pub mod image;
 pub mod init;
 pub mod journal;
 pub mod kubelet;
+pub mod kubelet_process;
 pub mod kubelet_status;
 pub mod seed;
 pub mod services;

@@ -17,6 +17,8 @@ pub enum Effect {
     Start(String),
     Stop(String),
     Reload(String),
+    /// `systemctl kill`: send the signal (`KILL`, `TERM`, …) to the unit's processes.
+    Kill(String, String),
     Reboot,
 }
 
@@ -109,7 +111,20 @@ impl ServiceManager {
 
     /// Run one command line (the words after `systemctl`; options starting with `-` ignored).
     pub fn systemctl(&mut self, args: &[&str]) -> Outcome {
-        let words: Vec<&str> = args.iter().copied().filter(|a| !a.starts_with('-')).collect();
+        // `kill`'s signal: `-s KILL`, `--signal KILL`, `--signal=SIGKILL`; the default is TERM.
+        let mut signal = "TERM".to_string();
+        let mut words = Vec::new();
+        let mut it = args.iter().copied();
+        while let Some(arg) = it.next() {
+            if arg == "-s" || arg == "--signal" {
+                signal = it.next().unwrap_or_default().to_string();
+            } else if let Some(value) = arg.strip_prefix("--signal=") {
+                signal = value.to_string();
+            } else if !arg.starts_with('-') {
+                words.push(arg);
+            }
+        }
+        let signal = signal.trim_start_matches("SIG").to_ascii_uppercase();
         let Some((&verb, names)) = words.split_first() else {
             return Outcome::fail(1, "systemctl: a command is required\n".into());
         };
@@ -169,6 +184,16 @@ impl ServiceManager {
                     });
                 }
                 out.exit_code = if active { 0 } else { 3 };
+            }
+            "kill" => {
+                if units.is_empty() {
+                    return Outcome::fail(1, "Too few arguments.\n".into());
+                }
+                for u in &units {
+                    if self.units[u].active {
+                        out.effects.push(Effect::Kill(u.clone(), signal.clone()));
+                    }
+                }
             }
             "reboot" => out.effects.push(Effect::Reboot),
             other => return Outcome::fail(1, format!("Unknown command verb '{other}'.\n")),
@@ -295,6 +320,21 @@ mod tests {
             "cannot reload a stopped unit"
         );
         assert_eq!(m.systemctl(&["--no-block", "reboot"]).effects, [Effect::Reboot]);
+        m.systemctl(&["start", "kubelet"]);
+        for args in [
+            &["kill", "-s", "KILL", "kubelet"][..],
+            &["kill", "--signal=SIGKILL", "kubelet.service"][..],
+        ] {
+            assert_eq!(
+                m.systemctl(args).effects,
+                [Effect::Kill("kubelet.service".into(), "KILL".into())],
+                "{args:?}"
+            );
+        }
+        assert_eq!(
+            m.systemctl(&["kill", "crio"]).effects,
+            [Effect::Kill("crio.service".into(), "TERM".into())]
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The kubelet's verdict on the kube-apiserver's client certificate: what `oc logs` needs.
 
-use cucumber::then;
+use anyhow::ensure;
+use cucumber::{then, when};
 use harness::node::kubelet::{CA_RELOAD_LOG, probe};
 use harness::pki::{Clock, Signer};
 use harness::scenario::Scenario;
@@ -133,6 +134,43 @@ async fn kubelets_refuse_kube_apiserver(world: &mut ConformanceWorld) -> anyhow:
                 client.issuer_common_name
             );
         }
+    }
+    Ok(())
+}
+
+/// `systemctl kill -s KILL kubelet` on every node, as QE crashes a kubelet on a real node; the
+/// step ends when each node's service manager has started the kubelet again and it serves. An
+/// embedded node's kubelet runs inside the node's service manager with no process to kill, so
+/// this needs container nodes (`@container`).
+#[when("the kubelet is killed with SIGKILL on every node")]
+async fn kill_kubelet(world: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let c = world.cluster()?;
+    for node in &c.nodes {
+        let before = node.kubelet_endpoint().await;
+        let mark = node.journal_mark().await;
+        let out = node.systemctl(&["kill", "-s", "KILL", "kubelet"]).await?;
+        ensure!(
+            out.exit_code == 0,
+            "{}: systemctl kill -s KILL kubelet: {}",
+            node.name(),
+            out.stderr.trim()
+        );
+        let node = node.as_ref();
+        harness::wait::eventually(world.deadline, || async {
+            let lines = node.journal_since(mark).await;
+            let restarted = lines.iter().any(|l| l.ends_with("Started kubelet.service."));
+            let serving = node.kubelet_endpoint().await;
+            if restarted && serving.is_some() && serving != before {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{}: the kubelet is not back yet (serving at {serving:?}); journal since the kill: {lines:?}",
+                    node.name()
+                ))
+            }
+        })
+        .await
+        .map_err(anyhow::Error::msg)?;
     }
     Ok(())
 }

@@ -1,0 +1,63 @@
+//! The reference daemon as a binary runs the whole suite through exactly the path a vendor's
+//! agent takes (`--agent-binary`): a process per node with the contract's environment and the
+//! node tools on its PATH, on embedded nodes, and on container nodes with the binary copied
+//! into the node image. Every scenario that runs must pass; the container run skips, saying
+//! why, without a Docker engine.
+
+// The step definitions, compiled into this test as into the runner.
+#[path = "../src/steps/mod.rs"]
+#[allow(dead_code)]
+mod steps;
+
+use harness::runner::{Nodes, RunConfig, Summary, run};
+use harness::scenario::AgentKind;
+use std::path::{Path, PathBuf};
+
+async fn whole_suite(nodes: Nodes) -> Summary {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = RunConfig::new(vec![root.join("features")], dir.path().to_path_buf());
+    config.nodes = nodes;
+    config.agent = AgentKind::Binary {
+        path: PathBuf::from(env!("CARGO_BIN_EXE_mco-reference-daemon")),
+        args: Vec::new(),
+        node_tools: PathBuf::from(env!("CARGO_BIN_EXE_mco-node-tools")),
+    };
+    run(&config).await.expect("the run itself works")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_whole_suite_passes_with_the_reference_daemon_binary_on_both_node_kinds() {
+    let embedded = whole_suite(Nodes::Embedded).await;
+    assert_eq!(
+        (embedded.failed, embedded.mco_logs_failed),
+        (0, 0),
+        "{embedded:?}"
+    );
+    assert!(embedded.passed > 60, "{embedded:?}");
+    assert!(
+        embedded.skipped.iter().all(|s| s.contains("@container")),
+        "only the @container scenarios wait for container nodes: {:?}",
+        embedded.skipped
+    );
+    if let Some(why) = harness::node::image::docker_unavailable() {
+        eprintln!("SKIP: the container half: no Docker engine ({why})");
+        return;
+    }
+    let container = whole_suite(Nodes::Container).await;
+    assert_eq!(
+        (
+            container.failed,
+            container.mco_logs_failed,
+            container.skipped.len()
+        ),
+        (0, 0, 0),
+        "{container:?}"
+    );
+    assert_eq!(
+        container.passed,
+        embedded.passed + embedded.skipped.len(),
+        "every scenario ran on container nodes"
+    );
+}
