@@ -496,12 +496,9 @@ async fn run_profile(
                     };
                     // @mco-logs checks upstream log wording: part of the verdict for the
                     // reference daemon, reported apart for any other agent (DESIGN.md).
-                    let mco_logs = vendor
-                        && feature
-                            .tags
-                            .iter()
-                            .chain(scenario.tags.iter())
-                            .any(|t| t == "mco-logs");
+                    // The same tags as the filter reads: feature, rule and scenario (with its
+                    // Examples block's, once expanded).
+                    let mco_logs = vendor && tags_of(feature, rule, scenario).iter().any(|t| t == "mco-logs");
                     {
                         let mut t = tally.lock().unwrap_or_else(|p| p.into_inner());
                         match (failed, mco_logs) {

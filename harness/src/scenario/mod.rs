@@ -1,6 +1,6 @@
 //! One scenario's fake cluster, ready to act on: the API server, the reference cluster side
-//! running on watches, and embedded nodes with their kubelets and agents, all on one simulated
-//! clock. Steps and Rust tests drive it; nothing in it is global.
+//! running on watches, and nodes (embedded, or containers: `NodeBackend`) with their kubelets
+//! and agents, all on one simulated clock. Steps and Rust tests drive it; nothing in it is global.
 //!
 //! Time moves deadline by deadline (`advance`): the clock stops at every instant a certificate
 //! rule fires, the cluster side reconciles there, and the nodes converge before it moves on, so
