@@ -28,7 +28,7 @@ async fn main() -> Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let mut rows = Vec::new();
     for profile in Profile::ALL {
-        let times = set_up_times(profile).await?;
+        let times = set_up_times(profile, 3, NodeBackend::Embedded).await?;
         rows.push(row(
             &format!("fresh cluster with 3 embedded nodes, {profile}: start to ready, p50 / max"),
             &format!("{} / {}", ms(percentile(&times, 50)), ms(*times.last().unwrap())),
@@ -69,11 +69,12 @@ async fn main() -> Result<()> {
 
 /// From `Scenario::start` returning (API server up, cluster installed and settled, nodes seeded
 /// and booted with kubelet and agent running) to the first step being able to act.
-async fn set_up_times(profile: Profile) -> Result<Vec<Duration>> {
+async fn set_up_times(profile: Profile, nodes: usize, backend: NodeBackend) -> Result<Vec<Duration>> {
     let mut times = Vec::new();
     for _ in 0..SET_UPS {
         let mut options = ScenarioOptions::new(profile);
-        options.nodes = vec![("worker".into(), 3)];
+        options.nodes = vec![("worker".into(), nodes)];
+        options.backend = backend.clone();
         let started = Instant::now();
         let scenario = Scenario::start(options).await.context("starting a scenario")?;
         scenario.converge().await.context("a fresh cluster converges")?;
@@ -104,30 +105,15 @@ async fn feature_wall(root: &Path, path: PathBuf) -> Result<(Duration, usize)> {
 /// Container nodes: one node from `docker run` to Ready, and the whole suite on container nodes
 /// with the node image built from scratch first.
 async fn container_rows(root: &Path) -> Result<Vec<String>> {
-    let binaries = [
-        env!("CARGO_BIN_EXE_mco-node-init"),
-        env!("CARGO_BIN_EXE_mco-kubelet"),
-        env!("CARGO_BIN_EXE_mco-node-tools"),
-        env!("CARGO_BIN_EXE_mco-reference-daemon"),
-    ]
-    .map(PathBuf::from);
+    // The harness's binaries, built beside this one.
+    let binaries = harness::node::image::harness_binaries()?;
     let image = harness::node::image::ensure_node_image(&binaries)?;
     let mut rows = Vec::new();
     for nodes in [1, 3] {
-        let mut times = Vec::new();
-        for _ in 0..SET_UPS {
-            let mut options = ScenarioOptions::new(Profile::Ocp416);
-            options.nodes = vec![("worker".into(), nodes)];
-            options.backend = NodeBackend::Container {
-                image: image.reference.clone(),
-            };
-            let started = Instant::now();
-            let scenario = Scenario::start(options).await.context("starting a scenario")?;
-            scenario.converge().await.context("a fresh cluster converges")?;
-            times.push(started.elapsed());
-            scenario.shutdown().await;
-        }
-        times.sort();
+        let backend = NodeBackend::Container {
+            image: image.reference.clone(),
+        };
+        let times = set_up_times(Profile::Ocp416, nodes, backend).await?;
         rows.push(row(
             &format!(
                 "fresh cluster with {nodes} container node(s): start to every node Ready (API server, install, containers started, seeded, booted, kubelets posting Ready), p50 / max"

@@ -12,7 +12,6 @@ use harness::node::image::{ImageError, docker_unavailable, ensure_node_image, fi
 use harness::node::{JournalMark, Node};
 use harness::profile::Profile;
 use harness::scenario::{NodeBackend, Scenario, ScenarioOptions};
-use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
@@ -24,13 +23,8 @@ fn node_image() -> Result<String, String> {
     if find_busybox().is_err() {
         return Err(ImageError::NoBusybox.to_string());
     }
-    let binaries = [
-        env!("CARGO_BIN_EXE_mco-node-init"),
-        env!("CARGO_BIN_EXE_mco-kubelet"),
-        env!("CARGO_BIN_EXE_mco-node-tools"),
-        env!("CARGO_BIN_EXE_mco-reference-daemon"),
-    ]
-    .map(PathBuf::from);
+    // The harness's binaries, built beside this test by cargo: missing ones fail the test.
+    let binaries = harness::node::image::harness_binaries().unwrap();
     Ok(ensure_node_image(&binaries).unwrap().reference)
 }
 

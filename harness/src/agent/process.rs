@@ -149,28 +149,37 @@ impl Service for AgentProcess {
             Ok(c) => c,
             Err(e) => return ctx.log(&format!("cannot start {}: {e}", self.binary.display())),
         };
-        let output = forward_output(&ctx, child.stdout.take(), child.stderr.take(), &|_| {});
-        tokio::pin!(output);
-        let mut output_done = false;
-        loop {
-            tokio::select! {
-                _ = ctx.stop.cancelled() => break,
-                exited = child.wait() => {
-                    let status = exited.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
-                    ctx.log(&format!("{} exited: {status}", self.binary.display()));
-                    break;
-                }
-                () = &mut output, if !output_done => output_done = true,
-            }
+        if let Some(exited) = until_exit_or_stop(&ctx, &mut child, &|_| {}).await {
+            let status = exited.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
+            ctx.log(&format!("{} exited: {status}", self.binary.display()));
         }
         let _ = child.start_kill();
         let _ = child.wait().await;
     }
 }
 
+/// Supervise a service's process: its output into the journal (and to `on_line`) until it
+/// exits (`Some` with how) or the service is stopped (`None`).
+pub(crate) async fn until_exit_or_stop(
+    ctx: &ServiceContext,
+    child: &mut tokio::process::Child,
+    on_line: &(dyn Fn(&str) + Send + Sync),
+) -> Option<std::io::Result<std::process::ExitStatus>> {
+    let output = forward_output(ctx, child.stdout.take(), child.stderr.take(), on_line);
+    tokio::pin!(output);
+    let mut output_done = false;
+    loop {
+        tokio::select! {
+            _ = ctx.stop.cancelled() => return None,
+            status = child.wait() => return Some(status),
+            () = &mut output, if !output_done => output_done = true,
+        }
+    }
+}
+
 /// Every line a service's process prints goes to the journal under the service's name and
 /// pid, and to `on_line`.
-pub(crate) async fn forward_output(
+async fn forward_output(
     ctx: &ServiceContext,
     stdout: Option<tokio::process::ChildStdout>,
     stderr: Option<tokio::process::ChildStderr>,

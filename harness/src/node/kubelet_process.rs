@@ -152,21 +152,7 @@ impl Service for KubeletProcess {
                     node.set_kubelet_endpoint(Some(SocketAddr::from((Ipv4Addr::LOCALHOST, port))));
                 }
             };
-            let output = crate::agent::process::forward_output(
-                &ctx,
-                child.stdout.take(),
-                child.stderr.take(),
-                &publish,
-            );
-            tokio::pin!(output);
-            let mut output_done = false;
-            let exited = loop {
-                tokio::select! {
-                    _ = ctx.stop.cancelled() => break None,
-                    status = child.wait() => break Some(status),
-                    () = &mut output, if !output_done => output_done = true,
-                }
-            };
+            let exited = crate::agent::process::until_exit_or_stop(&ctx, &mut child, &publish).await;
             self.set_pid(None);
             ctx.node.set_kubelet_endpoint(None);
             let status = match exited {
