@@ -20,6 +20,16 @@ impl Profile {
             Profile::Ocp416 => "ocp-4.16",
         }
     }
+
+    /// The release the fake cluster reports: ClusterVersion `version`'s desired version and the
+    /// version FeatureGate `cluster` lists its gates for. The upstream daemon reads the one to
+    /// find the other when it runs without `--payload-version`.
+    pub fn payload_version(self) -> &'static str {
+        match self {
+            Profile::Ocp412 => "4.12.0",
+            Profile::Ocp416 => "4.16.0",
+        }
+    }
 }
 
 impl fmt::Display for Profile {

@@ -20,10 +20,11 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::UnixListener;
 use tokio::process::Command;
 
-/// The node tools' binary name (a bin of this crate): `systemctl`, `journalctl`, `logger`.
+/// The node tools' binary name (a bin of this crate): `systemctl`, `journalctl`, `logger`, and
+/// the recorded `update-ca-trust` and `ostree`.
 pub const NODE_TOOLS: &str = "mco-node-tools";
 /// The names the node tools answer to on an agent's `PATH`.
-pub const TOOL_NAMES: &[&str] = &["systemctl", "journalctl", "logger"];
+pub const TOOL_NAMES: &[&str] = &["systemctl", "journalctl", "logger", "update-ca-trust", "ostree"];
 
 /// The host of a process agent: `systemctl` from `PATH`, and its log on stdout (the node's
 /// service manager puts it in the journal).

@@ -9,6 +9,7 @@ use super::names::{
 };
 use super::operator::BOOTSTRAP_CONFIGMAP;
 use super::{ClusterError, SignerRotation};
+use crate::Profile;
 use crate::pki::{StartingState, combine_bundles};
 use base64::Engine;
 use fake_apiserver::manifests;
@@ -16,6 +17,14 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use serde_json::{Value, json};
 use std::path::Path;
+
+/// The gates the upstream daemon asks about, as the Default feature set has them (openshift/api
+/// `features/features.go`): a gate missing from both lists reads as disabled, with a log line.
+const ENABLED_GATES: &[&str] = &["IrreconcilableMachineConfig"];
+const DISABLED_GATES: &[&str] = &["ImageModeStatusReporting"];
+
+const CLUSTER_ID: &str = "6d3f1c9e-0b1a-4c57-9d7e-000000000001";
+const RELEASE_IMAGE: &str = "quay.io/openshift-release-dev/ocp-release@sha256:0000000000000000000000000000000000000000000000000000000000000000";
 
 /// Namespaces the reference cluster side writes into.
 pub const NAMESPACES: &[&str] = &[
@@ -50,22 +59,67 @@ async fn apply(client: &kube::Client, object: &Value) -> Result<(), ClusterError
         Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
         None => Api::all_with(client.clone(), &resource),
     };
-    api.patch(
-        name,
-        &PatchParams::apply(FIELD_MANAGER).force(),
-        &Patch::Apply(object),
-    )
-    .await
-    .map_err(|e| ClusterError::kube(format!("{kind} {name}"), e))?;
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    api.patch(name, &params, &Patch::Apply(object))
+        .await
+        .map_err(|e| ClusterError::kube(format!("{kind} {name}"), e))?;
+    // A resource with a status subresource ignores status on the main resource, as a real API
+    // server does; the status goes through `/status`, as its controller would write it.
+    if let Some(status) = object.get("status") {
+        let patch =
+            json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": name}, "status": status});
+        api.patch_status(name, &params, &Patch::Apply(&patch))
+            .await
+            .map_err(|e| ClusterError::kube(format!("{kind} {name} status"), e))?;
+    }
     Ok(())
 }
 
-/// Install: namespaces, `fixtures/crds`, `fixtures/cluster`, the starting state's signers and
-/// the initial bundle; the API server's serving CA as `kube-apiserver-server-ca` and its copy
+/// What the release payload puts in every cluster and node agents read at start: ClusterVersion
+/// `version` with the release as its desired version, and FeatureGate `cluster` listing the
+/// gates for that release. The upstream daemon waits up to a minute for the FeatureGate entry of
+/// its payload version, found through ClusterVersion when it runs without `--payload-version`
+/// (library-go `simple_featuregate_reader.go`), and exits if none comes.
+async fn install_payload(client: &kube::Client, profile: Profile) -> Result<(), ClusterError> {
+    let version = profile.payload_version();
+    let cluster_version = json!({
+        "apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion",
+        "metadata": {"name": "version"},
+        "spec": {"clusterID": CLUSTER_ID, "channel": format!("stable-{}", minor(version))},
+        "status": {
+            "desired": {"version": version, "image": RELEASE_IMAGE},
+            "history": [{"state": "Completed", "version": version, "image": RELEASE_IMAGE,
+                "verified": false, "startedTime": "2026-01-01T00:00:00Z", "completionTime": "2026-01-01T00:30:00Z"}],
+            "observedGeneration": 1, "versionHash": "", "availableUpdates": null,
+        },
+    });
+    apply(client, &cluster_version).await?;
+    let names = |gates: &[&str]| gates.iter().map(|g| json!({"name": g})).collect::<Vec<_>>();
+    let feature_gate = json!({
+        "apiVersion": "config.openshift.io/v1", "kind": "FeatureGate",
+        "metadata": {"name": "cluster"},
+        "spec": {},
+        "status": {"featureGates": [{
+            "version": version,
+            "enabled": names(ENABLED_GATES),
+            "disabled": names(DISABLED_GATES),
+        }]},
+    });
+    apply(client, &feature_gate).await
+}
+
+/// `4.16` of `4.16.0`.
+fn minor(version: &str) -> &str {
+    version.rsplit_once('.').map_or(version, |(minor, _)| minor)
+}
+
+/// Install: namespaces, `fixtures/crds`, `fixtures/cluster`, the payload's ClusterVersion and
+/// FeatureGate, the starting state's signers and the initial bundle; the API server's serving CA as `kube-apiserver-server-ca` and its copy
 /// `kubeconfig-data` (what the nodes' kubeconfigs were made with); then mark bootstrap complete
 /// if asked.
 pub async fn install(
     client: &kube::Client,
+    profile: Profile,
     fixtures: &Path,
     signers: &SignerRotation,
     state: &StartingState,
@@ -87,6 +141,7 @@ pub async fn install(
     for m in crds.iter().chain(rest.iter()) {
         apply(client, &m.object).await?;
     }
+    install_payload(client, profile).await?;
     signers.seed(state).await?;
     let mut texts = Vec::new();
     for (ns, name) in INITIAL_BUNDLE_SOURCES {

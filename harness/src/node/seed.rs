@@ -2,7 +2,8 @@
 //! context and CA data, a non-CoreOS `/etc/os-release` (so upstream agents stay off
 //! rpm-ostree), the files of the config it was installed with (as Ignition wrote them), the
 //! kubelet CA, the current config on disk, and the Node object with `currentConfig` =
-//! `desiredConfig`, `state=Done`, matching drain annotations and role labels.
+//! `desiredConfig`, `state=Done`, matching drain annotations and role labels, and its
+//! MachineConfigNode.
 //!
 //! Three kubeconfigs, as on a real node:
 //! - `/etc/kubernetes/kubeconfig`, the node's (served by the MCS): the agent's identity and the
@@ -15,6 +16,7 @@
 use super::{Node, NodeError};
 use crate::agent::common::{CURRENT_CONFIG_FILE, file_entry};
 use crate::agent::ocp_4_16::REGISTRY_CA_DIR;
+use crate::cluster::mcc::mco_api;
 use crate::mco::{
     CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, KUBELET_CA_PATH, LAST_APPLIED_DRAIN, STATE, STATE_DONE,
 };
@@ -48,7 +50,7 @@ pub struct NodeSeed<'a> {
 pub enum SeedError {
     #[error(transparent)]
     Node(#[from] NodeError),
-    #[error("node object {name}: {source}")]
+    #[error("node object {name} or its MachineConfigNode: {source}")]
     Api { name: String, source: kube::Error },
 }
 
@@ -103,12 +105,26 @@ pub async fn seed_node(admin: &kube::Client, node: &dyn Node, seed: &NodeSeed<'_
         },
     });
     let api: Api<NodeObject> = Api::all(admin.clone());
-    api.patch(
-        &name,
-        &PatchParams::apply("mco-conformance-seed").force(),
-        &Patch::Apply(&object),
-    )
-    .await
-    .map_err(|source| SeedError::Api { name, source })?;
+    let params = PatchParams::apply("mco-conformance-seed").force();
+    let created = api
+        .patch(&name, &params, &Patch::Apply(&object))
+        .await
+        .map_err(|source| SeedError::Api {
+            name: name.clone(),
+            source,
+        })?;
+    // The operator creates every node's MachineConfigNode, owned by the Node (MCO
+    // `pkg/operator/sync.go`); the upstream daemon applies its status from then on.
+    let machine_config_node = json!({
+        "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigNode",
+        "metadata": {"name": name, "ownerReferences": [{"apiVersion": "v1", "kind": "Node",
+            "name": name, "uid": created.metadata.uid}]},
+        "spec": {"node": {"name": name}, "pool": {"name": seed.role},
+            "configVersion": {"desired": seed.rendered}},
+    });
+    mco_api(admin, "MachineConfigNode")
+        .patch(&name, &params, &Patch::Apply(&machine_config_node))
+        .await
+        .map_err(|source| SeedError::Api { name, source })?;
     Ok(())
 }

@@ -1,6 +1,12 @@
 //! The node's own tools, one multi-call binary (`mco-node-tools`) installed as `systemctl`,
 //! `journalctl` and `logger`: each hands its work to the node's service manager and journal
 //! over the control socket (`MCO_NODE_SOCKET`, else the init's socket in a container node).
+//!
+//! Two more are recorded rather than carried out, each call a journal line under its own name:
+//! `update-ca-trust` (DESIGN.md, "on PATH"; a node has no system trust store to extract), and
+//! `ostree ... config set ...`, which the upstream daemon runs on control-plane nodes at start
+//! (MCO `pkg/daemon/controlplane.go`) whatever the OS. Any other `ostree` command fails, saying
+//! the node has no OSTree repository.
 
 use super::control::{CONTROL_SOCKET, ControlClient, NODE_SOCKET_ENV, Request};
 use crate::agent::CommandOutput;
@@ -18,6 +24,16 @@ pub fn main(argv0: &str, args: Vec<String>) -> i32 {
     match tool {
         "journalctl" => journalctl(&args),
         "logger" => logger(&args),
+        "update-ca-trust" => record("update-ca-trust", &args),
+        "ostree" if args.iter().any(|a| a == "config") && args.iter().any(|a| a == "set") => {
+            record("ostree", &args)
+        }
+        "ostree" => {
+            eprintln!(
+                "ostree: this node has no OSTree repository; only `ostree config set` is recorded (mco-conformance)"
+            );
+            1
+        }
         _ => systemctl(args),
     }
 }
@@ -134,6 +150,25 @@ fn journalctl(args: &[String]) -> i32 {
         }
         Err(e) => {
             eprintln!("journalctl: {e}");
+            1
+        }
+    }
+}
+
+/// A journal line under the tool's name with its command line, and success.
+fn record(tool: &str, args: &[String]) -> i32 {
+    let request = Request::Log {
+        ident: tool.to_string(),
+        pid: std::process::id(),
+        message: std::iter::once(tool)
+            .chain(args.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" "),
+    };
+    match client().call_blocking::<serde_json::Value>(&request) {
+        Ok(_) => 0,
+        Err(e) => {
+            eprintln!("{tool}: {e}");
             1
         }
     }

@@ -317,6 +317,7 @@ impl Scenario {
         ));
         install(
             &admin,
+            profile,
             &options.fixtures,
             &side.signers,
             &state,
@@ -347,7 +348,7 @@ impl Scenario {
                 &["system:serviceaccounts"],
             )
             .map_err(fixture_err)?;
-        let mut nodes = Vec::new();
+        let mut planned = Vec::new();
         for (role, count) in &options.nodes {
             let pool = machine_config_pools(&admin)
                 .get(role)
@@ -371,38 +372,49 @@ impl Scenario {
                 }
             };
             for i in 0..*count {
-                let name = format!("{role}-{i}");
-                let node =
-                    start_node(&name, &options, clock.clone())
-                        .await
-                        .map_err(|e| ScenarioError::Node {
-                            node: name.clone(),
-                            message: e.to_string(),
-                        })?;
+                planned.push((
+                    format!("{role}-{i}"),
+                    role.as_str(),
+                    rendered.clone(),
+                    spec.clone(),
+                ));
+            }
+        }
+        // Every node starts, is seeded and boots at once (container nodes take their turn at
+        // the start limit); the scenario's nodes keep the order they were asked for in.
+        let (trusted, bundle) = (&trusted, &bundle);
+        let nodes = futures::future::try_join_all(planned.iter().map(|(name, role, rendered, spec)| {
+            let (options, server, admin, agent, clock) = (&options, &server, &admin, &agent, clock.clone());
+            async move {
+                let failed = |message: String| ScenarioError::Node {
+                    node: name.clone(),
+                    message,
+                };
+                let node = start_node(name, options, clock)
+                    .await
+                    .map_err(|e| failed(e.to_string()))?;
                 let kubelet = server
                     .identity(&format!("system:node:{name}"), &["system:nodes"])
                     .map_err(fixture_err)?;
                 let seed = NodeSeed {
                     role,
                     api_url: server.url(),
-                    agent_ca_pem: &trusted,
+                    agent_ca_pem: trusted,
                     kubelet_ca_pem: &server.ca_pem(),
-                    agent: &agent,
+                    agent,
                     kubelet: &kubelet,
-                    rendered: &rendered,
-                    rendered_spec: &spec,
-                    kubelet_ca: &bundle,
+                    rendered,
+                    rendered_spec: spec,
+                    kubelet_ca: bundle,
                 };
-                seed_node(&admin, node.as_ref(), &seed)
+                seed_node(admin, node.as_ref(), &seed)
                     .await
-                    .map_err(|e| ScenarioError::Node {
-                        node: name.clone(),
-                        message: e.to_string(),
-                    })?;
+                    .map_err(|e| failed(e.to_string()))?;
                 node.boot().await;
-                nodes.push(node);
+                Ok::<_, ScenarioError>(node)
             }
-        }
+        }))
+        .await?;
         let stop = CancellationToken::new();
         side.clone().spawn(stop.clone());
         let metrics_addr = side

@@ -2,12 +2,8 @@
 //! embedded backend, and the node's tools inside the container. Each test skips, saying why,
 //! without a Docker engine or a static busybox.
 
-// The step definitions, compiled into this test as into the runner (the agent image test runs
-// a feature).
-#[path = "../src/steps/mod.rs"]
-#[allow(dead_code)]
-mod steps;
-
+use harness::node::container::MAX_STARTING;
+use harness::node::control::READY_LINE;
 use harness::node::image::{ImageError, docker_unavailable, ensure_node_image, find_busybox};
 use harness::node::{JournalMark, Node};
 use harness::profile::Profile;
@@ -212,6 +208,32 @@ async fn inside_the_container_the_node_tools_and_the_kernel_agree_with_the_node_
     assert_eq!(code, 1);
     assert!(err.contains("unsupported option"), "{err}");
 
+    // update-ca-trust and ostree's `config set` are recorded in the journal; other ostree
+    // commands fail, saying why.
+    let mark = node.journal_mark().await;
+    let (code, _, err) = docker_exec(&id, &["update-ca-trust", "extract"]);
+    assert_eq!(code, 0, "{err}");
+    let fsync = [
+        "ostree",
+        "--repo=/sysroot/ostree/repo",
+        "config",
+        "set",
+        "core.per-object-fsync",
+        "true",
+    ];
+    let (code, _, err) = docker_exec(&id, &fsync);
+    assert_eq!(code, 0, "{err}");
+    let line = node
+        .wait_for_journal(mark, "core.per-object-fsync", Duration::from_secs(5))
+        .await
+        .expect("ostree's line in the journal");
+    assert!(line.ends_with(&format!("]: {}", fsync.join(" "))), "{line}");
+    let (code, out, _) = docker_exec(&id, &["journalctl", "-u", "update-ca-trust", "-o", "cat"]);
+    assert_eq!((code, out.as_str()), (0, "update-ca-trust extract\n"));
+    let (code, _, err) = docker_exec(&id, &["ostree", "admin", "status"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("no OSTree repository"), "{err}");
+
     // PID 1 is the init; the agent is its child, with the contract's environment.
     let (_, comm, _) = docker_exec(&id, &["cat", "/proc/1/comm"]);
     assert_eq!(comm.trim(), "mco-node-init");
@@ -293,6 +315,75 @@ async fn an_agent_image_built_from_the_node_image_runs_as_the_agent_service() {
 }
 
 /// A missing agent image is named, not pulled from a registry.
+/// An RFC 3339 time as Docker prints it (nanoseconds, `Z`).
+fn docker_time(text: &str) -> time::OffsetDateTime {
+    time::OffsetDateTime::parse(text.trim(), &time::format_description::well_known::Rfc3339)
+        .unwrap_or_else(|e| panic!("{text:?}: {e}"))
+}
+
+/// The most intervals that hold one instant.
+fn most_at_once(intervals: &[(time::OffsetDateTime, time::OffsetDateTime)]) -> usize {
+    intervals
+        .iter()
+        .map(|(start, _)| intervals.iter().filter(|(s, e)| s <= start && start < e).count())
+        .max()
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_most_four_node_containers_start_at_once() {
+    let image = image_or_skip!();
+    let mut options = ScenarioOptions::new(Profile::Ocp416);
+    options.nodes = vec![("worker".into(), 6)];
+    options.backend = NodeBackend::Container { image };
+    let s = Scenario::start(options).await.unwrap();
+    // Each container from its process's start (Docker's `StartedAt`) to the init's ready line
+    // (`docker logs -t`), both on the Docker engine's clock.
+    let starting: Vec<_> = s
+        .nodes
+        .iter()
+        .map(|node| {
+            let id = node.container_id().unwrap();
+            let out = Command::new("docker")
+                .args(["inspect", "-f", "{{.State.StartedAt}}", &id])
+                .output()
+                .unwrap();
+            let started = docker_time(&String::from_utf8_lossy(&out.stdout));
+            let out = Command::new("docker").args(["logs", "-t", &id]).output().unwrap();
+            let logs = String::from_utf8_lossy(&out.stdout);
+            let ready = logs
+                .lines()
+                .find(|l| l.ends_with(READY_LINE))
+                .and_then(|l| l.split(' ').next())
+                .unwrap_or_else(|| panic!("{} printed its ready line: {logs}", node.name()));
+            (started, docker_time(ready))
+        })
+        .collect();
+    // The six start together, so without the limit all six would be starting at one instant.
+    // (Fewer than four at once is fine: other tests' containers share the limit.)
+    let most = most_at_once(&starting);
+    assert!(
+        most <= MAX_STARTING,
+        "at most {MAX_STARTING} node containers start at once: {most} did ({starting:?})"
+    );
+    s.shutdown().await;
+}
+
+#[test]
+fn overlapping_intervals_are_counted_at_their_busiest_instant() {
+    let t = |ms: i64| time::OffsetDateTime::UNIX_EPOCH + time::Duration::milliseconds(ms);
+    assert_eq!(most_at_once(&[]), 0);
+    assert_eq!(
+        most_at_once(&[(t(0), t(10)), (t(10), t(20))]),
+        1,
+        "one ends as the next starts"
+    );
+    assert_eq!(
+        most_at_once(&[(t(0), t(10)), (t(5), t(20)), (t(6), t(7)), (t(15), t(30))]),
+        3
+    );
+}
+
 #[test]
 fn a_missing_agent_image_is_an_error_naming_it() {
     if let Some(why) = docker_unavailable() {

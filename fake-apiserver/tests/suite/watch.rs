@@ -2,9 +2,7 @@
 //! streaming lists, selector transitions, and `kube::runtime::watcher` in both list modes
 //! surviving dropped streams and a forced 410 with no event lost or duplicated.
 
-mod common;
-
-use common::{cluster, configmap};
+use crate::common::{cluster, configmap};
 use fake_apiserver::Fault;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;

@@ -3,9 +3,7 @@
 //! ConfigMap twice, delete. Each version found beside the machine's `kubectl` runs; a missing
 //! one is skipped with the reason printed.
 
-mod common;
-
-use common::init_crypto;
+use crate::common::init_crypto;
 use fake_apiserver::FakeApiServer;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DynamicObject, GroupVersionKind, Patch, PatchParams};

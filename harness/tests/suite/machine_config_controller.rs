@@ -2,10 +2,8 @@
 //! config on 4.12 (rolled out one node at a time, held back by a paused pool) and none on
 //! 4.16; drain requests are answered.
 
-mod common;
-
+use crate::common::Controllers;
 use base64::Engine;
-use common::Controllers;
 use harness::Profile;
 use harness::cluster::mcc::{machine_config_pools, machine_configs};
 use harness::cluster::operator::controller_configs;

@@ -1,7 +1,6 @@
 //! The cluster side at controller level, for tests that drive its controllers one pass at a
 //! time: a fake API server, a simulated clock, and the signer, operator and machine-config
 //! controllers over a cluster installed from `fixtures/` in a starting state.
-#![allow(dead_code)] // each test file uses a part
 
 use fake_apiserver::FakeApiServer;
 use harness::Profile;
@@ -18,6 +17,8 @@ pub const KUBELET_SIGNER_NS: &str = "openshift-kube-apiserver-operator";
 pub const KUBELET_SIGNER: &str = "kube-apiserver-to-kubelet-signer";
 
 pub struct Controllers {
+    /// Held so the API server runs as long as the controllers do.
+    #[allow(dead_code)]
     pub server: fake_apiserver::ServerHandle,
     pub client: kube::Client,
     pub clock: SimClock,
@@ -41,6 +42,7 @@ impl Controllers {
         let signers = SignerRotation::new(client.clone(), catalogue, profile, clock.clone(), log.clone());
         install(
             &client,
+            profile,
             &fixtures,
             &signers,
             &state,

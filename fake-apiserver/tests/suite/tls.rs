@@ -3,9 +3,7 @@
 //! serving-certificate swap that new clients of the new CA accept and clients of the old CA
 //! refuse.
 
-mod common;
-
-use common::{init_crypto, status_of};
+use crate::common::{init_crypto, status_of};
 use fake_apiserver::{
     CertificateAuthority, ClientIdentity, FakeApiServer, Identity, ServingCert, client_from_kubeconfig,
 };

@@ -2,9 +2,7 @@
 //! deadline by deadline. Expected days are derived by hand from the upstream rules in the
 //! comments; the controller is checked against them.
 
-mod common;
-
-use common::Controllers;
+use crate::common::Controllers;
 use harness::Profile;
 use harness::pki::{Clock, SIMULATION_EPOCH, parse_certs, subjects};
 use k8s_openapi::api::core::v1::Secret;

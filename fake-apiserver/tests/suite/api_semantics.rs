@@ -2,9 +2,7 @@
 //! pagination, selectors and the status subresource. Runs against the fake, or against any
 //! API server named by `APISERVER_KUBECONFIG`.
 
-mod common;
-
-use common::{cluster, configmap, ensure_widget_crd, status_of, widgets};
+use crate::common::{cluster, configmap, ensure_widget_crd, status_of, widgets};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
@@ -212,7 +210,7 @@ async fn status_subresource_and_generation() {
     ensure_widget_crd(&c.client).await;
     let ws = widgets(&c.client, &c.ns);
     let w: kube::api::DynamicObject = serde_json::from_value(json!({
-        "apiVersion": format!("{}/v1", common::WIDGET_GROUP), "kind": "Widget",
+        "apiVersion": format!("{}/v1", crate::common::WIDGET_GROUP), "kind": "Widget",
         "metadata": {"name": "w"}, "spec": {"size": 1}, "status": {"ready": true}}))
     .unwrap();
     let created = ws.create(&PostParams::default(), &w).await.unwrap();

@@ -4,11 +4,6 @@
 //! profiles; the reference daemon run the same way passes it. The conformance report names
 //! both.
 
-// The step definitions, compiled into this test as into the runner.
-#[path = "../src/steps/mod.rs"]
-#[allow(dead_code)]
-mod steps;
-
 use harness::runner::{Nodes, RunConfig, run};
 use harness::scenario::AgentKind;
 use serde_yaml::Value;

@@ -2,8 +2,6 @@
 //! `ready <url>` once it serves, logs one line per request; a bad manifest exits 2 naming the
 //! file and document.
 
-mod common;
-
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
@@ -21,7 +19,7 @@ fn fixtures() -> std::path::PathBuf {
 
 #[tokio::test]
 async fn serves_the_fixtures_and_logs_requests() {
-    common::init_crypto();
+    crate::common::init_crypto();
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
     let mut child = Command::new(BIN)

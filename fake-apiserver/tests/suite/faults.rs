@@ -2,9 +2,7 @@
 //! and from Rust: failing the next N matching requests, latency, and a restart that loses the
 //! store.
 
-mod common;
-
-use common::{configmap, init_crypto, status_of};
+use crate::common::{configmap, init_crypto, status_of};
 use fake_apiserver::{FakeApiServer, Fault};
 use http_body_util::BodyExt;
 use k8s_openapi::api::core::v1::ConfigMap;

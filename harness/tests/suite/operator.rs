@@ -2,10 +2,8 @@
 //! after a fresh install and after a forced rotation (the two checks MCO's TestMCDRotatesCerts
 //! makes on 4.16, and mco-source.md §1's merge on 4.12).
 
-mod common;
-
+use crate::common::Controllers;
 use base64::Engine;
-use common::Controllers;
 use harness::Profile;
 use harness::cluster::operator::controller_configs;
 use harness::pki::subjects;
@@ -28,7 +26,7 @@ impl Controllers {
     }
 
     /// A forced rotation an hour in, and the signer controller's pass.
-    async fn force_rotation(&self) {
+    async fn force_rotation_with_signer_pass(&self) {
         self.force_kubelet_signer_rotation().await;
         self.clock.advance(time::Duration::hours(1));
         self.signers.reconcile().await.unwrap();
@@ -48,7 +46,7 @@ async fn on_4_16_the_bundle_is_kube_apiserver_client_ca() {
         c.bundle("openshift-config-managed", "kube-apiserver-client-ca")
             .await
     );
-    c.force_rotation().await;
+    c.force_rotation_with_signer_pass().await;
     assert!(c.operator.reconcile().await.unwrap());
     let after = c.cc_bundle().await;
     assert_eq!(
@@ -85,7 +83,7 @@ async fn on_4_12_the_initial_bundle_gets_the_kubelet_signers_bundle_merged_in() 
         initial,
         "before any rotation the merge changes nothing"
     );
-    c.force_rotation().await;
+    c.force_rotation_with_signer_pass().await;
     c.operator.reconcile().await.unwrap();
     let kubelet = subjects(
         &c.bundle(

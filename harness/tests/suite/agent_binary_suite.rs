@@ -4,11 +4,6 @@
 //! into the node image. Every scenario that runs must pass; the container run skips, saying
 //! why, without a Docker engine.
 
-// The step definitions, compiled into this test as into the runner.
-#[path = "../src/steps/mod.rs"]
-#[allow(dead_code)]
-mod steps;
-
 use harness::runner::{Nodes, RunConfig, Summary, run};
 use harness::scenario::AgentKind;
 use std::path::{Path, PathBuf};

@@ -3,9 +3,7 @@
 //! property test throwing random methods, paths, queries, content types and bodies at the
 //! router (a fixed number of cases from a fixed seed).
 
-mod common;
-
-use common::init_crypto;
+use crate::common::init_crypto;
 use fake_apiserver::{ApiError, Authorizer, FakeApiServer, Identity, RequestAttributes, ServerHandle};
 use http_body_util::BodyExt;
 use kube::client::Body;

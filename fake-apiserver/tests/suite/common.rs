@@ -2,7 +2,6 @@
 //! `APISERVER_KUBECONFIG` names a kubeconfig (so the same tests show the fake and a real
 //! kube-apiserver agree). Each test works in its own namespace and deletes it at the end; no
 //! test assumes an empty cluster.
-#![allow(dead_code)] // each test binary uses a different part
 
 use fake_apiserver::{FakeApiServer, ServerHandle};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};

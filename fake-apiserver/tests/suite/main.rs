@@ -1,0 +1,13 @@
+//! The fake API server's integration tests, as one test binary: each file below was a test
+//! binary of its own, and linking each against kube-rs and the server was most of their build
+//! time. `cargo test -p fake-apiserver --test suite <module>::` runs one file's tests.
+
+mod common;
+
+mod api_semantics;
+mod bad_input;
+mod binary;
+mod faults;
+mod kubectl;
+mod tls;
+mod watch;

@@ -1,0 +1,27 @@
+//! The harness's integration tests, as one test binary: each file below was a test binary of
+//! its own, and linking thirteen binaries against the harness and its dependencies was most of
+//! CI's time. `cargo test -p harness --test suite <module>::` runs one file's tests.
+
+// The step definitions, compiled into this binary as into the runner (cucumber registers steps
+// through linker sections, which a library's unreferenced object files would lose). Tests that
+// run features (the agent-binary suite, the faulty agent, the agent image) need them.
+#[path = "../../src/steps/mod.rs"]
+#[allow(dead_code)]
+mod steps;
+
+mod common;
+
+mod agent_binary_suite;
+mod cli;
+mod container_nodes;
+mod faulty_agent;
+mod machine_config_controller;
+mod machine_configs;
+mod node_image;
+mod node_status;
+mod operator;
+mod readme;
+mod reference_daemon_binary;
+mod rotation_end_to_end;
+mod signer_rotation;
+mod upstream_start;
