@@ -100,6 +100,44 @@ impl ServiceManager {
             .collect()
     }
 
+    /// `systemctl list-units [--state=…] [--no-legend]`: the loaded units in one of `states`
+    /// (active, inactive, running, dead; none given: the active ones), as systemd's table. No
+    /// unit here ever fails, so `--state=failed` lists none.
+    fn list_units(&self, states: &[String], legend: bool) -> Outcome {
+        let rows: Vec<String> = self
+            .units
+            .iter()
+            .map(|(name, s)| {
+                let (active, sub) = if s.active {
+                    ("active", "running")
+                } else {
+                    ("inactive", "dead")
+                };
+                (name, active, sub)
+            })
+            .filter(|(_, active, sub)| {
+                if states.is_empty() {
+                    *active == "active"
+                } else {
+                    states.iter().any(|s| s == active || s == sub)
+                }
+            })
+            .map(|(name, active, sub)| format!("{name} loaded {active} {sub} {name}\n"))
+            .collect();
+        let mut stdout = String::new();
+        if legend && !rows.is_empty() {
+            stdout.push_str("UNIT LOAD ACTIVE SUB DESCRIPTION\n");
+        }
+        stdout.push_str(&rows.concat());
+        if legend {
+            stdout.push_str(&format!("\n{} loaded units listed.\n", rows.len()));
+        }
+        Outcome {
+            stdout,
+            ..Default::default()
+        }
+    }
+
     /// Enabled units, for boot.
     pub fn enabled(&self) -> Vec<String> {
         self.units
@@ -112,7 +150,9 @@ impl ServiceManager {
     /// Run one command line (the words after `systemctl`; options starting with `-` ignored).
     pub fn systemctl(&mut self, args: &[&str]) -> Outcome {
         // `kill`'s signal: `-s KILL`, `--signal KILL`, `--signal=SIGKILL`; the default is TERM.
+        // `list-units`' filter, `--state=failed` or `--state failed`, and `--no-legend`.
         let mut signal = "TERM".to_string();
+        let (mut states, mut legend) = (Vec::new(), true);
         let mut words = Vec::new();
         let mut it = args.iter().copied();
         while let Some(arg) = it.next() {
@@ -120,6 +160,12 @@ impl ServiceManager {
                 signal = it.next().unwrap_or_default().to_string();
             } else if let Some(value) = arg.strip_prefix("--signal=") {
                 signal = value.to_string();
+            } else if arg == "--state" {
+                states.extend(it.next().unwrap_or_default().split(',').map(str::to_string));
+            } else if let Some(value) = arg.strip_prefix("--state=") {
+                states.extend(value.split(',').map(str::to_string));
+            } else if arg == "--no-legend" {
+                legend = false;
             } else if !arg.starts_with('-') {
                 words.push(arg);
             }
@@ -128,9 +174,18 @@ impl ServiceManager {
         let Some((&verb, names)) = words.split_first() else {
             return Outcome::fail(1, "systemctl: a command is required\n".into());
         };
+        if verb == "list-units" {
+            return self.list_units(&states, legend);
+        }
         let units: Vec<String> = names.iter().map(|n| unit_name(n)).collect();
         if let Some(missing) = units.iter().find(|u| !self.units.contains_key(*u)) {
             let what = match verb {
+                "is-enabled" => {
+                    return Outcome::fail(
+                        1,
+                        format!("Failed to get unit file state for {missing}: No such file or directory\n"),
+                    );
+                }
                 "start" | "restart" | "reload" => {
                     format!("Failed to {verb} {missing}: Unit {missing} not found.\n")
                 }
@@ -184,6 +239,23 @@ impl ServiceManager {
                     });
                 }
                 out.exit_code = if active { 0 } else { 3 };
+            }
+            "is-enabled" => {
+                if units.is_empty() {
+                    return Outcome::fail(1, "Too few arguments.\n".into());
+                }
+                for u in &units {
+                    out.stdout.push_str(if self.units[u].enabled {
+                        "enabled\n"
+                    } else {
+                        "disabled\n"
+                    });
+                }
+                out.exit_code = if units.iter().all(|u| self.units[u].enabled) {
+                    0
+                } else {
+                    1
+                };
             }
             "kill" => {
                 if units.is_empty() {
@@ -334,6 +406,38 @@ mod tests {
         assert_eq!(
             m.systemctl(&["kill", "crio"]).effects,
             [Effect::Kill("crio.service".into(), "TERM".into())]
+        );
+    }
+
+    #[test]
+    fn is_enabled_and_list_units_answer_as_systemctl_does() {
+        let mut m = node();
+        m.systemctl(&["disable", "crio"]);
+        let out = m.systemctl(&["is-enabled", "kubelet"]);
+        assert_eq!((out.exit_code, out.stdout.as_str()), (0, "enabled\n"));
+        let out = m.systemctl(&["is-enabled", "crio.service", "kubelet"]);
+        assert_eq!((out.exit_code, out.stdout.as_str()), (1, "disabled\nenabled\n"));
+        let out = m.systemctl(&["is-enabled", "nope"]);
+        assert_eq!(
+            (out.exit_code, out.stderr.as_str()),
+            (
+                1,
+                "Failed to get unit file state for nope.service: No such file or directory\n"
+            )
+        );
+        let out = m.systemctl(&["list-units", "--state=failed", "--no-legend"]);
+        assert_eq!((out.exit_code, out.stdout.as_str()), (0, ""));
+        m.systemctl(&["stop", "crio"]);
+        let out = m.systemctl(&["list-units", "--no-legend"]);
+        assert_eq!(
+            out.stdout,
+            "kubelet.service loaded active running kubelet.service\n\
+             machine-config-daemon.service loaded active running machine-config-daemon.service\n"
+        );
+        let out = m.systemctl(&["list-units", "--state", "inactive"]);
+        assert_eq!(
+            out.stdout,
+            "UNIT LOAD ACTIVE SUB DESCRIPTION\ncrio.service loaded inactive dead crio.service\n\n1 loaded units listed.\n"
         );
     }
 

@@ -54,6 +54,8 @@ const SEQUENCE: &[&[&str]] = &[
     &["start", "kubelet"],
     &["start", "nope"],
     &["frobnicate"],
+    &["is-enabled", "kubelet"],
+    &["list-units", "--state=failed", "--no-legend"],
     &["reboot"],
 ];
 
@@ -73,6 +75,8 @@ const GOLDEN_OUTPUT: &[(i32, &str, &str)] = &[
         "Failed to start nope.service: Unit nope.service not found.\n",
     ),
     (1, "", "Unknown command verb 'frobnicate'.\n"),
+    (0, "enabled\n", ""),
+    (0, "", ""),
     (0, "", ""),
 ];
 const GOLDEN_JOURNAL: &[&str] = &[
