@@ -73,13 +73,15 @@ pub fn validate_on_disk(env: &AgentEnv, spec: &Value) -> Result<(), String> {
         let path = env.path(&want.path);
         let meta = std::fs::symlink_metadata(&path)
             .map_err(|e| format!("could not stat file {:?}: {e}", want.path))?;
-        let mode = meta.permissions().mode() & 0o7777;
-        if mode != want.mode || !meta.file_type().is_file() {
+        // Upstream compares `fi.Mode()` with `os.FileMode(<the config's mode>)`: the one in Go's
+        // bits, the other as the config wrote it.
+        let mode = go_mode_of(meta.permissions().mode(), meta.file_type());
+        if mode != want.mode {
             return Err(format!(
                 "mode mismatch for file: {:?}; expected: {}; received: {}",
                 want.path,
-                go_file_mode(want.mode, true),
-                go_file_mode(mode, meta.file_type().is_file()),
+                go_file_mode(want.mode),
+                go_file_mode(mode),
             ));
         }
         let contents =
@@ -91,16 +93,71 @@ pub fn validate_on_disk(env: &AgentEnv, spec: &Value) -> Result<(), String> {
     Ok(())
 }
 
-/// Go's `%[1]v/%[1]d/%#[1]o` of an `os.FileMode`: `-rw-r--r--/420/0644`.
-fn go_file_mode(mode: u32, regular: bool) -> String {
-    let mut text = String::from(if regular { "-" } else { "?" });
-    for shift in [6, 3, 0] {
-        let bits = (mode >> shift) & 7;
-        text.push(if bits & 4 != 0 { 'r' } else { '-' });
-        text.push(if bits & 2 != 0 { 'w' } else { '-' });
-        text.push(if bits & 1 != 0 { 'x' } else { '-' });
+// Go's `os.FileMode` bits (`io/fs`), from the top: the letters `String()` prints for each.
+const GO_MODE_LETTERS: &str = "dalTLDpSugct?";
+const GO_MODE_DIR: u32 = 1 << 31;
+const GO_MODE_SYMLINK: u32 = 1 << 27;
+const GO_MODE_DEVICE: u32 = 1 << 26;
+const GO_MODE_NAMED_PIPE: u32 = 1 << 25;
+const GO_MODE_SOCKET: u32 = 1 << 24;
+const GO_MODE_SETUID: u32 = 1 << 23;
+const GO_MODE_SETGID: u32 = 1 << 22;
+const GO_MODE_CHAR_DEVICE: u32 = 1 << 21;
+const GO_MODE_STICKY: u32 = 1 << 20;
+
+/// The `os.FileMode` Go's `Lstat` gives (`os/stat_linux.go`): the permission bits, and Go's
+/// own bits, not Unix's, for setuid, setgid, sticky and the file's type.
+fn go_mode_of(unix_mode: u32, kind: std::fs::FileType) -> u32 {
+    use std::os::unix::fs::FileTypeExt;
+    let mut mode = unix_mode & 0o777;
+    for (unix, go) in [
+        (0o4000, GO_MODE_SETUID),
+        (0o2000, GO_MODE_SETGID),
+        (0o1000, GO_MODE_STICKY),
+    ] {
+        if unix_mode & unix != 0 {
+            mode |= go;
+        }
     }
-    format!("{text}/{mode}/{mode:#o}").replace("0o", "0")
+    mode | if kind.is_dir() {
+        GO_MODE_DIR
+    } else if kind.is_symlink() {
+        GO_MODE_SYMLINK
+    } else if kind.is_fifo() {
+        GO_MODE_NAMED_PIPE
+    } else if kind.is_socket() {
+        GO_MODE_SOCKET
+    } else if kind.is_char_device() {
+        GO_MODE_DEVICE | GO_MODE_CHAR_DEVICE
+    } else if kind.is_block_device() {
+        GO_MODE_DEVICE
+    } else {
+        0
+    }
+}
+
+/// Go's `%[1]v/%[1]d/%#[1]o` of an `os.FileMode`: `-rw-r--r--/420/0644`,
+/// `drwxr-xr-x/2147484141/020000000755`.
+fn go_file_mode(mode: u32) -> String {
+    let mut text: String = GO_MODE_LETTERS
+        .chars()
+        .enumerate()
+        .filter(|(i, _)| mode & (1 << (31 - i)) != 0)
+        .map(|(_, letter)| letter)
+        .collect();
+    if text.is_empty() {
+        text.push('-');
+    }
+    for (i, letter) in "rwxrwxrwx".chars().enumerate() {
+        text.push(if mode & (1 << (8 - i)) != 0 { letter } else { '-' });
+    }
+    // `%#o` prints zero as `0`, anything else with one leading zero.
+    let octal = if mode == 0 {
+        "0".to_string()
+    } else {
+        format!("0{mode:o}")
+    };
+    format!("{text}/{mode}/{octal}")
 }
 
 /// A running watch over one config's files and the force file.
@@ -159,9 +216,49 @@ mod tests {
 
     #[test]
     fn file_modes_read_as_go_prints_them() {
-        assert_eq!(go_file_mode(0o644, true), "-rw-r--r--/420/0644");
-        assert_eq!(go_file_mode(0o600, true), "-rw-------/384/0600");
-        assert_eq!(go_file_mode(0o755, true), "-rwxr-xr-x/493/0755");
+        assert_eq!(go_file_mode(0o644), "-rw-r--r--/420/0644");
+        assert_eq!(go_file_mode(0o600), "-rw-------/384/0600");
+        assert_eq!(go_file_mode(0o755), "-rwxr-xr-x/493/0755");
+        // A config's setuid mode as the config wrote it, and as Go's Lstat reads it back.
+        assert_eq!(go_file_mode(0o4755), "-rwxr-xr-x/2541/04755");
+        assert_eq!(
+            go_file_mode(GO_MODE_SETUID | 0o755),
+            "urwxr-xr-x/8389101/040000755"
+        );
+        assert_eq!(
+            go_file_mode(GO_MODE_DIR | 0o755),
+            "drwxr-xr-x/2147484141/020000000755"
+        );
+    }
+
+    #[test]
+    fn lstat_modes_map_to_go_bits() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        std::fs::write(&file, b"x").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o4755)).unwrap();
+        let meta = std::fs::symlink_metadata(&file).unwrap();
+        assert_eq!(
+            go_mode_of(meta.permissions().mode(), meta.file_type()),
+            GO_MODE_SETUID | 0o755
+        );
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o1644)).unwrap();
+        let meta = std::fs::symlink_metadata(&file).unwrap();
+        assert_eq!(
+            go_mode_of(meta.permissions().mode(), meta.file_type()),
+            GO_MODE_STICKY | 0o644
+        );
+        let meta = std::fs::symlink_metadata(dir.path()).unwrap();
+        assert_eq!(
+            go_mode_of(meta.permissions().mode(), meta.file_type()) & !0o777,
+            GO_MODE_DIR
+        );
+        std::os::unix::fs::symlink(&file, dir.path().join("l")).unwrap();
+        let meta = std::fs::symlink_metadata(dir.path().join("l")).unwrap();
+        assert_eq!(
+            go_mode_of(meta.permissions().mode(), meta.file_type()),
+            GO_MODE_SYMLINK | 0o777
+        );
     }
 
     #[test]

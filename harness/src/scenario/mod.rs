@@ -383,38 +383,42 @@ impl Scenario {
         // Every node starts, is seeded and boots at once (container nodes take their turn at
         // the start limit); the scenario's nodes keep the order they were asked for in.
         let (trusted, bundle) = (&trusted, &bundle);
-        let nodes = futures::future::try_join_all(planned.iter().map(|(name, role, rendered, spec)| {
-            let (options, server, admin, agent, clock) = (&options, &server, &admin, &agent, clock.clone());
-            async move {
-                let failed = |message: String| ScenarioError::Node {
-                    node: name.clone(),
-                    message,
-                };
-                let node = start_node(name, options, clock)
-                    .await
-                    .map_err(|e| failed(e.to_string()))?;
-                let kubelet = server
-                    .identity(&format!("system:node:{name}"), &["system:nodes"])
-                    .map_err(fixture_err)?;
-                let seed = NodeSeed {
-                    role,
-                    api_url: server.url(),
-                    agent_ca_pem: trusted,
-                    kubelet_ca_pem: &server.ca_pem(),
-                    agent,
-                    kubelet: &kubelet,
-                    rendered,
-                    rendered_spec: spec,
-                    kubelet_ca: bundle,
-                };
-                seed_node(admin, node.as_ref(), &seed)
-                    .await
-                    .map_err(|e| failed(e.to_string()))?;
-                node.boot().await;
-                Ok::<_, ScenarioError>(node)
-            }
-        }))
-        .await?;
+        let starts: Vec<_> = planned
+            .iter()
+            .map(|(name, role, rendered, spec)| {
+                let (options, server, admin, agent, clock) =
+                    (&options, &server, &admin, &agent, clock.clone());
+                async move {
+                    let failed = |message: String| ScenarioError::Node {
+                        node: name.clone(),
+                        message,
+                    };
+                    let node = start_node(name, options, clock)
+                        .await
+                        .map_err(|e| failed(e.to_string()))?;
+                    let kubelet = server
+                        .identity(&format!("system:node:{name}"), &["system:nodes"])
+                        .map_err(fixture_err)?;
+                    let seed = NodeSeed {
+                        role,
+                        api_url: server.url(),
+                        agent_ca_pem: trusted,
+                        kubelet_ca_pem: &server.ca_pem(),
+                        agent,
+                        kubelet: &kubelet,
+                        rendered,
+                        rendered_spec: spec,
+                        kubelet_ca: bundle,
+                    };
+                    seed_node(admin, node.as_ref(), &seed)
+                        .await
+                        .map_err(|e| failed(e.to_string()))?;
+                    node.boot().await;
+                    Ok::<_, ScenarioError>(node)
+                }
+            })
+            .collect();
+        let nodes = futures::future::try_join_all(starts).await?;
         let stop = CancellationToken::new();
         side.clone().spawn(stop.clone());
         let metrics_addr = side
