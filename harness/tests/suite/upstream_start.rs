@@ -75,6 +75,16 @@ where
     names
 }
 
+/// Set `desiredDrain` as the daemon does, and wait for the drain controller's `lastAppliedDrain`.
+async fn request_drain(nodes: &Api<NodeObject>, name: &str, request: &str) -> NodeObject {
+    let patch = json!({"metadata": {"annotations": {DESIRED_DRAIN: request}}});
+    nodes
+        .patch(name, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .unwrap();
+    annotation_becomes(nodes, name, LAST_APPLIED_DRAIN, request).await
+}
+
 /// Wait, on a watch of the one node, until `annotation` reads `value`.
 async fn annotation_becomes(
     nodes: &Api<NodeObject>,
@@ -256,25 +266,9 @@ async fn what_the_upstream_daemon_asks_at_start(profile: Profile) {
 
     // A drain it asks for is answered by the drain controller: cordoned, then uncordoned.
     let drain = format!("drain-{current}");
-    nodes
-        .patch(
-            &name,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"annotations": {DESIRED_DRAIN: drain}}})),
-        )
-        .await
-        .unwrap();
-    let drained = annotation_becomes(&nodes, &name, LAST_APPLIED_DRAIN, &drain).await;
+    let drained = request_drain(&nodes, &name, &drain).await;
     assert_eq!(drained.spec.and_then(|s| s.unschedulable), Some(true), "cordoned");
-    nodes
-        .patch(
-            &name,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"annotations": {DESIRED_DRAIN: uncordon}}})),
-        )
-        .await
-        .unwrap();
-    let uncordoned = annotation_becomes(&nodes, &name, LAST_APPLIED_DRAIN, &uncordon).await;
+    let uncordoned = request_drain(&nodes, &name, &uncordon).await;
     assert_ne!(
         uncordoned.spec.and_then(|s| s.unschedulable),
         Some(true),
