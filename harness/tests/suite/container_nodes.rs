@@ -137,6 +137,7 @@ async fn run_sequence(node: &dyn Node) -> (Vec<(i32, String, String)>, Vec<Strin
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn systemctl_gives_the_same_outputs_and_journal_lines_on_both_backends() {
+    let _turn = crate::take_turn().await;
     let image = image_or_skip!();
     let golden_output: Vec<(i32, String, String)> = GOLDEN_OUTPUT
         .iter()
@@ -169,6 +170,7 @@ fn docker_exec(container: &str, command: &[&str]) -> (i32, String, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn inside_the_container_the_node_tools_and_the_kernel_agree_with_the_node_trait() {
+    let _turn = crate::take_turn().await;
     let image = image_or_skip!();
     let mut options = ScenarioOptions::new(Profile::Ocp412);
     options.nodes = vec![("worker".into(), 1)];
@@ -267,6 +269,7 @@ async fn inside_the_container_the_node_tools_and_the_kernel_agree_with_the_node_
 /// entrypoint and command as the agent service, and the report names the image and its id.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_image_built_from_the_node_image_runs_as_the_agent_service() {
+    let _turn = crate::take_turn().await;
     let image = image_or_skip!();
     let _ = rustls::crypto::ring::default_provider().install_default();
     let tag = format!("mco-conformance-test-agent:{}", image.rsplit_once(':').unwrap().1);
@@ -336,6 +339,7 @@ fn most_at_once(intervals: &[(time::OffsetDateTime, time::OffsetDateTime)]) -> u
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn at_most_four_node_containers_start_at_once() {
+    let _turn = crate::take_turn().await;
     let image = image_or_skip!();
     let mut options = ScenarioOptions::new(Profile::Ocp416);
     options.nodes = vec![("worker".into(), 6)];

@@ -58,6 +58,7 @@ fn entries<'a>(report: &'a Value, scenario: &str) -> Vec<(&'a str, &'a Value)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_faulty_agent_fails_the_scenario_that_covers_its_fault_and_the_reference_passes_it() {
+    let _turn = crate::take_turn().await;
     faulty_fails_reference_passes(Nodes::Embedded).await;
 }
 
@@ -65,6 +66,7 @@ async fn the_faulty_agent_fails_the_scenario_that_covers_its_fault_and_the_refer
 /// `/usr/bin/<name>` and run by the node's init.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_container_nodes_too() {
+    let _turn = crate::take_turn().await;
     if let Some(why) = harness::node::image::docker_unavailable() {
         eprintln!("SKIP: no Docker engine ({why})");
         return;
