@@ -19,6 +19,7 @@ Feature: kube-apiserver-to-kubelet-signer rotation
     Then the kube-apiserver-to-kubelet-signer has rotated
     And the kube-apiserver-to-kubelet-signer bundle holds 2 signers
     And every node's kubelet-ca.crt equals "<bundle>"
+    And every node's /etc/kubernetes/kubelet-ca.crt is owned by root with mode 0644
     And every kubelet accepts a client certificate from the current kube-apiserver-to-kubelet-signer
     And every kubelet accepts the kube-apiserver's kubelet client certificate
     And every node is Ready
@@ -33,6 +34,20 @@ Feature: kube-apiserver-to-kubelet-signer rotation
     Examples:
       | bundle                   |
       | kube-apiserver-client-ca |
+
+  # The 4.16 certificate writer writes every certificate field of the ControllerConfig on each
+  # sync (release-4.16 certificate_writer.go:131, writeToDisk at :402): the cloud provider CA to
+  # /etc/kubernetes/static-pod-resources/configmaps/cloud-config/ca-bundle.pem, a newline added
+  # when the field lacks one, the file's mode kept (0644 as installed, or for a new file), owned
+  # by root, with no reboot.
+  @ocp-4.16
+  Scenario: On 4.16 the cloud provider CA is written from ControllerConfig
+    Given a fresh cluster with 2 worker nodes
+    When the cloud provider CA is published
+    Then every node's /etc/kubernetes/static-pod-resources/configmaps/cloud-config/ca-bundle.pem holds the ControllerConfig's cloudProviderCAData
+    And every node's /etc/kubernetes/static-pod-resources/configmaps/cloud-config/ca-bundle.pem is owned by root with mode 0644
+    And every node's /etc/kubernetes/kubelet-ca.crt holds the ControllerConfig's kubeAPIServerServingCAData
+    And no node has rebooted
 
   # 4.12 renders a new MachineConfig for the new bundle (one more than the install's);
   # 4.16 renders none: the bundle is not in any MachineConfig.

@@ -8,6 +8,7 @@
 //! - `cluster`: the reference cluster side, kube-rs controllers playing the OpenShift operators.
 //! - `mco`: MCO's annotation keys, states and paths, shared by the cluster side and agents.
 //! - `node`: the node trait, its journal and service manager, and the embedded backend.
+//! - `prometheus`: scrapes the controller's `/metrics` and evaluates the alert rules (an observer).
 //! - `wait`: `eventually`, the one way to wait for convergence.
 //! - `scenario`: one scenario's fake cluster (API server, cluster side, nodes) on one clock.
 //! - `runner`: feature lint and the per-profile cucumber runs behind `cargo test` and the CLI.
@@ -22,6 +23,7 @@ pub mod mco;
 pub mod node;
 pub mod pki;
 pub mod profile;
+pub mod prometheus;
 pub mod runner;
 pub mod scenario;
 pub mod wait;

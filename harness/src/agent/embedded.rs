@@ -11,6 +11,8 @@ use std::sync::Arc;
 
 pub struct ReferenceDaemon {
     pub profile: Profile,
+    /// A fault switched on for the self-test; `None` is the reference daemon.
+    pub mutant: Option<super::Mutant>,
 }
 
 struct NodeHost(ServiceContext);
@@ -51,6 +53,7 @@ impl Service for ReferenceDaemon {
             root: ctx.node.root().to_path_buf(),
             profile: self.profile,
             host: Arc::new(NodeHost(ctx.clone())),
+            mutant: self.mutant,
         };
         super::run(env, ctx.stop.clone()).await;
     }

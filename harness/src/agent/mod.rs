@@ -15,12 +15,14 @@
 pub mod common;
 pub mod drift;
 mod embedded;
+pub mod mutant;
 mod ocp_4_12;
 pub mod ocp_4_16;
 pub mod process;
 mod update;
 
 pub use embedded::ReferenceDaemon;
+pub use mutant::Mutant;
 
 use crate::node::Outcome;
 use crate::profile::Profile;
@@ -64,6 +66,9 @@ pub struct AgentEnv {
     pub root: PathBuf,
     pub profile: Profile,
     pub host: Arc<dyn AgentHost>,
+    /// The one behaviour broken on purpose, for the suite's self-test (`mutant`); `None` for
+    /// the reference daemon.
+    pub mutant: Option<Mutant>,
 }
 
 impl AgentEnv {
@@ -75,6 +80,11 @@ impl AgentEnv {
 
     pub fn log(&self, message: &str) {
         self.host.log(message);
+    }
+
+    /// Whether this daemon runs as `mutant`.
+    pub fn mutant_is(&self, mutant: Mutant) -> bool {
+        self.mutant == Some(mutant)
     }
 }
 

@@ -89,6 +89,7 @@ impl AgentEnv {
             root: PathBuf::from(var("MCO_NODE_ROOT")?),
             profile,
             host: Arc::new(ProcessHost),
+            mutant: None,
         })
     }
 }

@@ -16,8 +16,9 @@ use super::common::{
 };
 use super::drift::{DriftMonitor, validate_on_disk};
 use super::ocp_4_16::CERTIFICATE_FILES;
-use super::{AgentEnv, Behaviour};
-use crate::cluster::mcc::machine_configs;
+use super::{AgentEnv, Behaviour, Mutant};
+use crate::cluster::mcc::{machine_config_pools, machine_configs};
+use crate::mco::KUBELET_CA_PATH;
 use crate::mco::{
     CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN, REASON, STATE, STATE_DEGRADED,
     STATE_DONE, STATE_UNRECONCILABLE, STATE_WORKING,
@@ -84,9 +85,22 @@ pub async fn node_loop(env: &AgentEnv, behaviour: Behaviour, stop: CancellationT
     {
         env.log(&format!("Completing pending config {pending}"));
         let _ = std::fs::remove_file(env.path(PENDING_CONFIG_FILE));
+        if env.mutant_is(Mutant::LoseFilesAcrossReboot) {
+            lose_files(env, &pending).await;
+        }
         if let Err(failure) = complete_update(env, &pending).await {
             report(env, failure).await;
         }
+    }
+    if env.mutant_is(Mutant::ApplyPausedPoolConfig) {
+        let env = env.clone();
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = stop.cancelled() => {}
+                _ = follow_pool_config(&env) => {}
+            }
+        });
     }
     // The boot-time check (upstream: `Validated on-disk state`) runs once the watch is in
     // place, so a change made before the watch existed is caught too.
@@ -170,6 +184,9 @@ async fn monitor_settled_node(env: &AgentEnv) -> Option<DriftMonitor> {
 }
 
 async fn start_monitor(env: &AgentEnv, config: &str) -> Option<DriftMonitor> {
+    if env.mutant_is(Mutant::DriftNeverReported) {
+        return None;
+    }
     let spec = spec_of(env, config).await.ok()?;
     match DriftMonitor::start(env, &spec) {
         Ok(monitor) => Some(monitor),
@@ -201,7 +218,7 @@ async fn on_drift(
     let Ok(spec) = spec_of(env, &current).await else {
         return false;
     };
-    let force = env.path(FORCE_FILE).exists();
+    let force = force_file(env);
     let drifted = state == STATE_DEGRADED && is_drift_reason(&reason);
     match (force, validate_on_disk(env, &spec)) {
         // Drift degrades a node that is not yet Degraded for it, force file or not (the force
@@ -233,6 +250,60 @@ async fn on_drift(
             false
         }
         _ => false,
+    }
+}
+
+/// The `apply-paused-pool-config` mutant: the node's own pool's newest rendered config becomes
+/// its desiredConfig, paused pool or not (upstream leaves desiredConfig to the controller,
+/// which holds a paused pool's nodes back).
+async fn follow_pool_config(env: &AgentEnv) {
+    let mut events = watcher(machine_config_pools(&env.client), watcher::Config::default())
+        .default_backoff()
+        .applied_objects()
+        .boxed();
+    while let Some(event) = events.next().await {
+        let Ok(pool) = event else { continue };
+        let Ok(node) = Api::<Node>::all(env.client.clone()).get(&env.node_name).await else {
+            continue;
+        };
+        let role = format!(
+            "node-role.kubernetes.io/{}",
+            pool.metadata.name.as_deref().unwrap_or("")
+        );
+        if !node.metadata.labels.unwrap_or_default().contains_key(&role) {
+            continue;
+        }
+        let target = pool.data["spec"]["configuration"]["name"].as_str().unwrap_or("");
+        let desired = node
+            .metadata
+            .annotations
+            .unwrap_or_default()
+            .get(DESIRED_CONFIG)
+            .cloned()
+            .unwrap_or_default();
+        if !target.is_empty() && target != desired {
+            let _ = annotate(env, json!({DESIRED_CONFIG: target})).await;
+        }
+    }
+}
+
+/// Whether `/run/machine-config-daemon-force` is there (and heeded).
+fn force_file(env: &AgentEnv) -> bool {
+    env.path(FORCE_FILE).exists() && !env.mutant_is(Mutant::ForceFileIgnored)
+}
+
+/// The `lose-files-across-reboot` mutant: the files of the config it rebooted into are gone.
+async fn lose_files(env: &AgentEnv, config: &str) {
+    if let Ok(spec) = spec_of(env, config).await {
+        for file in spec["config"]["storage"]["files"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            if let Some(path) = file["path"].as_str() {
+                let _ = std::fs::remove_file(env.path(path));
+            }
+        }
     }
 }
 
@@ -322,18 +393,25 @@ async fn update(env: &AgentEnv, behaviour: Behaviour, current: &str, desired: &s
         env.log(&format!("File diff: detected change to {path}"));
     }
     let changed_refs: Vec<&str> = changed.iter().map(String::as_str).collect();
-    let force = env.path(FORCE_FILE).exists();
+    let force = force_file(env);
     if force {
         let _ = std::fs::remove_file(env.path(FORCE_FILE));
     }
-    let action = post_config_action(env.profile, &d, &changed_refs, force);
-    if action == PostConfigAction::Reboot {
+    let mut action = post_config_action(env.profile, &d, &changed_refs, force);
+    let kubelet_ca_changed = changed.iter().any(|p| p == KUBELET_CA_PATH);
+    if kubelet_ca_changed && env.mutant_is(Mutant::RebootOnCertificateChange) {
+        action = PostConfigAction::Reboot;
+    }
+    if action == PostConfigAction::Reboot && !env.mutant_is(Mutant::RebootWithoutDrain) {
         drain(env, &format!("drain-{desired}")).await?;
     } else {
         env.log("Changes do not require drain, skipping.");
     }
     env.log("Updating files");
     write_files(env, behaviour, &new)?;
+    if kubelet_ca_changed && env.mutant_is(Mutant::RestartKubeletOnCaChange) {
+        systemctl(env, &["restart", "kubelet"]).await?;
+    }
     write_units(env, &new).await?;
     delete_stale_files(env, behaviour, &old, &new);
     let stored =
@@ -383,7 +461,7 @@ fn write_files(env: &AgentEnv, behaviour: Behaviour, new: &Value) -> Result<(), 
             continue;
         }
         env.log(&format!("Writing file {path:?}"));
-        write_file_atomically(&env.path(&path), &data, mode)
+        super::mutant::write_node_file(env, &path, &data, mode)
             .map_err(|e| degraded(format!("writing {path}: {e}")))?;
     }
     Ok(())

@@ -92,6 +92,33 @@ enum Command {
     /// Build (or reuse) the container node image from the binaries beside this one, and tag it
     /// mco-conformance-node:<version> for agent images' FROM lines.
     NodeImage,
+    /// The suite proving its own power: run every mutant of the reference daemon (one
+    /// behaviour broken on purpose) over the features on embedded nodes, and print who rejected
+    /// each; exit 1 if a mutant survives a profile it breaks.
+    SelfTest {
+        /// Only these mutants (repeat for more; default: the whole catalogue).
+        #[arg(long = "mutant")]
+        mutants: Vec<String>,
+        /// List the catalogue (name, profiles, broken behaviour) and run nothing.
+        #[arg(long)]
+        list: bool,
+        /// Print the table as the README's Markdown.
+        #[arg(long)]
+        markdown: bool,
+        /// Where each mutant's run reports go.
+        #[arg(long, default_value = "target/self-test")]
+        report_dir: PathBuf,
+        /// A step's deadline under a mutant (a rejection is confirmed against the reference
+        /// daemon under the same deadline).
+        #[arg(long, default_value = "5s")]
+        agent_timeout: String,
+        /// Scenarios run at once.
+        #[arg(long, default_value_t = 8)]
+        concurrency: usize,
+        /// Feature files or directories.
+        #[arg(default_value = "features")]
+        features: Vec<PathBuf>,
+    },
     /// List every step phrase with its description and where it is defined.
     Steps {
         /// As the README's Markdown table.
@@ -119,6 +146,62 @@ async fn main() -> ExitCode {
                 }
                 Err(e) => {
                     eprintln!("mco-conformance: node image: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::SelfTest {
+            mutants,
+            list,
+            markdown,
+            report_dir,
+            agent_timeout,
+            concurrency,
+            features,
+        } => {
+            use harness::agent::Mutant;
+            use harness::runner::self_test;
+            if list {
+                for m in Mutant::ALL {
+                    let profiles: Vec<&str> = m.profiles().iter().map(|p| p.as_str()).collect();
+                    println!("{:<30} {:<18} {}", m.name(), profiles.join(","), m.broken());
+                }
+                return ExitCode::SUCCESS;
+            }
+            let mut config = self_test::SelfTestConfig::new(features, report_dir);
+            if !mutants.is_empty() {
+                match mutants.iter().map(|m| m.parse::<Mutant>()).collect() {
+                    Ok(m) => config.mutants = m,
+                    Err(e) => return bad(e),
+                }
+            }
+            config.concurrency = concurrency;
+            config.agent_timeout = match harness::pki::duration::parse_duration(&agent_timeout) {
+                Ok(d) if d.is_positive() => std::time::Duration::from_secs(d.whole_seconds().max(1) as u64),
+                _ => {
+                    return bad(format!(
+                        "--agent-timeout {agent_timeout:?}: a positive duration (\"10s\")"
+                    ));
+                }
+            };
+            let started = std::time::Instant::now();
+            match self_test::self_test(&config).await {
+                Ok(verdicts) => {
+                    if markdown {
+                        print!("{}", self_test::table_markdown(&verdicts));
+                    } else {
+                        print!("{}", self_test::table_text(&verdicts));
+                        println!("self-test took {:.1} s", started.elapsed().as_secs_f64());
+                    }
+                    if verdicts.iter().all(|v| v.rejected()) {
+                        ExitCode::SUCCESS
+                    } else {
+                        ExitCode::FAILURE
+                    }
+                }
+                Err(e @ (RunError::Lint(_) | RunError::NoFeatures(_) | RunError::Tags(..))) => bad(e),
+                Err(e) => {
+                    eprintln!("mco-conformance: {e}");
                     ExitCode::FAILURE
                 }
             }

@@ -11,10 +11,12 @@
 //! - `lint`: feature-file checks run before anything executes.
 //! - `report`: the YAML conformance report.
 //! - `features_table`: the README's features table, from the files.
+//! - `self_test`: every mutant of the reference daemon over the suite, and who rejected it.
 
 mod features_table;
 pub mod lint;
 pub mod report;
+pub mod self_test;
 
 pub use features_table::features_markdown;
 
@@ -60,6 +62,13 @@ pub struct RunConfig {
     pub report: Option<PathBuf>,
     /// The command line to print in the report as the way to reproduce the run.
     pub command: String,
+    /// Print nothing (the self-test runs the suite many times and prints its own table).
+    pub quiet: bool,
+    /// Stop starting scenarios after the first failure (the self-test's first pass).
+    pub fail_fast: bool,
+    /// Run only the scenario at this feature file name and line (an Outline's row: the row's
+    /// line), as the Cucumber JSON names it.
+    pub only: Option<(String, u64)>,
 }
 
 impl RunConfig {
@@ -78,6 +87,9 @@ impl RunConfig {
             agent_timeout: std::time::Duration::from_secs(30),
             report: None,
             command: String::new(),
+            quiet: false,
+            fail_fast: false,
+            only: None,
         }
     }
 }
@@ -199,13 +211,14 @@ async fn prepare_backend(config: &RunConfig) -> Result<Result<NodeBackend, Strin
         return Ok(Ok(NodeBackend::Embedded));
     }
     let agent = config.agent.clone();
+    let quiet = config.quiet;
     tokio::task::spawn_blocking(move || {
         if let Some(why) = image::docker_unavailable() {
             return Ok(Err(why));
         }
         let image = match &agent {
             AgentKind::Image { image, .. } => image.clone(),
-            AgentKind::Reference | AgentKind::Binary { .. } => {
+            AgentKind::Reference | AgentKind::Mutant(_) | AgentKind::Binary { .. } => {
                 let mut binaries =
                     image::harness_binaries().map_err(|e| RunError::Containers(e.to_string()))?;
                 if let AgentKind::Binary { path, .. } = &agent {
@@ -213,11 +226,13 @@ async fn prepare_backend(config: &RunConfig) -> Result<Result<NodeBackend, Strin
                 }
                 let built =
                     image::ensure_node_image(&binaries).map_err(|e| RunError::Containers(e.to_string()))?;
-                println!(
-                    "node image: {} ({})",
-                    built.reference,
-                    if built.reused { "reused" } else { "built" }
-                );
+                if !quiet {
+                    println!(
+                        "node image: {} ({})",
+                        built.reference,
+                        if built.reused { "reused" } else { "built" }
+                    );
+                }
                 built.reference
             }
         };
@@ -270,10 +285,12 @@ pub async fn run(config: &RunConfig) -> Result<Summary, RunError> {
         summary.failed += tally.failed;
         summary.mco_logs_failed += tally.mco_logs_failed;
     }
-    for skip in &summary.skipped {
-        println!("skipped: {skip}");
+    if !config.quiet {
+        for skip in &summary.skipped {
+            println!("skipped: {skip}");
+        }
     }
-    if summary.mco_logs_failed > 0 {
+    if summary.mco_logs_failed > 0 && !config.quiet {
         println!(
             "{} @mco-logs scenario(s) failed: they check upstream MCO log wording and are reported apart from the verdict for this agent",
             summary.mco_logs_failed
@@ -296,9 +313,13 @@ pub async fn run(config: &RunConfig) -> Result<Summary, RunError> {
             std::fs::create_dir_all(dir).map_err(|e| RunError::Io(dir.to_path_buf(), e))?;
         }
         std::fs::write(path, yaml).map_err(|e| RunError::Io(path.clone(), e))?;
-        println!("conformance report: {}", path.display());
+        if !config.quiet {
+            println!("conformance report: {}", path.display());
+        }
     }
-    println!("{}", summary.line());
+    if !config.quiet {
+        println!("{}", summary.line());
+    }
     Ok(summary)
 }
 
@@ -395,11 +416,24 @@ async fn run_profile(
     let steps = Arc::new(ConformanceWorld::collection());
     let (agent, agent_timeout) = (config.agent.clone(), config.agent_timeout);
     let vendor = !matches!(agent, AgentKind::Reference);
+    let quiet = config.quiet;
+    let console: Box<dyn std::io::Write + Send> = if quiet {
+        Box::new(std::io::sink())
+    } else {
+        Box::new(std::io::stdout())
+    };
     {
         let filter_tags = tags.clone();
-        ConformanceWorld::cucumber::<PathBuf>()
+        let cucumber = ConformanceWorld::cucumber::<PathBuf>()
             .with_parser(Linted(features.to_vec()))
-            .max_concurrent_scenarios(config.concurrency.max(1))
+            .max_concurrent_scenarios(config.concurrency.max(1));
+        let cucumber = if config.fail_fast {
+            cucumber.fail_fast()
+        } else {
+            cucumber
+        };
+        let only = config.only.clone();
+        cucumber
             .fail_on_skipped()
             .before(move |_, _, _, world| {
                 world.profile = profile;
@@ -451,7 +485,7 @@ async fn run_profile(
                         let Some(world) = world else { return };
                         if let Some(s) = world.scenario.take() {
                             if failed {
-                                keep_evidence(&failed_dir, &name, &s).await;
+                                keep_evidence(&failed_dir, &name, &s, quiet).await;
                             }
                             s.shutdown().await;
                         }
@@ -459,27 +493,40 @@ async fn run_profile(
                 }
             })
             .with_writer(
-                writer::Basic::stdout()
-                    .summarized()
-                    .tee::<ConformanceWorld, _>(writer::JUnit::for_tee(
-                        junit.try_clone().map_err(|e| RunError::Io(report.clone(), e))?,
-                        0,
-                    ))
-                    .tee::<ConformanceWorld, _>(writer::Json::for_tee(
-                        json.try_clone().map_err(|e| RunError::Io(report.clone(), e))?,
-                    ))
-                    .normalized(),
+                writer::Basic::new(
+                    console,
+                    cucumber::writer::Coloring::Auto,
+                    writer::Verbosity::Default,
+                )
+                .summarized()
+                .tee::<ConformanceWorld, _>(writer::JUnit::for_tee(
+                    junit.try_clone().map_err(|e| RunError::Io(report.clone(), e))?,
+                    0,
+                ))
+                .tee::<ConformanceWorld, _>(writer::Json::for_tee(
+                    json.try_clone().map_err(|e| RunError::Io(report.clone(), e))?,
+                ))
+                .normalized(),
             )
             // Last: changing the writer drops CLI options set before it, and without them
             // cucumber would parse this process's own arguments.
             .with_cli(cucumber::cli::Opts::<_, _, _, cucumber::cli::Empty>::default())
             .filter_run((), move |feature, rule, scenario| {
-                select(
-                    profile,
-                    nodes,
-                    filter_tags.as_ref(),
-                    &tags_of(feature, rule, scenario),
-                ) == Selection::Run
+                let picked = only.as_ref().is_none_or(|(file, line)| {
+                    scenario.position.line as u64 == *line
+                        && feature
+                            .path
+                            .as_ref()
+                            .and_then(|p| p.file_name())
+                            .is_some_and(|f| f.to_string_lossy() == *file)
+                });
+                picked
+                    && select(
+                        profile,
+                        nodes,
+                        filter_tags.as_ref(),
+                        &tags_of(feature, rule, scenario),
+                    ) == Selection::Run
             })
             .await;
     }
@@ -488,7 +535,7 @@ async fn run_profile(
 }
 
 /// Write each node's journal and the cluster log of a failed scenario, and say where.
-async fn keep_evidence(dir: &std::path::Path, scenario: &str, s: &crate::scenario::Scenario) {
+async fn keep_evidence(dir: &std::path::Path, scenario: &str, s: &crate::scenario::Scenario, quiet: bool) {
     let safe: String = scenario
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
@@ -502,6 +549,9 @@ async fn keep_evidence(dir: &std::path::Path, scenario: &str, s: &crate::scenari
         let _ = std::fs::write(dir.join(format!("{}.journal", node.name())), lines.join("\n"));
     }
     let _ = std::fs::write(dir.join("cluster.log"), s.log.lines().join("\n"));
+    if quiet {
+        return;
+    }
     println!(
         "kept the failed scenario's journals and cluster log in {}",
         dir.display()

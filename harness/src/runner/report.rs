@@ -151,6 +151,7 @@ struct Report {
 async fn agent_entry(agent: &AgentKind) -> Value {
     match agent {
         AgentKind::Reference => json!({"kind": "reference", "name": "the reference daemon, in process"}),
+        AgentKind::Mutant(m) => json!({"kind": "mutant", "name": m.name(), "broken": m.broken()}),
         AgentKind::Binary { path, args, .. } => {
             let mut entry = json!({"kind": "binary", "path": path.display().to_string(), "args": args});
             match std::fs::read(path) {

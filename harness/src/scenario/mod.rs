@@ -81,6 +81,9 @@ pub enum NodeBackend {
 pub enum AgentKind {
     /// The reference daemon, in this process.
     Reference,
+    /// The reference daemon with one behaviour broken on purpose (the self-test): in this
+    /// process on embedded nodes, `mco-reference-daemon --mutant NAME` on container nodes.
+    Mutant(crate::agent::Mutant),
     /// A binary honouring the agent contract, as a process per node, with `mco-node-tools`
     /// as its `systemctl`, `journalctl` and `logger`. Container nodes run the copy in their
     /// image, `/usr/bin/<file name>`.
@@ -99,6 +102,11 @@ impl AgentKind {
     pub fn container_command(&self) -> Vec<String> {
         match self {
             AgentKind::Reference => vec![crate::node::init::REFERENCE_AGENT.to_string()],
+            AgentKind::Mutant(m) => vec![
+                crate::node::init::REFERENCE_AGENT.to_string(),
+                "--mutant".to_string(),
+                m.name().to_string(),
+            ],
             AgentKind::Binary { path, args, .. } => {
                 let name = path
                     .file_name()
@@ -179,7 +187,14 @@ async fn start_node(
             let node = EmbeddedNode::new(name, &[KUBELET_UNIT, CRIO_UNIT, AGENT_UNIT], clock)?;
             node.set_service(KUBELET_UNIT, Arc::new(FakeKubelet));
             let agent: Arc<dyn Service> = match &options.agent {
-                AgentKind::Reference => Arc::new(ReferenceDaemon { profile }),
+                AgentKind::Reference => Arc::new(ReferenceDaemon {
+                    profile,
+                    mutant: None,
+                }),
+                AgentKind::Mutant(m) => Arc::new(ReferenceDaemon {
+                    profile,
+                    mutant: Some(*m),
+                }),
                 AgentKind::Binary {
                     path,
                     args,
@@ -253,7 +268,7 @@ pub struct Scenario {
     /// the bootstrap node handed over.
     pub bootstrap_rendered: BTreeMap<String, String>,
     /// What a Prometheus scraping that endpoint at every clock stop has recorded.
-    prometheus: std::sync::Mutex<crate::cluster::metrics::Prometheus>,
+    prometheus: std::sync::Mutex<crate::prometheus::Prometheus>,
 }
 
 fn fixture_err(e: impl std::fmt::Display) -> ScenarioError {

@@ -29,7 +29,7 @@ impl Scenario {
 
     /// Scrape the controller's `/metrics` at the clock's now, as Prometheus would.
     pub(super) async fn scrape_metrics(&self) -> Result<(), ScenarioError> {
-        let page = crate::cluster::metrics::scrape(self.metrics_addr)
+        let page = crate::prometheus::scrape(self.metrics_addr)
             .await
             .map_err(ScenarioError::NotConverged)?;
         self.prometheus
@@ -42,9 +42,9 @@ impl Scenario {
     /// The state of a `MachineConfigControllerPausedPoolKubeletCA` rule for `pool` now.
     pub fn paused_pool_alert(
         &self,
-        severity: crate::cluster::metrics::Severity,
+        severity: crate::prometheus::Severity,
         pool: &str,
-    ) -> crate::cluster::metrics::AlertState {
+    ) -> crate::prometheus::AlertState {
         self.prometheus
             .lock()
             .unwrap_or_else(|p| p.into_inner())

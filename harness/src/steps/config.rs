@@ -1,8 +1,8 @@
 //! MachineConfigs a scenario adds, and how the nodes applied them.
 
+use super::oracle::FORCE_FILE;
 use anyhow::{bail, ensure};
 use cucumber::{given, then, when};
-use harness::agent::common::FORCE_FILE;
 use harness::world::ConformanceWorld;
 use serde_json::{Value, json};
 

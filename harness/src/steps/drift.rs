@@ -2,7 +2,6 @@
 
 use anyhow::{Context, bail, ensure};
 use cucumber::{then, when};
-use harness::agent::common::file_entry;
 use harness::mco::{CURRENT_CONFIG, REASON, STATE};
 use harness::node::Node;
 use harness::wait::eventually;
@@ -137,7 +136,9 @@ async fn matches_config(world: &mut ConformanceWorld, path: String) -> anyhow::R
             .as_array()
             .into_iter()
             .flatten()
-            .map(file_entry)
+            .map(super::oracle::ignition_file)
+            .collect::<anyhow::Result<Vec<_>>>()?
+            .into_iter()
             .find(|(p, _, _)| *p == path)
         else {
             bail!("{config} has no file {path}");

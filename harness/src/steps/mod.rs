@@ -10,6 +10,7 @@ pub mod config;
 pub mod drift;
 pub mod kubelet;
 pub mod node;
+pub mod oracle;
 pub mod pool;
 pub mod registry;
 pub mod serving;
@@ -23,6 +24,7 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("harness/src/steps/drift.rs", include_str!("drift.rs")),
     ("harness/src/steps/kubelet.rs", include_str!("kubelet.rs")),
     ("harness/src/steps/node.rs", include_str!("node.rs")),
+    ("harness/src/steps/oracle.rs", include_str!("oracle.rs")),
     ("harness/src/steps/pool.rs", include_str!("pool.rs")),
     ("harness/src/steps/registry.rs", include_str!("registry.rs")),
     ("harness/src/steps/serving.rs", include_str!("serving.rs")),

@@ -1,23 +1,25 @@
 //! Nodes: files, reboots and journals.
 
+use super::oracle;
 use anyhow::{Context, ensure};
 use cucumber::{then, when};
 use harness::mco::KUBELET_CA_PATH;
-use harness::pki::{merge_cert_with_ca_bundle, subjects};
 use harness::wait::eventually;
 use harness::world::ConformanceWorld;
 
-/// Every node's `/etc/kubernetes/kubelet-ca.crt` equals a named bundle:
-/// "kube-apiserver-client-ca" (what 4.16 writes), or "the initial bundle with the kubelet
-/// signer's bundle merged in" (what 4.12 renders).
+/// Every node's `/etc/kubernetes/kubelet-ca.crt` holds, certificate for certificate and in
+/// order, a named bundle: "kube-apiserver-client-ca" (what 4.16 writes), or "the initial bundle
+/// with the kubelet signer's bundle merged in" (what 4.12 renders: release-4.12
+/// `mergeCertWithCABundle`, computed here from the two ConfigMaps).
 #[then(expr = "every node's kubelet-ca.crt equals {string}")]
 async fn kubelet_ca_equals(world: &mut ConformanceWorld, source: String) -> anyhow::Result<()> {
     let c = world.cluster()?;
     let expected = match source.as_str() {
-        "kube-apiserver-client-ca" => {
+        "kube-apiserver-client-ca" => oracle::certs(
             c.bundle("openshift-config-managed", "kube-apiserver-client-ca")
                 .await?
-        }
+                .as_bytes(),
+        )?,
         "the initial bundle with the kubelet signer's bundle merged in" => {
             let initial = c
                 .bundle("openshift-config", "initial-kube-apiserver-server-ca")
@@ -28,18 +30,70 @@ async fn kubelet_ca_equals(world: &mut ConformanceWorld, source: String) -> anyh
                     "kube-apiserver-to-kubelet-client-ca",
                 )
                 .await?;
-            merge_cert_with_ca_bundle(&initial, &kubelet, "kube-apiserver-to-kubelet-signer")?
+            oracle::merge_4_12(
+                &oracle::certs(initial.as_bytes())?,
+                &oracle::certs(kubelet.as_bytes())?,
+            )
         }
-        other => anyhow::bail!("unknown bundle {other:?}"),
+        other => anyhow::bail!(
+            "unknown bundle {other:?}: \"kube-apiserver-client-ca\" or \"the initial bundle with the kubelet signer's bundle merged in\""
+        ),
     };
     for node in &c.nodes {
-        let on_disk = String::from_utf8(node.read(KUBELET_CA_PATH).await?)?;
+        let on_disk = node.read(KUBELET_CA_PATH).await?;
+        let seen = oracle::certs(&on_disk)
+            .with_context(|| format!("{}: {KUBELET_CA_PATH} cannot be read as a CA bundle", node.name()))?;
+        if let Some(why) = oracle::bundle_difference(&seen, &expected) {
+            anyhow::bail!("{}: kubelet-ca.crt is not {source}: {why}", node.name());
+        }
+    }
+    Ok(())
+}
+
+/// Every node's file holds a ControllerConfig spec field as the 4.16 daemon writes it
+/// (`writeToDisk`: the field's bytes, a newline appended when missing), e.g.
+/// `/etc/kubernetes/kubelet-ca.crt` and `kubeAPIServerServingCAData`.
+#[then(regex = r"^every node's (/\S+) holds the ControllerConfig's (\w+)$")]
+async fn file_holds_controller_config(
+    world: &mut ConformanceWorld,
+    path: String,
+    field: String,
+) -> anyhow::Result<()> {
+    let c = world.cluster()?;
+    let spec = c.controller_config_spec().await?;
+    ensure!(
+        spec.get(&field).is_some(),
+        "controllerconfig machine-config-controller has no spec.{field}"
+    );
+    let expected = oracle::written_by_4_16(&oracle::spec_bytes(&spec, &field)?);
+    for node in &c.nodes {
+        let on_disk = node.read(&path).await?;
         ensure!(
-            on_disk.trim_end() == expected.trim_end(),
-            "{}: kubelet-ca.crt holds {:?}, expected {:?}",
+            on_disk == expected,
+            "{}: {path} does not hold spec.{field} ({} bytes, expected {}): {:?}",
             node.name(),
-            subjects(&on_disk)?,
-            subjects(&expected)?
+            on_disk.len(),
+            expected.len(),
+            String::from_utf8_lossy(&on_disk)
+                .chars()
+                .take(200)
+                .collect::<String>()
+        );
+    }
+    Ok(())
+}
+
+/// How many certificates every node's kubelet-ca.crt holds (their names on failure).
+#[then(regex = r"^every node's kubelet-ca\.crt holds (\d+) certificates?$")]
+async fn kubelet_ca_count(world: &mut ConformanceWorld, count: usize) -> anyhow::Result<()> {
+    for node in &world.cluster()?.nodes {
+        let names = oracle::names(&node.read(KUBELET_CA_PATH).await?)
+            .with_context(|| format!("{}: {KUBELET_CA_PATH}", node.name()))?;
+        ensure!(
+            names.len() == count,
+            "{}: kubelet-ca.crt holds {} certificates, expected {count}: {names:?}",
+            node.name(),
+            names.len()
         );
     }
     Ok(())
@@ -87,8 +141,8 @@ async fn kubelet_ca_lists(
         .certificate("openshift-kube-apiserver-operator", &signer)
         .await?;
     for node in &c.nodes {
-        let on_disk = String::from_utf8(node.read(KUBELET_CA_PATH).await?)?;
-        let names = subjects(&on_disk)?;
+        let names = oracle::names(&node.read(KUBELET_CA_PATH).await?)
+            .with_context(|| format!("{}: {KUBELET_CA_PATH}", node.name()))?;
         let lists = names.contains(&current.common_name);
         ensure!(
             lists == (verdict == "lists"),
@@ -153,6 +207,35 @@ async fn reboot(world: &mut ConformanceWorld) -> anyhow::Result<()> {
         })
         .await
         .map_err(anyhow::Error::msg)?;
+    }
+    Ok(())
+}
+
+/// A file's owner and mode as the node's kernel reports them (`stat`), "root" being the owner
+/// of the node's `/` (uid 0 in a container node; the user running the suite on an embedded
+/// node, whose root is a directory of theirs).
+#[then(regex = r"^every node's (/\S+) is owned by root with mode (0[0-7]{3})$")]
+async fn owned_by_root(world: &mut ConformanceWorld, path: String, mode: String) -> anyhow::Result<()> {
+    let mode = u32::from_str_radix(&mode, 8)?;
+    for node in &world.cluster()?.nodes {
+        let root = node
+            .stat("/")
+            .await?
+            .with_context(|| format!("{}: no /", node.name()))?;
+        let st = node
+            .stat(&path)
+            .await?
+            .with_context(|| format!("{}: no {path}", node.name()))?;
+        ensure!(
+            (st.uid, st.gid, st.mode) == (root.uid, root.gid, mode),
+            "{}: {path} is owned by {}:{} with mode {:04o}, expected root ({}:{}) with mode {mode:04o}",
+            node.name(),
+            st.uid,
+            st.gid,
+            st.mode,
+            root.uid,
+            root.gid
+        );
     }
     Ok(())
 }

@@ -2,8 +2,8 @@
 
 use anyhow::{Context, ensure};
 use cucumber::{given, then, when};
-use harness::cluster::metrics::{PAUSED_POOL_KUBELET_CA, Severity, sample, scrape};
 use harness::pki::Clock;
+use harness::prometheus::{PAUSED_POOL_KUBELET_CA, Severity, sample, scrape};
 use harness::world::ConformanceWorld;
 
 /// How many `rendered-<pool>-<hash>` configs exist.

@@ -2,10 +2,10 @@
 //! internal registry's pull secret. The steps play the operator's part and write the
 //! ControllerConfig's spec themselves.
 
+use super::oracle::{INTERNAL_REGISTRY_PULL_SECRET, MOUNTED_PULL_SECRETS};
 use anyhow::{Context, bail, ensure};
 use base64::Engine;
 use cucumber::{given, then, when};
-use harness::agent::ocp_4_16::{INTERNAL_REGISTRY_PULL_SECRET, MOUNTED_PULL_SECRETS};
 use harness::world::ConformanceWorld;
 use serde_json::{Value, json};
 
@@ -36,6 +36,20 @@ async fn registry_cas(world: &mut ConformanceWorld, list: String) -> anyhow::Res
     ensure!(!entries.is_empty(), "name the CAs' files in quotes: {list}");
     let c = world.cluster()?;
     c.publish_controller_config(json!({"spec": {"imageRegistryBundleData": entries}}))
+        .await?;
+    Ok(())
+}
+
+/// A new cloud provider CA in the ControllerConfig's `spec.cloudProviderCAData` (what the
+/// operator copies from `openshift-config-managed/kube-cloud-config`), given without a trailing
+/// newline; the step ends when every node synced it.
+#[when("the cloud provider CA is published")]
+async fn cloud_provider_ca(world: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let ca = fake_apiserver::CertificateAuthority::generate("cloud provider CA (mco-conformance)")?;
+    let pem = ca.cert_pem.trim_end().as_bytes().to_vec();
+    world
+        .cluster()?
+        .publish_controller_config(json!({"spec": {"cloudProviderCAData": b64(&pem)}}))
         .await?;
     Ok(())
 }

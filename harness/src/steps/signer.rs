@@ -48,7 +48,7 @@ async fn bundle_holds(world: &mut ConformanceWorld, signer: String, count: usize
         "kube-apiserver-to-kubelet-signer" => "kube-apiserver-to-kubelet-client-ca",
         other => anyhow::bail!("no bundle known for {other}"),
     };
-    let names = harness::pki::subjects(&world.cluster()?.bundle(NAMESPACE, bundle_name).await?)?;
+    let names = super::oracle::names(world.cluster()?.bundle(NAMESPACE, bundle_name).await?.as_bytes())?;
     ensure!(
         names.len() == count,
         "{bundle_name} holds {}: {names:?}",

@@ -20,9 +20,11 @@ mod machine_configs;
 mod node_image;
 mod node_status;
 mod operator;
+mod oracle;
 mod readme;
 mod reference_daemon_binary;
 mod rotation_end_to_end;
+mod self_test;
 mod signer_rotation;
 mod upstream_start;
 

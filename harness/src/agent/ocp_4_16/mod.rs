@@ -27,8 +27,7 @@ mod registry;
 pub use kubeconfig::{DEFERRED_SIGNERS, KubeconfigPlan, plan_kubeconfig};
 pub use registry::{INTERNAL_REGISTRY_PULL_SECRET, MOUNTED_PULL_SECRETS, REGISTRY_CA_DIR};
 
-use super::common::write_file_atomically;
-use super::{AgentEnv, Behaviour};
+use super::{AgentEnv, Behaviour, Mutant};
 use crate::cluster::operator::{CONTROLLER_CONFIG, controller_configs};
 use crate::mco::{
     KUBELET_CA_PATH, LAST_OBSERVED_SERVER_CA, LAST_SYNCED_CONTROLLER_CONFIG, REASON, SERVICE_CA_ROTATE,
@@ -130,11 +129,10 @@ pub(super) fn write_to_disk(env: &AgentEnv, node_path: &str, mut data: Vec<u8>) 
     if data.last() != Some(&b'\n') {
         data.push(b'\n');
     }
-    let path = env.path(node_path);
-    let mode = std::fs::metadata(&path)
+    let mode = std::fs::metadata(env.path(node_path))
         .map(|m| m.permissions().mode() & 0o7777)
         .unwrap_or(0o644);
-    write_file_atomically(&path, &data, mode)
+    super::mutant::write_node_file(env, node_path, &data, mode)
 }
 
 async fn systemctl(env: &AgentEnv, args: &[&str]) -> Result<(), String> {
@@ -215,6 +213,9 @@ async fn sync(env: &AgentEnv, cc: &DynamicObject) -> Result<(), SyncError> {
     if annotations.get(LAST_SYNCED_CONTROLLER_CONFIG) != Some(&rv) || rotate {
         let mut path_to_data: Vec<(String, Vec<u8>)> = Vec::new();
         for (path, field) in CERTIFICATE_FILES {
+            if env.mutant_is(Mutant::CloudCaIgnored) && *field == "cloudProviderCAData" {
+                continue;
+            }
             let encoded = cc.data["spec"][*field].as_str().unwrap_or("");
             let data = base64::engine::general_purpose::STANDARD
                 .decode(encoded)
@@ -224,7 +225,7 @@ async fn sync(env: &AgentEnv, cc: &DynamicObject) -> Result<(), SyncError> {
         if let Some(secret) = pull_secret(env, cc, &node)? {
             path_to_data.push((INTERNAL_REGISTRY_PULL_SECRET.to_string(), secret));
         }
-        if rotate && observed != "true" {
+        if rotate && observed != "true" && !env.mutant_is(Mutant::IgnoreServingCa) {
             // As upstream: a configmap that cannot be read rules out the kubeconfig update and
             // the restart, not the rest of the sync.
             match kubeconfig_data(env).await {
@@ -240,15 +241,29 @@ async fn sync(env: &AgentEnv, cc: &DynamicObject) -> Result<(), SyncError> {
                     if plan.rewrite {
                         let updated = with_kubeconfig_ca(&env.path(NODE_KUBECONFIG), &server_ca)?;
                         path_to_data.push((NODE_KUBECONFIG.to_string(), updated));
-                        if !plan.defer_restart && !on_disk.trim().is_empty() {
+                        let defer = plan.defer_restart && !env.mutant_is(Mutant::RestartForDeferredSigner);
+                        if !defer && !on_disk.trim().is_empty() {
                             restart_kubelet = Some(server_ca);
                         }
                     }
                 }
             }
         }
+        if env.mutant_is(Mutant::AnnotateBeforeWrite) {
+            annotate_synced(env, &nodes, &rv, &observed, &rotate_value).await?;
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        }
+        let kubelet_ca_before = std::fs::read(env.path(KUBELET_CA_PATH)).ok();
         for (path, data) in path_to_data {
             write_to_disk(env, &path, data).map_err(|e| format!("{path}: {e}"))?;
+        }
+        if kubelet_ca_before != std::fs::read(env.path(KUBELET_CA_PATH)).ok() {
+            if env.mutant_is(Mutant::RestartKubeletOnCaChange) {
+                systemctl(env, &["restart", "kubelet"]).await?;
+            }
+            if env.mutant_is(Mutant::RebootOnCertificateChange) {
+                systemctl(env, &["reboot"]).await?;
+            }
         }
         // The restart comes before anything else that can fail: a retry compares against the
         // kubeconfig just written and would not restart again.
@@ -263,6 +278,30 @@ async fn sync(env: &AgentEnv, cc: &DynamicObject) -> Result<(), SyncError> {
         }
         sync_registry_cas(env, cc)?;
     }
+    if !env.mutant_is(Mutant::AnnotateBeforeWrite) {
+        annotate_synced(env, &nodes, &rv, &observed, &rotate_value).await?;
+    }
+    env.log(&format!(
+        "Certificate was synced from controllerconfig resourceVersion {rv}"
+    ));
+    Ok(())
+}
+
+/// The node annotations that tell the ControllerConfig was synced.
+async fn annotate_synced(
+    env: &AgentEnv,
+    nodes: &Api<Node>,
+    rv: &str,
+    observed: &str,
+    rotate_value: &str,
+) -> Result<(), SyncError> {
+    if env.mutant_is(Mutant::NeverAnnotate) {
+        return Ok(());
+    }
+    let rv = match rv.parse::<u64>() {
+        Ok(n) if env.mutant_is(Mutant::WrongResourceVersion) => n.saturating_sub(1).to_string(),
+        _ => rv.to_string(),
+    };
     let mut set = serde_json::Map::new();
     set.insert(LAST_SYNCED_CONTROLLER_CONFIG.into(), json!(rv));
     if observed != rotate_value {
@@ -273,8 +312,5 @@ async fn sync(env: &AgentEnv, cc: &DynamicObject) -> Result<(), SyncError> {
         .patch(&env.node_name, &PatchParams::default(), &Patch::Merge(patch))
         .await
         .map_err(|e| format!("node {}: {e}", env.node_name))?;
-    env.log(&format!(
-        "Certificate was synced from controllerconfig resourceVersion {rv}"
-    ));
     Ok(())
 }

@@ -3,6 +3,7 @@
 //! image registry CAs under `/etc/docker/certs.d`.
 
 use super::{AgentEnv, SyncError, write_to_disk};
+use crate::agent::Mutant;
 use base64::Engine;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::DynamicObject;
@@ -76,6 +77,9 @@ pub(super) fn pull_secret(
             let into = top.entry("auths").or_insert_with(|| json!({}));
             if let Some(into) = into.as_object_mut() {
                 for (registry, credentials) in from {
+                    if env.mutant_is(Mutant::PullSecretWrongSideWins) && into.contains_key(registry) {
+                        continue;
+                    }
                     into.insert(registry.clone(), credentials.clone());
                 }
             }
@@ -119,12 +123,20 @@ pub(super) fn sync_registry_cas(env: &AgentEnv, cc: &DynamicObject) -> Result<()
     }
     for stale in existing.flatten() {
         let name = stale.file_name().to_string_lossy().into_owned();
-        if stale.path().is_dir() && !cas.iter().any(|(file, _)| *file == name) {
+        if stale.path().is_dir()
+            && !cas.iter().any(|(file, _)| *file == name)
+            && !env.mutant_is(Mutant::KeepStaleRegistryCas)
+        {
             std::fs::remove_dir_all(stale.path()).map_err(|e| format!("{REGISTRY_CA_DIR}/{name}: {e}"))?;
         }
     }
     for (file, data) in cas {
-        let path = format!("{REGISTRY_CA_DIR}/{}/ca.crt", file.replace("..", ":"));
+        let base = if env.mutant_is(Mutant::RegistryCaOutsideCertsD) {
+            "/etc/docker"
+        } else {
+            REGISTRY_CA_DIR
+        };
+        let path = format!("{base}/{}/ca.crt", file.replace("..", ":"));
         write_to_disk(env, &path, data).map_err(|e| format!("{path}: {e}"))?;
     }
     Ok(())

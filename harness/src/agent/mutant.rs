@@ -1,0 +1,300 @@
+//! Mutants: the reference daemon one behaviour away from upstream, so the suite can prove its
+//! own power (`mco-conformance self-test`). Each mutant breaks exactly one thing a vendor's
+//! agent could get wrong; a mutant that no scenario rejects is a hole in the catalogue, and the
+//! fix is a scenario, never a weaker mutant.
+//!
+//! A mutant runs as the in-process reference daemon with the fault switched on
+//! (`AgentKind::Mutant`), or as `mco-reference-daemon --mutant NAME` on any node. The daemon
+//! asks `AgentEnv::mutant_is` at the one point each fault lives; with no mutant every such
+//! point is the reference behaviour. Nothing here may be read by steps: they judge the agent
+//! from what a user observes, and must reject each mutant on their own.
+
+use crate::profile::Profile;
+
+/// One broken behaviour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Mutant {
+    PartialWrite,
+    WrongMode,
+    WrongOwner,
+    FirstCertificateOnly,
+    CloudCaIgnored,
+    AnnotateBeforeWrite,
+    NeverAnnotate,
+    WrongResourceVersion,
+    RestartKubeletOnCaChange,
+    RebootOnCertificateChange,
+    IgnoreServingCa,
+    RestartForDeferredSigner,
+    KeepStaleRegistryCas,
+    RegistryCaOutsideCertsD,
+    PullSecretWrongSideWins,
+    DriftNeverReported,
+    ForceFileIgnored,
+    ApplyPausedPoolConfig,
+    LoseFilesAcrossReboot,
+    RebootWithoutDrain,
+}
+
+const BOTH: &[Profile] = &[Profile::Ocp412, Profile::Ocp416];
+const OCP_4_12: &[Profile] = &[Profile::Ocp412];
+const OCP_4_16: &[Profile] = &[Profile::Ocp416];
+
+impl Mutant {
+    pub const ALL: &'static [Mutant] = &[
+        Mutant::PartialWrite,
+        Mutant::WrongMode,
+        Mutant::WrongOwner,
+        Mutant::FirstCertificateOnly,
+        Mutant::CloudCaIgnored,
+        Mutant::AnnotateBeforeWrite,
+        Mutant::NeverAnnotate,
+        Mutant::WrongResourceVersion,
+        Mutant::RestartKubeletOnCaChange,
+        Mutant::RebootOnCertificateChange,
+        Mutant::IgnoreServingCa,
+        Mutant::RestartForDeferredSigner,
+        Mutant::KeepStaleRegistryCas,
+        Mutant::RegistryCaOutsideCertsD,
+        Mutant::PullSecretWrongSideWins,
+        Mutant::DriftNeverReported,
+        Mutant::ForceFileIgnored,
+        Mutant::ApplyPausedPoolConfig,
+        Mutant::LoseFilesAcrossReboot,
+        Mutant::RebootWithoutDrain,
+    ];
+
+    /// The name on the command line and in the self-test table.
+    pub fn name(self) -> &'static str {
+        self.spec().0
+    }
+
+    /// What the mutant does wrong, in a sentence.
+    pub fn broken(self) -> &'static str {
+        self.spec().1
+    }
+
+    /// The profiles whose behaviour it breaks.
+    pub fn profiles(self) -> &'static [Profile] {
+        self.spec().2
+    }
+
+    fn spec(self) -> (&'static str, &'static str, &'static [Profile]) {
+        match self {
+            Mutant::PartialWrite => (
+                "partial-write",
+                "writes kubelet-ca.crt in place, in two halves a moment apart, instead of renaming a complete file over it",
+                BOTH,
+            ),
+            Mutant::WrongMode => ("wrong-mode", "writes kubelet-ca.crt with mode 0600", BOTH),
+            Mutant::WrongOwner => (
+                "wrong-owner",
+                "leaves kubelet-ca.crt owned by nobody (65534:65534)",
+                BOTH,
+            ),
+            Mutant::FirstCertificateOnly => (
+                "first-certificate-only",
+                "writes only the first certificate of the kubelet CA bundle",
+                BOTH,
+            ),
+            Mutant::CloudCaIgnored => (
+                "cloud-ca-ignored",
+                "never writes the cloud provider CA from ControllerConfig",
+                OCP_4_16,
+            ),
+            Mutant::AnnotateBeforeWrite => (
+                "annotate-before-write",
+                "sets lastSyncedControllerConfigResourceVersion before it writes the certificates",
+                OCP_4_16,
+            ),
+            Mutant::NeverAnnotate => (
+                "never-annotate",
+                "writes the certificates but never sets lastSyncedControllerConfigResourceVersion",
+                OCP_4_16,
+            ),
+            Mutant::WrongResourceVersion => (
+                "wrong-resource-version",
+                "annotates the node with the ControllerConfig's resourceVersion minus one",
+                OCP_4_16,
+            ),
+            Mutant::RestartKubeletOnCaChange => (
+                "restart-kubelet-on-ca-change",
+                "restarts the kubelet whenever kubelet-ca.crt changes",
+                BOTH,
+            ),
+            Mutant::RebootOnCertificateChange => (
+                "reboot-on-certificate-change",
+                "reboots the node when kubelet-ca.crt changes",
+                BOTH,
+            ),
+            Mutant::IgnoreServingCa => (
+                "ignore-serving-ca",
+                "ignores service-ca-rotate: never updates the kubeconfigs or restarts the kubelet for a new kube-apiserver serving CA",
+                OCP_4_16,
+            ),
+            Mutant::RestartForDeferredSigner => (
+                "restart-for-deferred-signer",
+                "restarts the kubelet even when every added serving CA is one upstream defers",
+                OCP_4_16,
+            ),
+            Mutant::KeepStaleRegistryCas => (
+                "keep-stale-registry-cas",
+                "keeps registry CA directories the ControllerConfig no longer lists",
+                OCP_4_16,
+            ),
+            Mutant::RegistryCaOutsideCertsD => (
+                "registry-ca-outside-certs-d",
+                "writes registry CAs under /etc/docker/<name> instead of /etc/docker/certs.d/<name>",
+                OCP_4_16,
+            ),
+            Mutant::PullSecretWrongSideWins => (
+                "pull-secret-wrong-side-wins",
+                "merges the internal registry pull secret with the ControllerConfig's entries winning over the mounted secret's",
+                OCP_4_16,
+            ),
+            Mutant::DriftNeverReported => (
+                "drift-never-reported",
+                "never checks the node's files against its config (no config drift monitor)",
+                BOTH,
+            ),
+            Mutant::ForceFileIgnored => (
+                "force-file-ignored",
+                "ignores /run/machine-config-daemon-force",
+                BOTH,
+            ),
+            Mutant::ApplyPausedPoolConfig => (
+                "apply-paused-pool-config",
+                "applies its pool's newest rendered config even while the pool is paused",
+                OCP_4_12,
+            ),
+            Mutant::LoseFilesAcrossReboot => (
+                "lose-files-across-reboot",
+                "after a reboot, the files written before it are gone (written where a reboot empties them)",
+                BOTH,
+            ),
+            Mutant::RebootWithoutDrain => (
+                "reboot-without-drain",
+                "reboots for a config change without asking for a drain first",
+                BOTH,
+            ),
+        }
+    }
+}
+
+impl std::fmt::Display for Mutant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Mutant {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Mutant::ALL
+            .iter()
+            .copied()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown mutant {s:?}; the catalogue: {}",
+                    Mutant::ALL
+                        .iter()
+                        .map(|m| m.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })
+    }
+}
+
+/// The file whose writes the file-level mutants break.
+const KUBELET_CA: &str = crate::mco::KUBELET_CA_PATH;
+
+/// Write a node file as the daemon does (`write_file_atomically`), unless a file-level mutant
+/// breaks the write of kubelet-ca.crt. The single place those faults live.
+pub fn write_node_file(
+    env: &super::AgentEnv,
+    node_path: &str,
+    data: &[u8],
+    mode: u32,
+) -> std::io::Result<()> {
+    use std::io::Write;
+    let path = env.path(node_path);
+    if node_path != KUBELET_CA {
+        return super::common::write_file_atomically(&path, data, mode);
+    }
+    if env.mutant_is(Mutant::PartialWrite) {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .open(&path)?;
+        let half = data.len() / 2;
+        file.write_all(&data[..half])?;
+        file.sync_all()?;
+        // The rest comes a moment later, as from a writer that streams the file in place: a
+        // reader of the file sees half a bundle in between.
+        let rest = data[half..].to_vec();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            let _ = file.write_all(&rest).and_then(|()| file.sync_all());
+        });
+        return Ok(());
+    }
+    let first_only;
+    let data = if env.mutant_is(Mutant::FirstCertificateOnly) {
+        let text = String::from_utf8_lossy(data);
+        let end = "-----END CERTIFICATE-----";
+        first_only = match text.find(end) {
+            Some(i) => format!("{}\n", &text[..i + end.len()]),
+            None => text.into_owned(),
+        };
+        first_only.as_bytes()
+    } else {
+        data
+    };
+    let mode = if env.mutant_is(Mutant::WrongMode) {
+        0o600
+    } else {
+        mode
+    };
+    super::common::write_file_atomically(&path, data, mode)?;
+    if env.mutant_is(Mutant::WrongOwner) {
+        std::os::unix::fs::chown(&path, Some(65534), Some(65534))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_parse_back() {
+        let mut names: Vec<&str> = Mutant::ALL.iter().map(|m| m.name()).collect();
+        for m in Mutant::ALL {
+            assert_eq!(m.name().parse::<Mutant>(), Ok(*m));
+            assert!(!m.broken().is_empty() && !m.profiles().is_empty());
+        }
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), Mutant::ALL.len());
+        let err = "no-such".parse::<Mutant>().unwrap_err();
+        assert!(err.contains("partial-write"), "{err}");
+    }
+
+    #[test]
+    fn the_catalogue_covers_both_profiles_with_at_least_sixteen() {
+        assert!(Mutant::ALL.len() >= 16);
+        for p in Profile::ALL {
+            assert!(
+                Mutant::ALL.iter().filter(|m| m.profiles().contains(&p)).count() >= 8,
+                "{p}"
+            );
+        }
+    }
+}

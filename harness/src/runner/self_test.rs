@@ -1,0 +1,416 @@
+//! The suite proving its own power (`mco-conformance self-test`): every mutant of the reference
+//! daemon (`agent::mutant`) runs over the features on each profile it breaks, judged as any
+//! vendor's agent is (`@mco-logs` apart). A mutant is rejected on a profile by a scenario that
+//! fails under it and, run alone, fails under it again and passes with the reference daemon (so
+//! a flake never counts as a rejection); the table says which scenario and step rejected it, and
+//! with what message. A mutant that survives a profile fails the self-test: the fix is a
+//! scenario, never a weaker mutant.
+//!
+//! Results come from the runs' Cucumber JSON documents, as the conformance report's do.
+
+use super::{Nodes, RunConfig, RunError, run};
+use crate::agent::Mutant;
+use crate::profile::Profile;
+use crate::scenario::AgentKind;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// One scenario that failed under a mutant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection {
+    /// The feature file's name (`signer_rotation.feature`).
+    pub file: String,
+    pub scenario: String,
+    pub line: u64,
+    /// The step that failed, with its keyword; empty for a scenario failed by an undefined step.
+    pub step: String,
+    pub message: String,
+}
+
+/// A mutant on one profile: the scenario that rejected it, confirmed, and every scenario the
+/// first pass saw fail.
+#[derive(Debug, Clone)]
+pub struct Verdict {
+    pub mutant: Mutant,
+    pub profile: Profile,
+    /// A scenario that failed under the mutant, failed again when run alone with the mutant,
+    /// and passed alone with the reference daemon: a rejection for the mutant's fault, not a
+    /// flake. `None`: the mutant survived.
+    pub rejection: Option<Rejection>,
+    /// What the first pass (the whole suite, stopping at the first failure) saw fail.
+    pub seen: Vec<Rejection>,
+    pub took: Duration,
+}
+
+impl Verdict {
+    pub fn rejected(&self) -> bool {
+        self.rejection.is_some()
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct SelfTestConfig {
+    pub paths: Vec<PathBuf>,
+    /// Each mutant's run reports go to `<report dir>/<mutant>/<profile>/`.
+    pub report_dir: PathBuf,
+    pub mutants: Vec<Mutant>,
+    /// A step's deadline: the reference daemon converges in well under a second per step, and a
+    /// mutant that never converges should not hold the self-test for long. A rejection is
+    /// confirmed against the reference daemon under the same deadline.
+    pub agent_timeout: Duration,
+    pub concurrency: usize,
+}
+
+impl SelfTestConfig {
+    /// Every mutant over every feature under `paths`.
+    pub fn new(paths: Vec<PathBuf>, report_dir: PathBuf) -> Self {
+        SelfTestConfig {
+            paths,
+            report_dir,
+            mutants: Mutant::ALL.to_vec(),
+            agent_timeout: Duration::from_secs(5),
+            concurrency: 8,
+        }
+    }
+}
+
+/// How many failed scenarios of the first pass are tried, in order, as the confirmed rejection.
+const CANDIDATES: usize = 3;
+
+/// How many mutants run at once: most of a mutant's time is a step waiting out its deadline,
+/// which costs no CPU.
+const PARALLEL_MUTANTS: usize = 3;
+
+/// Run every mutant on each of its profiles: the whole suite until the first failure, then that
+/// failure confirmed (`confirm`). Verdicts come in the catalogue's order.
+pub async fn self_test(config: &SelfTestConfig) -> Result<Vec<Verdict>, RunError> {
+    use futures::StreamExt;
+    let pairs: Vec<(Mutant, Profile)> = config
+        .mutants
+        .iter()
+        .flat_map(|&m| m.profiles().iter().map(move |&p| (m, p)))
+        .collect();
+    futures::stream::iter(pairs)
+        .map(|(mutant, profile)| verdict(config, mutant, profile))
+        .buffered(PARALLEL_MUTANTS)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect()
+}
+
+async fn verdict(config: &SelfTestConfig, mutant: Mutant, profile: Profile) -> Result<Verdict, RunError> {
+    let started = Instant::now();
+    let dir = config.report_dir.join(mutant.name()).join(profile.as_str());
+    let agent = AgentKind::Mutant(mutant);
+    let seen = run_once(config, &dir.join("suite"), profile, &agent, None, true).await?;
+    let mut rejection = None;
+    for candidate in seen.iter().take(CANDIDATES) {
+        if let Some(r) = confirm(config, mutant, profile, &candidate.file, candidate.line).await? {
+            rejection = Some(r);
+            break;
+        }
+    }
+    Ok(Verdict {
+        mutant,
+        profile,
+        rejection,
+        seen,
+        took: started.elapsed(),
+    })
+}
+
+/// Whether the scenario at `file:line`, run alone, passes with the reference daemon and fails
+/// with the mutant: the failure under the mutant when it does.
+pub async fn confirm(
+    config: &SelfTestConfig,
+    mutant: Mutant,
+    profile: Profile,
+    file: &str,
+    line: u64,
+) -> Result<Option<Rejection>, RunError> {
+    let dir = config
+        .report_dir
+        .join(mutant.name())
+        .join(profile.as_str())
+        .join(format!("{file}-{line}"));
+    let only = Some((file.to_string(), line));
+    let reference = run_once(
+        config,
+        &dir.join("reference"),
+        profile,
+        &AgentKind::Reference,
+        only.clone(),
+        false,
+    )
+    .await?;
+    if !reference.is_empty() {
+        return Ok(None);
+    }
+    let agent = AgentKind::Mutant(mutant);
+    Ok(
+        run_once(config, &dir.join("mutant"), profile, &agent, only, false)
+            .await?
+            .into_iter()
+            .next(),
+    )
+}
+
+/// One quiet run for one profile on embedded nodes; the scenarios that failed.
+async fn run_once(
+    config: &SelfTestConfig,
+    dir: &Path,
+    profile: Profile,
+    agent: &AgentKind,
+    only: Option<(String, u64)>,
+    fail_fast: bool,
+) -> Result<Vec<Rejection>, RunError> {
+    let mut run_config = RunConfig::new(config.paths.clone(), dir.to_path_buf());
+    run_config.profiles = vec![profile];
+    run_config.nodes = Nodes::Embedded;
+    run_config.agent = agent.clone();
+    run_config.agent_timeout = config.agent_timeout;
+    run_config.concurrency = config.concurrency;
+    run_config.quiet = true;
+    run_config.fail_fast = fail_fast;
+    run_config.only = only;
+    run(&run_config).await?;
+    rejections(&dir.join(format!("{profile}.cucumber.json"))).map_err(RunError::Report)
+}
+
+/// The failed scenarios of a run's Cucumber JSON, `@mco-logs` left out (a mutant is judged as
+/// a vendor's agent is), in file and line order.
+pub fn rejections(json: &Path) -> Result<Vec<Rejection>, String> {
+    let text = std::fs::read_to_string(json).map_err(|e| format!("{}: {e}", json.display()))?;
+    let document: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", json.display()))?;
+    let mut out = Vec::new();
+    for feature in document.as_array().into_iter().flatten() {
+        let file = feature["uri"]
+            .as_str()
+            .and_then(|u| Path::new(u).file_name())
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        for element in feature["elements"].as_array().into_iter().flatten() {
+            let tags = element["tags"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .chain(feature["tags"].as_array().into_iter().flatten());
+            if tags
+                .filter_map(|t| t["name"].as_str())
+                .any(|t| t.trim_start_matches('@') == "mco-logs")
+            {
+                continue;
+            }
+            let steps = element["steps"].as_array().cloned().unwrap_or_default();
+            let failed = steps.iter().find(|s| s["result"]["status"] == "failed");
+            let undefined = steps.iter().find(|s| s["result"]["status"] != "passed");
+            let Some(step) = failed.or(undefined) else {
+                continue;
+            };
+            out.push(Rejection {
+                file: file.clone(),
+                scenario: element["name"].as_str().unwrap_or("").to_string(),
+                line: element["line"].as_u64().unwrap_or(0),
+                step: format!(
+                    "{}{}",
+                    step["keyword"].as_str().unwrap_or(""),
+                    step["name"].as_str().unwrap_or("")
+                ),
+                message: step["result"]["error_message"]
+                    .as_str()
+                    .unwrap_or("no step definition matches")
+                    .trim()
+                    .to_string(),
+            });
+        }
+    }
+    out.sort_by(|a, b| (&a.file, a.line, &a.scenario).cmp(&(&b.file, b.line, &b.scenario)));
+    Ok(out)
+}
+
+/// The first line of a step's failure that says what was expected or seen, cut to `max`
+/// characters.
+pub fn message_summary(message: &str, max: usize) -> String {
+    let line = message
+        .lines()
+        .map(str::trim)
+        .find(|l| {
+            !l.is_empty()
+                && !l.starts_with("Step failed")
+                && !l.starts_with("Defined:")
+                && !l.starts_with("Matched:")
+        })
+        .unwrap_or("");
+    let line = line.trim_start_matches("Step panicked. Captured output: ");
+    if line.chars().count() > max {
+        format!("{}…", line.chars().take(max).collect::<String>())
+    } else {
+        line.to_string()
+    }
+}
+
+/// The table printed after a self-test: one row per mutant and profile.
+pub fn table_text(verdicts: &[Verdict]) -> String {
+    let mut out = String::new();
+    for v in verdicts {
+        match &v.rejection {
+            Some(r) => out.push_str(&format!(
+                "REJECTED  {:<30} {:<9} by {}:{} {:?} ({:.1} s)\n          step: {}\n          seen: {}\n",
+                v.mutant.name(),
+                v.profile.as_str(),
+                r.file,
+                r.line,
+                r.scenario,
+                v.took.as_secs_f64(),
+                r.step,
+                message_summary(&r.message, 200)
+            )),
+            None if v.seen.is_empty() => out.push_str(&format!(
+                "SURVIVED  {:<30} {:<9} no scenario failed: {}\n",
+                v.mutant.name(),
+                v.profile.as_str(),
+                v.mutant.broken()
+            )),
+            None => out.push_str(&format!(
+                "SURVIVED  {:<30} {:<9} no failure was confirmed (each failed scenario passed alone with the mutant, or failed with the reference too): {}\n",
+                v.mutant.name(),
+                v.profile.as_str(),
+                v.seen.iter().map(|r| format!("{}:{}", r.file, r.line)).collect::<Vec<_>>().join(", ")
+            )),
+        }
+    }
+    let survived = verdicts.iter().filter(|v| !v.rejected()).count();
+    out.push_str(&format!(
+        "{} mutant run(s): {} rejected, {survived} survived\n",
+        verdicts.len(),
+        verdicts.len() - survived
+    ));
+    out
+}
+
+/// The README's self-test table (markdown): mutant, profile, what it breaks, the first scenario
+/// and step that rejected it, and the message.
+pub fn table_markdown(verdicts: &[Verdict]) -> String {
+    let cell = |s: &str| s.replace('|', "\\|");
+    let mut out = String::from(
+        "| mutant | profile | broken behaviour | rejected by (scenario) | step | message |\n|---|---|---|---|---|---|\n",
+    );
+    for v in verdicts {
+        let (scenario, step, message) = match &v.rejection {
+            Some(r) => (
+                format!("`{}:{}` {}", r.file, r.line, r.scenario),
+                r.step.clone(),
+                message_summary(&r.message, 160),
+            ),
+            None => ("**survived**".into(), String::new(), String::new()),
+        };
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} | {} |\n",
+            v.mutant.name(),
+            v.profile.as_str(),
+            cell(v.mutant.broken()),
+            cell(&scenario),
+            cell(&step),
+            cell(&message)
+        ));
+    }
+    out
+}
+
+/// One row of a self-test table: the claim that the scenario at `file:line` rejects the mutant
+/// on the profile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableRow {
+    pub mutant: String,
+    pub profile: String,
+    pub file: String,
+    pub line: u64,
+}
+
+/// The rows of a self-test table in markdown, as the table names them, so a test can check each
+/// claim again.
+pub fn table_rows(markdown: &str) -> Vec<TableRow> {
+    markdown
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.split(" | ").collect();
+            let location = cells.get(3)?.strip_prefix('`')?.split('`').next()?;
+            let (file, line) = location.rsplit_once(':')?;
+            Some(TableRow {
+                mutant: cells
+                    .first()?
+                    .trim_start_matches("| `")
+                    .trim_end_matches('`')
+                    .to_string(),
+                profile: cells.get(1)?.to_string(),
+                file: file.to_string(),
+                line: line.parse().ok()?,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rejections_read_failed_scenarios_and_leave_mco_logs_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("r.json");
+        let doc = serde_json::json!([{
+            "uri": "/x/features/a.feature",
+            "tags": [],
+            "elements": [
+                {"name": "passes", "line": 3, "tags": [], "steps": [{"keyword": "Then ", "name": "ok", "result": {"status": "passed"}}]},
+                {"name": "logs", "line": 9, "tags": [{"name": "@mco-logs"}], "steps": [{"keyword": "Then ", "name": "x", "result": {"status": "failed", "error_message": "no"}}]},
+                {"name": "fails", "line": 20, "tags": [], "steps": [
+                    {"keyword": "Given ", "name": "a", "result": {"status": "passed"}},
+                    {"keyword": "Then ", "name": "b", "result": {"status": "failed", "error_message": "Step failed:\nDefined: x\nexpected 0644, saw 0600"}}
+                ]},
+                {"name": "first", "line": 5, "tags": [], "steps": [{"keyword": "When ", "name": "typo", "result": {"status": "skipped"}}]}
+            ]
+        }]);
+        std::fs::write(&json, doc.to_string()).unwrap();
+        let r = rejections(&json).unwrap();
+        assert_eq!(
+            r.iter().map(|r| (r.line, r.step.as_str())).collect::<Vec<_>>(),
+            [(5, "When typo"), (20, "Then b")]
+        );
+        assert_eq!(r[0].file, "a.feature");
+        assert_eq!(message_summary(&r[1].message, 100), "expected 0644, saw 0600");
+        assert!(rejections(&dir.path().join("missing.json")).is_err());
+    }
+
+    #[test]
+    fn the_markdown_table_reads_back() {
+        let v = Verdict {
+            mutant: Mutant::WrongMode,
+            profile: Profile::Ocp416,
+            rejection: Some(Rejection {
+                file: "a.feature".into(),
+                scenario: "S | T".into(),
+                line: 1,
+                step: "Then x".into(),
+                message: "m".into(),
+            }),
+            seen: Vec::new(),
+            took: Duration::ZERO,
+        };
+        let md = table_markdown(&[v]);
+        assert_eq!(
+            table_rows(&md),
+            [TableRow {
+                mutant: "wrong-mode".into(),
+                profile: "ocp-4.16".into(),
+                file: "a.feature".into(),
+                line: 1
+            }]
+        );
+        assert!(md.contains("S \\| T"), "{md}");
+        assert!(md.contains("S \\| T"), "{md}");
+    }
+}
