@@ -35,6 +35,7 @@ pub mod resource;
 pub mod selector;
 pub mod server;
 pub mod store;
+pub mod testing;
 pub mod tls;
 pub mod validation;
 

@@ -27,8 +27,8 @@ pub struct ConformanceWorld {
     pub deadline: std::time::Duration,
     /// Per node: the rendered config it ran when the cluster was up.
     pub configs_at_start: BTreeMap<String, String>,
-    /// The cluster log's length when the last change step began (what a Then step judges).
-    pub log_mark: usize,
+    /// The Node history's length when the last change step began (what a Then step judges).
+    pub history_mark: usize,
     /// Per (node, path): the contents and mode a step found before it edited the file.
     pub originals: BTreeMap<(String, String), (Vec<u8>, u32)>,
 }
@@ -55,7 +55,7 @@ impl ConformanceWorld {
             boot_ids: BTreeMap::new(),
             signers_at_start: BTreeMap::new(),
             originals: BTreeMap::new(),
-            log_mark: 0,
+            history_mark: 0,
             configs_at_start: BTreeMap::new(),
             agent: crate::scenario::AgentKind::Reference,
             backend: crate::scenario::NodeBackend::Embedded,

@@ -68,7 +68,7 @@ async fn kubectl_versions_drive_the_fake() {
     let dir = match kubectl_dir() {
         Ok(d) => d,
         Err(why) => {
-            println!("SKIP kubectl tests: {why}");
+            fake_apiserver::testing::skip(&format!("kubectl tests: {why}"));
             return;
         }
     };
@@ -76,7 +76,10 @@ async fn kubectl_versions_drive_the_fake() {
     for version in VERSIONS {
         let binary = dir.join(format!("kubectl.{version}"));
         if !binary.is_file() {
-            println!("SKIP kubectl {version}: {} is not installed", binary.display());
+            fake_apiserver::testing::skip(&format!(
+                "kubectl {version}: {} is not installed",
+                binary.display()
+            ));
             continue;
         }
         exercise(binary).await;
@@ -84,10 +87,10 @@ async fn kubectl_versions_drive_the_fake() {
         ran += 1;
     }
     if ran == 0 {
-        println!(
-            "SKIP kubectl tests: none of {VERSIONS:?} found in {}",
+        fake_apiserver::testing::skip(&format!(
+            "kubectl tests: none of {VERSIONS:?} found in {}",
             dir.display()
-        );
+        ));
     }
 }
 

@@ -11,8 +11,10 @@
 //! - `stepping`: `advance`, heartbeats, `converge`.
 //! - `act`: forced rotation, added MachineConfigs, serving-certificate rotation.
 //! - `observe`: what steps read back.
+//! - `node_history`: each Node's cordon and drain annotations over the scenario, from a watch.
 
 mod act;
+pub mod node_history;
 mod observe;
 mod stepping;
 pub use act::ServingCaChange;
@@ -269,6 +271,8 @@ pub struct Scenario {
     pub bootstrap_rendered: BTreeMap<String, String>,
     /// What a Prometheus scraping that endpoint at every clock stop has recorded.
     prometheus: std::sync::Mutex<crate::prometheus::Prometheus>,
+    /// Every Node's cordon and drain annotations over the scenario, as a watch saw them.
+    pub node_history: node_history::NodeHistory,
 }
 
 fn fixture_err(e: impl std::fmt::Display) -> ScenarioError {
@@ -435,6 +439,7 @@ impl Scenario {
             .collect();
         let nodes = futures::future::try_join_all(starts).await?;
         let stop = CancellationToken::new();
+        let node_history = node_history::NodeHistory::spawn(admin.clone(), stop.clone());
         side.clone().spawn(stop.clone());
         let metrics_addr = side
             .mcc
@@ -458,6 +463,7 @@ impl Scenario {
                 .map(|(pool, (name, _))| (pool, name))
                 .collect(),
             prometheus: std::sync::Mutex::new(Default::default()),
+            node_history,
         };
         scenario.await_kubelets().await?;
         scenario.scrape_metrics().await?;

@@ -102,6 +102,32 @@ impl Scenario {
             .unwrap_or_default())
     }
 
+    /// The node's cordon and drain changes since `mark`, once the history has caught up with
+    /// the Node as the API server holds it now.
+    pub async fn node_changes_since(
+        &self,
+        node: &str,
+        mark: usize,
+    ) -> Result<Vec<node_history::NodeChange>, ScenarioError> {
+        let now = self.node_object(node).await?;
+        let rv: u64 = now
+            .metadata
+            .resource_version
+            .as_deref()
+            .and_then(|rv| rv.parse().ok())
+            .unwrap_or(0);
+        eventually(self.options.deadline, || async {
+            if self.node_history.caught_up(node, rv) {
+                Ok(())
+            } else {
+                Err(format!("the Node watch has not shown {node} at resourceVersion {rv} yet"))
+            }
+        })
+        .await
+        .map_err(ScenarioError::NotConverged)?;
+        Ok(self.node_history.since(mark, node))
+    }
+
     /// A MachineConfigPool's spec.
     pub async fn pool_spec(&self, pool: &str) -> Result<serde_json::Value, ScenarioError> {
         let object = machine_config_pools(&self.admin)

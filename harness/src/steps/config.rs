@@ -68,7 +68,7 @@ async fn machine_config_changes(
     change: String,
 ) -> anyhow::Result<()> {
     let spec = change_spec(&change)?;
-    world.log_mark = world.cluster()?.log.lines().len();
+    world.history_mark = world.cluster()?.node_history.mark();
     world.cluster()?.add_machine_config(&pool, spec).await?;
     Ok(())
 }
@@ -114,17 +114,35 @@ async fn applied_with(world: &mut ConformanceWorld, action: String) -> anyhow::R
             node.name(),
             lines[lines.len().saturating_sub(25)..].join("\n")
         );
-        let drained = format!("node {}: drain-", node.name());
-        let was_drained = c.log.lines()[world.log_mark.min(c.log.lines().len())..]
+        // The drain as the Node shows it: the agent asks with desiredDrain=drain-<config>,
+        // and the node is cordoned before it reboots.
+        let changes = c.node_changes_since(node.name(), world.history_mark).await?;
+        let asked = changes.iter().any(|ch| ch.desired_drain.starts_with("drain-"));
+        let cordoned = changes.iter().any(|ch| ch.unschedulable);
+        let seen: Vec<String> = changes
             .iter()
-            .any(|l| l.contains(&drained));
+            .map(|ch| {
+                format!(
+                    "unschedulable={} desiredDrain={:?} lastAppliedDrain={:?}",
+                    ch.unschedulable, ch.desired_drain, ch.last_applied_drain
+                )
+            })
+            .collect();
         match action.as_str() {
             "no reboot" => ensure!(
-                !was_drained,
-                "{} was drained for a change that needs no reboot",
-                node.name()
+                !asked && !cordoned,
+                "{} was drained for a change that needs no reboot; the Node went through:\n{}",
+                node.name(),
+                seen.join("\n")
             ),
-            "a reboot" => ensure!(was_drained, "{} rebooted without a drain", node.name()),
+            "a reboot" => ensure!(
+                asked && cordoned,
+                "{} rebooted without a drain (desiredDrain=drain-… {}, cordoned {}); the Node went through:\n{}",
+                node.name(),
+                if asked { "asked" } else { "never asked" },
+                if cordoned { "yes" } else { "never" },
+                seen.join("\n")
+            ),
             _ => {}
         }
     }

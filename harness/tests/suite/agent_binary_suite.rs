@@ -38,7 +38,7 @@ async fn the_whole_suite_passes_with_the_reference_daemon_binary_on_both_node_ki
         embedded.skipped
     );
     if let Some(why) = harness::node::image::docker_unavailable() {
-        eprintln!("SKIP: the container half: no Docker engine ({why})");
+        fake_apiserver::testing::skip(&format!("the container half: no Docker engine ({why})"));
         return;
     }
     let container = whole_suite(Nodes::Container).await;

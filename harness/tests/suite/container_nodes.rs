@@ -29,7 +29,7 @@ macro_rules! image_or_skip {
         match node_image() {
             Ok(image) => image,
             Err(why) => {
-                eprintln!("SKIP: {why}");
+                fake_apiserver::testing::skip(&why);
                 return;
             }
         }
@@ -395,7 +395,7 @@ fn overlapping_intervals_are_counted_at_their_busiest_instant() {
 #[test]
 fn a_missing_agent_image_is_an_error_naming_it() {
     if let Some(why) = docker_unavailable() {
-        eprintln!("SKIP: no Docker engine ({why})");
+        fake_apiserver::testing::skip(&format!("no Docker engine ({why})"));
         return;
     }
     let err = harness::node::image::agent_image_command("mco-conformance-no-such-image:0")

@@ -68,7 +68,7 @@ async fn the_faulty_agent_fails_the_scenario_that_covers_its_fault_and_the_refer
 async fn on_container_nodes_too() {
     let _turn = crate::take_turn().await;
     if let Some(why) = harness::node::image::docker_unavailable() {
-        eprintln!("SKIP: no Docker engine ({why})");
+        fake_apiserver::testing::skip(&format!("no Docker engine ({why})"));
         return;
     }
     faulty_fails_reference_passes(Nodes::Container).await;

@@ -31,11 +31,11 @@ fn run_in(image: &str, command: &[&str]) -> String {
 #[test]
 fn the_node_image_is_built_here_reused_while_unchanged_and_runs_our_binaries() {
     if let Some(why) = docker_unavailable() {
-        eprintln!("SKIP: no Docker engine ({why})");
+        fake_apiserver::testing::skip(&format!("no Docker engine ({why})"));
         return;
     }
     if find_busybox().is_err() {
-        eprintln!("SKIP: {}", ImageError::NoBusybox);
+        fake_apiserver::testing::skip(&ImageError::NoBusybox.to_string());
         return;
     }
     let binaries = vec![
