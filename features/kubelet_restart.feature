@@ -1,5 +1,6 @@
 # Encodes: MCO release-4.16 pkg/daemon/certificate_writer.go (the kubeconfig CA block:
-# kubeconfig-data, the localhost and load-balancer signers that defer the restart, "restarting
+# kubeconfig-data, the installer's localhost and load-balancer signers and the recovery signer
+# that defer the restart, KAS-O's rotated ones that do not, "restarting
 # kubelet due to server-ca rotation", systemctl stop, the CA in /var/lib/kubelet/kubeconfig,
 # daemon-reload, start) and pkg/operator/sync.go syncControllerConfig (service-ca-rotate),
 # PRs #4106 (OCPBUGS-25821) and #4276 (OCPBUGS-31067); release-4.12
@@ -51,6 +52,7 @@ Feature: When the kubelet restarts
     Given a fresh cluster with 1 worker node
     When the kube-apiserver's serving CA bundle gains a new CA
     Then every node's journal shows, in this order:
+      | Need to restart kubelet                      |
       | restarting kubelet due to server-ca rotation |
       | Stopping kubelet.service...                  |
       | Stopped kubelet.service.                     |
@@ -60,13 +62,60 @@ Feature: When the kubelet restarts
     And every node's /var/lib/kubelet/kubeconfig trusts the kube-apiserver's new CA
     And every node's /etc/kubernetes/kubeconfig trusts the kube-apiserver's new CA
 
-  # No node reaches the API through the localhost or load-balancer signers' certificates, so
-  # upstream only writes /etc/kubernetes/kubeconfig and defers the kubelet restart.
+  # Which added serving CA restarts the kubelet (release-4.16 certificate_writer.go:195-216):
+  # for every certificate kubeconfig-data adds, upstream logs "Cert not found in kubeconfig …
+  # Subject is: <CN>", then "Skipping kubelet restart" when the CN contains
+  # kube-apiserver-localhost-signer, openshift-kube-apiserver-operator_localhost-recovery-serving-signer
+  # or kube-apiserver-lb-signer, and "Need to restart kubelet" otherwise. A signer KAS-O rotates is
+  # named by library-go as openshift-kube-apiserver-operator_<secret>@<unix> (signer.go:186):
+  # localhost-serving-signer and loadbalancer-serving-signer match none of those names, so upstream
+  # restarts the kubelet for them, whatever the seeds' intent ("they rotate randomly during
+  # upgrades"). Only the installer's own two signers and the recovery signer defer.
   @ocp-4.16
-  Scenario: On 4.16 a new localhost serving signer does not restart the kubelet
+  Scenario Outline: On 4.16 <signer> restarts the kubelet
     Given a fresh cluster with 1 worker node
-    When the kube-apiserver's serving CA bundle gains a new kube-apiserver-localhost-signer
-    Then every node's /etc/kubernetes/kubeconfig trusts a kube-apiserver-localhost-signer
-    And every node's /var/lib/kubelet/kubeconfig does not trust a kube-apiserver-localhost-signer
-    And no node's journal shows "restarting kubelet due to server-ca rotation"
+    When the kube-apiserver's serving CA bundle gains <signer>
+    Then every node's journal shows, in this order:
+      | Cert not found in kubeconfig. This means we need to write to disk. Subject is: openshift-kube-apiserver-operator_<secret>@ |
+      | Need to restart kubelet                                                                                                  |
+      | Stopping kubelet.service...                                                                                              |
+      | Started kubelet.service.                                                                                                 |
+    And every node's /var/lib/kubelet/kubeconfig trusts the added CA
+    And every node's /etc/kubernetes/kubeconfig trusts the added CA
+    And no node has rebooted
+
+    Examples:
+      | signer                                 | secret                      |
+      | a rotated localhost serving signer     | localhost-serving-signer    |
+      | a rotated load-balancer serving signer | loadbalancer-serving-signer |
+
+  # The deferred ones: /etc/kubernetes/kubeconfig gets the CA (the bundle differs and a
+  # certificate is missing), the kubelet and its kubeconfig are left alone.
+  @ocp-4.16
+  Scenario Outline: On 4.16 <signer> does not restart the kubelet
+    Given a fresh cluster with 1 worker node
+    When the kube-apiserver's serving CA bundle gains <signer>
+    Then every node's /etc/kubernetes/kubeconfig trusts the added CA
+    And every node's journal shows "Skipping kubelet restart"
+    And every node's /var/lib/kubelet/kubeconfig does not trust the added CA
+    And no node's journal shows "Need to restart kubelet"
     And no node's journal shows "Stopping kubelet.service"
+
+    Examples:
+      | signer                                          |
+      | a new localhost-recovery serving signer         |
+      | the installer's kube-apiserver-localhost-signer |
+      | the installer's kube-apiserver-lb-signer        |
+
+  # A change that only removes a CA: every certificate of kubeconfig-data is already on disk
+  # (allCertsThere), so upstream writes no kubeconfig and restarts nothing; the removed CA stays
+  # in /etc/kubernetes/kubeconfig.
+  @ocp-4.16
+  Scenario: On 4.16 a serving CA that leaves the bundle restarts nothing
+    Given a fresh cluster with 1 worker node
+    When the kube-apiserver's serving CA bundle gains a new localhost-recovery serving signer
+    And the kube-apiserver's serving CA bundle loses the added CA
+    Then every node's /etc/kubernetes/kubeconfig trusts the added CA
+    And no node's journal shows "Need to restart kubelet"
+    And no node's journal shows "Stopping kubelet.service"
+    And no node has rebooted

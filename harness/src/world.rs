@@ -29,6 +29,8 @@ pub struct ConformanceWorld {
     pub configs_at_start: BTreeMap<String, String>,
     /// The Node history's length when the last change step began (what a Then step judges).
     pub history_mark: usize,
+    /// The CA the last serving-CA step added to the kube-apiserver's serving CA bundle (PEM).
+    pub added_serving_ca: Option<String>,
     /// Per (node, path): the contents and mode a step found before it edited the file.
     pub originals: BTreeMap<(String, String), (Vec<u8>, u32)>,
 }
@@ -55,6 +57,7 @@ impl ConformanceWorld {
             boot_ids: BTreeMap::new(),
             signers_at_start: BTreeMap::new(),
             originals: BTreeMap::new(),
+            added_serving_ca: None,
             history_mark: 0,
             configs_at_start: BTreeMap::new(),
             agent: crate::scenario::AgentKind::Reference,

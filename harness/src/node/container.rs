@@ -190,23 +190,27 @@ impl Node for ContainerNode {
             .map_err(|e| ControlClient::node_error(&self.name, path, e))
     }
 
-    async fn journal_mark(&self) -> JournalMark {
-        JournalMark(self.call("<journal>", Request::JournalMark).await.unwrap_or(0))
+    async fn journal_mark(&self) -> Result<JournalMark, NodeError> {
+        Ok(JournalMark(self.call("<journal>", Request::JournalMark).await?))
     }
 
-    async fn journal_since(&self, mark: JournalMark) -> Vec<String> {
+    async fn journal_since(&self, mark: JournalMark) -> Result<Vec<String>, NodeError> {
         self.call("<journal>", Request::JournalSince { mark: mark.0 })
             .await
-            .unwrap_or_else(|e| vec![format!("(journal unreadable: {e})")])
     }
 
-    async fn wait_for_journal(&self, mark: JournalMark, needle: &str, deadline: Duration) -> Option<String> {
+    async fn wait_for_journal(
+        &self,
+        mark: JournalMark,
+        needle: &str,
+        deadline: Duration,
+    ) -> Result<Option<String>, NodeError> {
         let request = Request::WaitJournal {
             mark: mark.0,
             needle: needle.into(),
             timeout_ms: u64::try_from(deadline.as_millis()).unwrap_or(u64::MAX),
         };
-        self.call("<journal>", request).await.ok().flatten()
+        self.call("<journal>", request).await
     }
 
     async fn systemctl(&self, args: &[&str]) -> Result<Outcome, NodeError> {
@@ -222,19 +226,18 @@ impl Node for ContainerNode {
         })
     }
 
-    async fn kubelet_endpoint(&self) -> Option<SocketAddr> {
-        self.call("<kubelet>", Request::KubeletEndpoint)
+    async fn kubelet_endpoint(&self) -> Result<Option<SocketAddr>, NodeError> {
+        self.call("<kubelet>", Request::KubeletEndpoint).await
+    }
+
+    async fn boot_id(&self) -> Result<String, NodeError> {
+        self.call("<boot id>", Request::BootId).await
+    }
+
+    async fn boot(&self) -> Result<(), NodeError> {
+        self.call::<serde_json::Value>("<boot>", Request::Boot)
             .await
-            .ok()
-            .flatten()
-    }
-
-    async fn boot_id(&self) -> String {
-        self.call("<boot id>", Request::BootId).await.unwrap_or_default()
-    }
-
-    async fn boot(&self) {
-        let _ = self.call::<serde_json::Value>("<boot>", Request::Boot).await;
+            .map(|_| ())
     }
 
     fn container_id(&self) -> Option<String> {

@@ -199,8 +199,10 @@ async fn carry_out(
                 .log(crate::pki::Clock::now(node.clock()), &ident, pid, &message);
             Value::Null
         }
-        Request::JournalMark => to_json(&node.journal_mark().await.0),
-        Request::JournalSince { mark } => to_json(&node.journal_since(JournalMark(mark)).await),
+        Request::JournalMark => to_json(&node.journal_mark().await.map_err(node_err)?.0),
+        Request::JournalSince { mark } => {
+            to_json(&node.journal_since(JournalMark(mark)).await.map_err(node_err)?)
+        }
         Request::WaitJournal {
             mark,
             needle,
@@ -208,7 +210,8 @@ async fn carry_out(
         } => to_json(
             &node
                 .wait_for_journal(JournalMark(mark), &needle, Duration::from_millis(timeout_ms))
-                .await,
+                .await
+                .map_err(node_err)?,
         ),
         Request::Read { path } => {
             let bytes = node.read(&path).await.map_err(node_err)?;
@@ -234,8 +237,8 @@ async fn carry_out(
         }
         Request::List { path } => to_json(&node.list(&path).await.map_err(node_err)?),
         Request::Stat { path } => to_json(&node.stat(&path).await.map_err(node_err)?.map(StatWire::from)),
-        Request::KubeletEndpoint => to_json(&node.kubelet_endpoint().await),
-        Request::BootId => to_json(&node.boot_id().await),
+        Request::KubeletEndpoint => to_json(&node.kubelet_endpoint().await.map_err(node_err)?),
+        Request::BootId => to_json(&node.boot_id().await.map_err(node_err)?),
         Request::SetNow { now } if scope == Scope::Init => {
             let at = time::OffsetDateTime::parse(&now, &time::format_description::well_known::Rfc3339)
                 .map_err(|e| ControlFailure {

@@ -410,16 +410,21 @@ impl Node for EmbeddedNode {
         }
     }
 
-    async fn journal_mark(&self) -> JournalMark {
-        self.inner.journal.mark()
+    async fn journal_mark(&self) -> Result<JournalMark, NodeError> {
+        Ok(self.inner.journal.mark())
     }
 
-    async fn journal_since(&self, mark: JournalMark) -> Vec<String> {
-        self.inner.journal.since(mark)
+    async fn journal_since(&self, mark: JournalMark) -> Result<Vec<String>, NodeError> {
+        Ok(self.inner.journal.since(mark))
     }
 
-    async fn wait_for_journal(&self, mark: JournalMark, needle: &str, deadline: Duration) -> Option<String> {
-        self.inner.journal.wait_for(mark, needle, deadline).await
+    async fn wait_for_journal(
+        &self,
+        mark: JournalMark,
+        needle: &str,
+        deadline: Duration,
+    ) -> Result<Option<String>, NodeError> {
+        Ok(self.inner.journal.wait_for(mark, needle, deadline).await)
     }
 
     async fn systemctl(&self, args: &[&str]) -> Result<Outcome, NodeError> {
@@ -446,16 +451,17 @@ impl Node for EmbeddedNode {
         Ok(outcome)
     }
 
-    async fn kubelet_endpoint(&self) -> Option<SocketAddr> {
-        *lock(&self.inner.kubelet_endpoint)
+    async fn kubelet_endpoint(&self) -> Result<Option<SocketAddr>, NodeError> {
+        Ok(*lock(&self.inner.kubelet_endpoint))
     }
 
-    async fn boot_id(&self) -> String {
-        lock(&self.inner.boot_id).clone()
+    async fn boot_id(&self) -> Result<String, NodeError> {
+        Ok(lock(&self.inner.boot_id).clone())
     }
 
-    async fn boot(&self) {
-        EmbeddedNode::boot(self).await
+    async fn boot(&self) -> Result<(), NodeError> {
+        EmbeddedNode::boot(self).await;
+        Ok(())
     }
 
     async fn shutdown(&self) {
@@ -516,10 +522,10 @@ mod tests {
     #[tokio::test]
     async fn systemctl_drives_services_and_the_journal() {
         let n = node().await;
-        let mark = n.journal_mark().await;
+        let mark = n.journal_mark().await.unwrap();
         let out = n.systemctl(&["restart", "kubelet"]).await.unwrap();
         assert_eq!(out.exit_code, 0);
-        let lines = n.journal_since(mark).await;
+        let lines = n.journal_since(mark).await.unwrap();
         let tail: Vec<&str> = lines.iter().map(|l| l.split_once("node-1 ").unwrap().1).collect();
         assert_eq!(tail[0], "systemd[1]: Stopping kubelet.service...");
         assert_eq!(tail[1], "systemd[1]: Stopped kubelet.service.");
@@ -528,6 +534,7 @@ mod tests {
             n.wait_for_journal(mark, "kubelet[", Duration::from_secs(5))
                 .await
                 .unwrap()
+                .expect("the kubelet's line")
                 .ends_with(": up")
         );
         assert!(
@@ -543,16 +550,18 @@ mod tests {
             .await
             .unwrap();
         n.write("/etc/kept", b"x", 0o644).await.unwrap();
-        let (mark, before) = (n.journal_mark().await, n.boot_id().await);
+        let (mark, before) = (n.journal_mark().await.unwrap(), n.boot_id().await.unwrap());
         n.systemctl(&["reboot"]).await.unwrap();
         let marker = n
             .wait_for_journal(mark, "-- Boot ", Duration::from_secs(5))
             .await
+            .unwrap()
             .expect("a boot marker");
         n.wait_for_journal(mark, "Started kubelet.service.", Duration::from_secs(5))
             .await
+            .unwrap()
             .expect("kubelet back");
-        let after = n.boot_id().await;
+        let after = n.boot_id().await.unwrap();
         assert_ne!(after, before);
         assert_eq!(marker, format!("-- Boot {after} --"));
         assert!(

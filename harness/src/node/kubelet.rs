@@ -329,8 +329,9 @@ mod tests {
         let mark = crate::node::JournalMark(0);
         node.wait_for_journal(mark, "Starting to listen", WAIT)
             .await
+            .unwrap()
             .expect("the kubelet listens");
-        node.kubelet_endpoint().await.expect("published")
+        node.kubelet_endpoint().await.unwrap().expect("published")
     }
 
     /// Replace the file as agents do: a new file renamed over the old one.
@@ -379,11 +380,12 @@ mod tests {
             .await
             .expect("trusted signer: accepted");
 
-        let mark = node.journal_mark().await;
+        let mark = node.journal_mark().await.unwrap();
         replace_atomically(&node, &new.cert.pem);
         let reload = node
             .wait_for_journal(mark, CA_RELOAD_LOG, WAIT)
             .await
+            .unwrap()
             .expect("reloaded after the rename");
         assert!(reload.contains("node-1 kubelet["), "{reload}");
         let err = probe(addr, &client.pem, &client.key_pem).await.unwrap_err();
@@ -391,19 +393,21 @@ mod tests {
         let logged = node
             .wait_for_journal(mark, "Unable to authenticate the request", WAIT)
             .await
-            .unwrap();
+            .unwrap()
+            .expect("the rejection logged");
         assert!(logged.contains("is not in the CA bundle"), "{logged}");
 
-        let mark = node.journal_mark().await;
+        let mark = node.journal_mark().await.unwrap();
         replace_atomically(&node, &format!("{}{}", new.cert.pem, old.cert.pem));
         node.wait_for_journal(mark, CA_RELOAD_LOG, WAIT)
             .await
+            .unwrap()
             .expect("reloaded again");
         probe(addr, &client.pem, &client.key_pem)
             .await
             .expect("both signers: accepted again");
         node.clock().advance(time::Duration::days(31));
-        let mark = node.journal_mark().await;
+        let mark = node.journal_mark().await.unwrap();
         assert!(
             probe(addr, &client.pem, &client.key_pem).await.is_err(),
             "expired at simulated time"
@@ -411,7 +415,8 @@ mod tests {
         let logged = node
             .wait_for_journal(mark, "Unable to authenticate", WAIT)
             .await
-            .unwrap();
+            .unwrap()
+            .expect("the rejection logged");
         assert!(logged.contains("(sim), not valid after"), "{logged}");
         node.shutdown().await;
     }

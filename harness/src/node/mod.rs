@@ -74,6 +74,9 @@ pub const KUBELET_UNIT: &str = "kubelet.service";
 pub const CRIO_UNIT: &str = "crio.service";
 pub const AGENT_UNIT: &str = "machine-config-daemon.service";
 
+/// Every observation can fail (a container node's control socket may be gone): a failed read
+/// fails the step that made it, naming the node, what was read and why, so a negative check
+/// never passes having read nothing.
 #[async_trait::async_trait]
 pub trait Node: Send + Sync {
     fn name(&self) -> &str;
@@ -87,18 +90,23 @@ pub trait Node: Send + Sync {
     async fn list(&self, dir: &str) -> Result<Vec<String>, NodeError>;
     /// `None` when the path does not exist.
     async fn stat(&self, path: &str) -> Result<Option<FileStat>, NodeError>;
-    async fn journal_mark(&self) -> JournalMark;
-    async fn journal_since(&self, mark: JournalMark) -> Vec<String>;
+    async fn journal_mark(&self) -> Result<JournalMark, NodeError>;
+    async fn journal_since(&self, mark: JournalMark) -> Result<Vec<String>, NodeError>;
     /// The first journal line after `mark` containing `needle`, or `None` after `deadline`.
-    async fn wait_for_journal(&self, mark: JournalMark, needle: &str, deadline: Duration) -> Option<String>;
+    async fn wait_for_journal(
+        &self,
+        mark: JournalMark,
+        needle: &str,
+        deadline: Duration,
+    ) -> Result<Option<String>, NodeError>;
     /// Run `systemctl` on the node.
     async fn systemctl(&self, args: &[&str]) -> Result<Outcome, NodeError>;
     /// Where the kubelet serves, once it does.
-    async fn kubelet_endpoint(&self) -> Option<SocketAddr>;
+    async fn kubelet_endpoint(&self) -> Result<Option<SocketAddr>, NodeError>;
     /// The current boot id (changes with every reboot).
-    async fn boot_id(&self) -> String;
+    async fn boot_id(&self) -> Result<String, NodeError>;
     /// First boot, once the node is seeded: the boot marker and the enabled units.
-    async fn boot(&self);
+    async fn boot(&self) -> Result<(), NodeError>;
     /// Stop every service: the node goes away.
     async fn shutdown(&self);
     /// The Docker container a container node runs in (for evidence and `docker exec`).

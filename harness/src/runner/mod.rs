@@ -545,8 +545,11 @@ async fn keep_evidence(dir: &std::path::Path, scenario: &str, s: &crate::scenari
         return;
     }
     for node in &s.nodes {
-        let lines = node.journal_since(crate::node::JournalMark(0)).await;
-        let _ = std::fs::write(dir.join(format!("{}.journal", node.name())), lines.join("\n"));
+        let text = match node.journal_since(crate::node::JournalMark(0)).await {
+            Ok(lines) => lines.join("\n"),
+            Err(e) => format!("(the journal could not be read: {e})"),
+        };
+        let _ = std::fs::write(dir.join(format!("{}.journal", node.name())), text);
     }
     let _ = std::fs::write(dir.join("cluster.log"), s.log.lines().join("\n"));
     if quiet {

@@ -4,10 +4,13 @@
 use super::*;
 
 /// Which CA `Scenario::publish_serving_ca` adds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ServingCaChange {
+    /// The CA the API server moves to on `rotate_api_serving_cert`.
     Next,
-    LocalhostSigner,
+    /// A new serving signer with this common name (KAS-O names a rotated one
+    /// `openshift-kube-apiserver-operator_<secret>@<unix>`; the installer's keep their own).
+    Signer { common_name: String },
 }
 
 impl Scenario {
@@ -53,10 +56,8 @@ impl Scenario {
 
     /// Publish a new CA in `openshift-config-managed/kube-apiserver-server-ca` beside the
     /// current one, as the kube-apiserver operator does before it serves from it, then wait
-    /// for the cluster and nodes to follow. `ServingCaChange::Next` is the CA the API server
-    /// moves to on `rotate_api_serving_cert`; `LocalhostSigner` a new
-    /// `kube-apiserver-localhost-signer`, which no node reaches the API through.
-    pub async fn publish_serving_ca(&self, change: ServingCaChange) -> Result<(), ScenarioError> {
+    /// for the cluster and nodes to follow. Returns the CA added (PEM).
+    pub async fn publish_serving_ca(&self, change: ServingCaChange) -> Result<String, ScenarioError> {
         let added = match change {
             ServingCaChange::Next => self
                 .next_serving
@@ -67,18 +68,35 @@ impl Scenario {
                 .ok_or_else(|| {
                     ScenarioError::ApiServer("the serving certificate was already rotated".into())
                 })?,
-            ServingCaChange::LocalhostSigner => {
-                let cn = format!(
-                    "openshift-kube-apiserver-operator_kube-apiserver-localhost-signer@{}",
-                    self.clock.now().unix_timestamp()
-                );
-                fake_apiserver::CertificateAuthority::generate(&cn)
+            ServingCaChange::Signer { common_name } => {
+                fake_apiserver::CertificateAuthority::generate(&common_name)
                     .map_err(|e| ScenarioError::ApiServer(e.to_string()))?
                     .cert_pem
             }
         };
         let (ns, name) = crate::cluster::names::KUBE_APISERVER_SERVER_CA;
         let bundle = format!("{}{added}", self.bundle(ns, name).await?);
+        self.write_serving_ca_bundle(&bundle).await?;
+        Ok(added)
+    }
+
+    /// Take a CA (PEM, as `publish_serving_ca` returned it) out of
+    /// `openshift-config-managed/kube-apiserver-server-ca`, as KAS-O drops an expired one, and wait
+    /// for the cluster and nodes to follow.
+    pub async fn remove_serving_ca(&self, pem: &str) -> Result<(), ScenarioError> {
+        let (ns, name) = crate::cluster::names::KUBE_APISERVER_SERVER_CA;
+        let bundle = self.bundle(ns, name).await?;
+        if !bundle.contains(pem.trim()) {
+            return Err(ScenarioError::ApiServer(format!(
+                "{ns}/{name} does not hold the CA to remove"
+            )));
+        }
+        self.write_serving_ca_bundle(&bundle.replacen(pem.trim(), "", 1).replace("\n\n", "\n"))
+            .await
+    }
+
+    async fn write_serving_ca_bundle(&self, bundle: &str) -> Result<(), ScenarioError> {
+        let (ns, name) = crate::cluster::names::KUBE_APISERVER_SERVER_CA;
         let patch = serde_json::json!({"data": {"ca-bundle.crt": bundle}});
         Api::<ConfigMap>::namespaced(self.admin.clone(), ns)
             .patch(

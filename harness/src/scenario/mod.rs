@@ -432,7 +432,7 @@ impl Scenario {
                     seed_node(admin, node.as_ref(), &seed)
                         .await
                         .map_err(|e| failed(e.to_string()))?;
-                    node.boot().await;
+                    node.boot().await.map_err(|e| failed(e.to_string()))?;
                     Ok::<_, ScenarioError>(node)
                 }
             })

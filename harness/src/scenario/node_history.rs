@@ -71,7 +71,12 @@ impl NodeHistory {
             last_applied_drain: get(LAST_APPLIED_DRAIN),
         };
         let mut inner = self.inner();
-        if let Some(rv) = node.metadata.resource_version.as_deref().and_then(|rv| rv.parse().ok()) {
+        if let Some(rv) = node
+            .metadata
+            .resource_version
+            .as_deref()
+            .and_then(|rv| rv.parse().ok())
+        {
             inner.seen_rv.insert(name.clone(), rv);
         }
         if inner.changes.iter().rev().find(|c| c.node == name) != Some(&change) {
@@ -96,6 +101,9 @@ impl NodeHistory {
 
     /// Whether the watch has shown the node at `resource_version` or later.
     pub fn caught_up(&self, node: &str, resource_version: u64) -> bool {
-        self.inner().seen_rv.get(node).is_some_and(|rv| *rv >= resource_version)
+        self.inner()
+            .seen_rv
+            .get(node)
+            .is_some_and(|rv| *rv >= resource_version)
     }
 }

@@ -120,7 +120,9 @@ impl Scenario {
             if self.node_history.caught_up(node, rv) {
                 Ok(())
             } else {
-                Err(format!("the Node watch has not shown {node} at resourceVersion {rv} yet"))
+                Err(format!(
+                    "the Node watch has not shown {node} at resourceVersion {rv} yet"
+                ))
             }
         })
         .await

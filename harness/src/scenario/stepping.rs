@@ -55,7 +55,12 @@ impl Scenario {
     pub(super) async fn await_kubelets(&self) -> Result<(), ScenarioError> {
         eventually(self.options.deadline, || async {
             for node in &self.nodes {
-                if node.kubelet_endpoint().await.is_none() {
+                if node
+                    .kubelet_endpoint()
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .is_none()
+                {
                     return Err(format!("{}: the kubelet is not serving yet", node.name()));
                 }
             }
@@ -72,10 +77,24 @@ impl Scenario {
         let now = rfc3339(self.clock.now());
         eventually(self.options.deadline, || async {
             for node in &self.nodes {
-                if node.kubelet_endpoint().await.is_none() {
+                if node
+                    .kubelet_endpoint()
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .is_none()
+                {
                     continue; // stopped: it posts nothing, as a stopped kubelet would
                 }
-                let seen = node.read(HEARTBEAT_FILE).await.unwrap_or_default();
+                let seen = match node.read(HEARTBEAT_FILE).await {
+                    Ok(seen) => seen,
+                    // Not written yet: the kubelet has not tried to post.
+                    Err(crate::node::NodeError::Io { source, .. })
+                        if source.kind() == std::io::ErrorKind::NotFound =>
+                    {
+                        Vec::new()
+                    }
+                    Err(e) => return Err(e.to_string()),
+                };
                 let seen = String::from_utf8_lossy(&seen);
                 if !seen.starts_with(&now) {
                     return Err(format!(

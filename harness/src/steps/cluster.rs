@@ -20,10 +20,10 @@ async fn start_with(world: &mut ConformanceWorld, mut options: ScenarioOptions) 
     for node in &scenario.nodes {
         world
             .marks
-            .insert(node.name().to_string(), node.journal_mark().await);
+            .insert(node.name().to_string(), node.journal_mark().await?);
         world
             .boot_ids
-            .insert(node.name().to_string(), node.boot_id().await);
+            .insert(node.name().to_string(), node.boot_id().await?);
         let config = scenario
             .node_annotations(node.name())
             .await?

@@ -94,9 +94,9 @@ pub async fn write_force_file(world: &ConformanceWorld) -> anyhow::Result<()> {
 async fn applied_with(world: &mut ConformanceWorld, action: String) -> anyhow::Result<()> {
     let c = world.cluster()?;
     for node in &c.nodes {
-        let lines = node.journal_since(world.marks[node.name()]).await;
+        let lines = node.journal_since(world.marks[node.name()]).await?;
         let has = |text: &str| lines.iter().any(|l| l.contains(text));
-        let rebooted = node.boot_id().await != world.boot_ids[node.name()];
+        let rebooted = node.boot_id().await? != world.boot_ids[node.name()];
         let seen = match (
             rebooted,
             has("Reloading crio.service..."),

@@ -40,7 +40,7 @@ async fn every_node_readiness(world: &mut ConformanceWorld, wanted: String) -> a
 #[then(regex = r"^every kubelet loaded a new kubelet-ca\.crt (\d+) time(?:s|\(s\))?$")]
 async fn kubelet_ca_loads(world: &mut ConformanceWorld, expected: usize) -> anyhow::Result<()> {
     for node in &world.cluster()?.nodes {
-        let lines = node.journal_since(world.marks[node.name()]).await;
+        let lines = node.journal_since(world.marks[node.name()]).await?;
         let loads: Vec<&String> = lines.iter().filter(|l| l.contains(CA_RELOAD_LOG)).collect();
         anyhow::ensure!(
             loads.len() == expected,
@@ -146,8 +146,8 @@ async fn kubelets_refuse_kube_apiserver(world: &mut ConformanceWorld) -> anyhow:
 async fn kill_kubelet(world: &mut ConformanceWorld) -> anyhow::Result<()> {
     let c = world.cluster()?;
     for node in &c.nodes {
-        let before = node.kubelet_endpoint().await;
-        let mark = node.journal_mark().await;
+        let before = node.kubelet_endpoint().await?;
+        let mark = node.journal_mark().await?;
         let out = node.systemctl(&["kill", "-s", "KILL", "kubelet"]).await?;
         ensure!(
             out.exit_code == 0,
@@ -157,9 +157,9 @@ async fn kill_kubelet(world: &mut ConformanceWorld) -> anyhow::Result<()> {
         );
         let node = node.as_ref();
         harness::wait::eventually(world.deadline, || async {
-            let lines = node.journal_since(mark).await;
+            let lines = node.journal_since(mark).await.map_err(|e| e.to_string())?;
             let restarted = lines.iter().any(|l| l.ends_with("Started kubelet.service."));
-            let serving = node.kubelet_endpoint().await;
+            let serving = node.kubelet_endpoint().await.map_err(|e| e.to_string())?;
             if restarted && serving.is_some() && serving != before {
                 Ok(())
             } else {

@@ -104,7 +104,7 @@ async fn kubelet_ca_count(world: &mut ConformanceWorld, count: usize) -> anyhow:
 async fn no_reboot(world: &mut ConformanceWorld) -> anyhow::Result<()> {
     for node in &world.cluster()?.nodes {
         ensure!(
-            node.boot_id().await == world.boot_ids[node.name()],
+            node.boot_id().await? == world.boot_ids[node.name()],
             "{} rebooted",
             node.name()
         );
@@ -117,7 +117,7 @@ async fn no_reboot(world: &mut ConformanceWorld) -> anyhow::Result<()> {
 #[then(regex = r#"^every node's journal shows "(.+)"$"#)]
 async fn journal_shows(world: &mut ConformanceWorld, text: String) -> anyhow::Result<()> {
     for node in &world.cluster()?.nodes {
-        let lines = node.journal_since(world.marks[node.name()]).await;
+        let lines = node.journal_since(world.marks[node.name()]).await?;
         ensure!(
             lines.iter().any(|l| l.contains(&text)),
             "{} journal has no line with {text:?}; last lines:\n{}",
@@ -173,8 +173,8 @@ async fn write_file(world: &mut ConformanceWorld, path: String) -> anyhow::Resul
 async fn reboot(world: &mut ConformanceWorld) -> anyhow::Result<()> {
     let c = world.cluster()?;
     for node in &c.nodes {
-        let before = node.boot_id().await;
-        let mark = node.journal_mark().await;
+        let before = node.boot_id().await?;
+        let mark = node.journal_mark().await?;
         let out = node.systemctl(&["reboot"]).await?;
         ensure!(
             out.exit_code == 0,
@@ -184,7 +184,7 @@ async fn reboot(world: &mut ConformanceWorld) -> anyhow::Result<()> {
         );
         let node = node.as_ref();
         eventually(world.deadline, || async {
-            let lines = node.journal_since(mark).await;
+            let lines = node.journal_since(mark).await.map_err(|e| e.to_string())?;
             let booted = lines.iter().position(|l| l.starts_with("-- Boot "));
             let started = |unit: &str| {
                 booted.is_some_and(|b| {
@@ -193,7 +193,7 @@ async fn reboot(world: &mut ConformanceWorld) -> anyhow::Result<()> {
                         .any(|l| l.ends_with(&format!("Started {unit}.")))
                 })
             };
-            if node.boot_id().await != before
+            if node.boot_id().await.map_err(|e| e.to_string())? != before
                 && started("kubelet.service")
                 && started(harness::node::AGENT_UNIT)
             {

@@ -8,18 +8,52 @@ use harness::wait::eventually;
 use harness::world::ConformanceWorld;
 
 /// A new CA joins `openshift-config-managed/kube-apiserver-server-ca` beside the current one,
-/// as the kube-apiserver operator publishes it before serving from it: "a new CA" (the one
-/// the API server will serve from) or "a new kube-apiserver-localhost-signer" (a serving
-/// signer the nodes do not reach the API through). The step ends when the nodes followed.
+/// as the kube-apiserver operator publishes it before serving from it: "a new CA" (the one the
+/// API server will serve from); a signer KAS-O rotated, named as library-go names it
+/// (`openshift-kube-apiserver-operator_<secret>@<unix>`): "a rotated localhost serving signer",
+/// "a rotated load-balancer serving signer", "a new localhost-recovery serving signer"; or the
+/// installer's own "kube-apiserver-localhost-signer" / "kube-apiserver-lb-signer". The step ends
+/// when the nodes followed.
 #[when(
-    regex = r"^the kube-apiserver's serving CA bundle gains (a new CA|a new kube-apiserver-localhost-signer)$"
+    regex = r"^the kube-apiserver's serving CA bundle gains (a new CA|a rotated localhost serving signer|a rotated load-balancer serving signer|a new localhost-recovery serving signer|the installer's kube-apiserver-localhost-signer|the installer's kube-apiserver-lb-signer)$"
 )]
 async fn bundle_gains(world: &mut ConformanceWorld, what: String) -> anyhow::Result<()> {
+    let c = world.cluster()?;
+    let rotated = |secret: &str| {
+        format!(
+            "openshift-kube-apiserver-operator_{secret}@{}",
+            harness::pki::Clock::now(&c.clock).unix_timestamp()
+        )
+    };
     let change = match what.as_str() {
         "a new CA" => ServingCaChange::Next,
-        _ => ServingCaChange::LocalhostSigner,
+        "a rotated localhost serving signer" => ServingCaChange::Signer {
+            common_name: rotated("localhost-serving-signer"),
+        },
+        "a rotated load-balancer serving signer" => ServingCaChange::Signer {
+            common_name: rotated("loadbalancer-serving-signer"),
+        },
+        "a new localhost-recovery serving signer" => ServingCaChange::Signer {
+            common_name: rotated("localhost-recovery-serving-signer"),
+        },
+        installer => ServingCaChange::Signer {
+            common_name: installer.trim_start_matches("the installer's ").to_string(),
+        },
     };
-    world.cluster()?.publish_serving_ca(change).await?;
+    let added = c.publish_serving_ca(change).await?;
+    world.added_serving_ca = Some(added);
+    Ok(())
+}
+
+/// The CA the last step added leaves `openshift-config-managed/kube-apiserver-server-ca` again
+/// (a removal-only change); the step ends when the nodes followed.
+#[when("the kube-apiserver's serving CA bundle loses the added CA")]
+async fn bundle_loses(world: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let added = world
+        .added_serving_ca
+        .clone()
+        .context("no step added a CA to the serving CA bundle before")?;
+    world.cluster()?.remove_serving_ca(&added).await?;
     Ok(())
 }
 
@@ -33,11 +67,11 @@ async fn serves_from_new_ca(world: &mut ConformanceWorld) -> anyhow::Result<()> 
 
 /// Whether every node's kubeconfig (`/etc/kubernetes/kubeconfig` or
 /// `/var/lib/kubelet/kubeconfig`) lists, in `certificate-authority-data`, the API server's new
-/// serving CA or a `kube-apiserver-localhost-signer`. "trusts" waits until it does (upstream
+/// serving CA or the CA the last serving-CA step added. "trusts" waits until it does (upstream
 /// annotates the node before it restarts the kubelet and rewrites its kubeconfig); "does not
 /// trust" is judged at once.
 #[then(
-    regex = r"^every node's (/\S+kubeconfig) (trusts|does not trust) (the kube-apiserver's new CA|a kube-apiserver-localhost-signer)$"
+    regex = r"^every node's (/\S+kubeconfig) (trusts|does not trust) (the kube-apiserver's new CA|the added CA)$"
 )]
 async fn kubeconfig_trusts(
     world: &mut ConformanceWorld,
@@ -46,15 +80,17 @@ async fn kubeconfig_trusts(
     what: String,
 ) -> anyhow::Result<()> {
     let c = world.cluster()?;
-    let next = c.next_serving_ca();
     let want = verdict == "trusts";
-    if what == "the kube-apiserver's new CA" && next.is_none() {
-        anyhow::bail!("the API server already serves from its new CA; check trust before that step");
-    }
-    let next_certs = match &next {
-        Some(pem) => super::oracle::certs(pem.as_bytes())?,
-        None => Vec::new(),
+    let wanted = if what == "the added CA" {
+        world
+            .added_serving_ca
+            .clone()
+            .context("no step added a CA to the serving CA bundle before")?
+    } else {
+        c.next_serving_ca()
+            .context("the API server already serves from its new CA; check trust before that step")?
     };
+    let next_certs = super::oracle::certs(wanted.as_bytes())?;
     for node in &c.nodes {
         let judge = || async {
             let text = node.read(&path).await.map_err(|e| e.to_string())?;
@@ -111,7 +147,7 @@ async fn journal_in_order(
     for node in &world.cluster()?.nodes {
         let mark = world.marks[node.name()];
         eventually(world.deadline, || async {
-            let lines = node.journal_since(mark).await;
+            let lines = node.journal_since(mark).await.map_err(|e| e.to_string())?;
             let mut from = 0;
             for text in &texts {
                 let Some(at) = lines[from..].iter().position(|l| l.contains(text)) else {
@@ -140,7 +176,7 @@ async fn journal_in_order(
 #[then(regex = r#"^no node's journal shows "(.+)"$"#)]
 async fn journal_lacks(world: &mut ConformanceWorld, text: String) -> anyhow::Result<()> {
     for node in &world.cluster()?.nodes {
-        let lines = node.journal_since(world.marks[node.name()]).await;
+        let lines = node.journal_since(world.marks[node.name()]).await?;
         if let Some(line) = lines.iter().find(|l| l.contains(&text)) {
             anyhow::bail!("{}: its journal shows {line:?}", node.name());
         }

@@ -107,7 +107,7 @@ const GOLDEN_JOURNAL: &[&str] = &[
 ];
 
 async fn run_sequence(node: &dyn Node) -> (Vec<(i32, String, String)>, Vec<String>) {
-    let mark = node.journal_mark().await;
+    let mark = node.journal_mark().await.unwrap();
     let mut outputs = Vec::new();
     for args in SEQUENCE {
         let out = node.systemctl(args).await.unwrap();
@@ -119,10 +119,12 @@ async fn run_sequence(node: &dyn Node) -> (Vec<(i32, String, String)>, Vec<Strin
         Duration::from_secs(20),
     )
     .await
+    .unwrap()
     .expect("the node booted again");
     let lines = node
         .journal_since(mark)
         .await
+        .unwrap()
         .into_iter()
         .filter_map(|line| {
             if line.starts_with("-- Boot ") {
@@ -146,11 +148,15 @@ async fn systemctl_gives_the_same_outputs_and_journal_lines_on_both_backends() {
     for backend in [NodeBackend::Embedded, NodeBackend::Container { image }] {
         let s = scenario(backend.clone()).await;
         let node = s.nodes[0].as_ref();
-        let before = node.boot_id().await;
+        let before = node.boot_id().await.unwrap();
         let (outputs, journal) = run_sequence(node).await;
         assert_eq!(outputs, golden_output, "{backend:?}");
         assert_eq!(journal, GOLDEN_JOURNAL, "{backend:?}");
-        assert_ne!(node.boot_id().await, before, "{backend:?}: a new boot id");
+        assert_ne!(
+            node.boot_id().await.unwrap(),
+            before,
+            "{backend:?}: a new boot id"
+        );
         s.shutdown().await;
     }
 }
@@ -200,12 +206,13 @@ async fn inside_the_container_the_node_tools_and_the_kernel_agree_with_the_node_
     // systemctl, journalctl and logger on the node's PATH, answered by PID 1.
     let (code, out, _) = docker_exec(&id, &["systemctl", "is-active", "kubelet"]);
     assert_eq!((code, out.as_str()), (0, "active\n"));
-    let mark = node.journal_mark().await;
+    let mark = node.journal_mark().await.unwrap();
     let (code, _, err) = docker_exec(&id, &["logger", "-t", "qe", "hello from logger"]);
     assert_eq!(code, 0, "{err}");
     let line = node
         .wait_for_journal(mark, "hello from logger", Duration::from_secs(5))
         .await
+        .unwrap()
         .expect("logger's line in the journal");
     assert!(line.contains(" worker-0 qe["), "{line}");
     let (code, out, err) = docker_exec(&id, &["journalctl", "-u", "qe", "-o", "cat", "-n", "1"]);
@@ -216,7 +223,7 @@ async fn inside_the_container_the_node_tools_and_the_kernel_agree_with_the_node_
 
     // update-ca-trust and ostree's `config set` are recorded in the journal; other ostree
     // commands fail, saying why.
-    let mark = node.journal_mark().await;
+    let mark = node.journal_mark().await.unwrap();
     let (code, _, err) = docker_exec(&id, &["update-ca-trust", "extract"]);
     assert_eq!(code, 0, "{err}");
     let fsync = [
@@ -232,6 +239,7 @@ async fn inside_the_container_the_node_tools_and_the_kernel_agree_with_the_node_
     let line = node
         .wait_for_journal(mark, "core.per-object-fsync", Duration::from_secs(5))
         .await
+        .unwrap()
         .expect("ostree's line in the journal");
     assert!(line.ends_with(&format!("]: {}", fsync.join(" "))), "{line}");
     let (code, out, _) = docker_exec(&id, &["journalctl", "-u", "update-ca-trust", "-o", "cat"]);
@@ -255,7 +263,7 @@ async fn inside_the_container_the_node_tools_and_the_kernel_agree_with_the_node_
         harness::pki::rfc3339(harness::pki::Clock::now(&s.clock)),
         "the node follows the scenario's clock"
     );
-    let journal = node.journal_since(JournalMark(0)).await.join("\n");
+    let journal = node.journal_since(JournalMark(0)).await.unwrap().join("\n");
     assert!(
         journal.contains("machine-config-daemon["),
         "the agent logs into the journal: {journal}"
@@ -402,4 +410,39 @@ fn a_missing_agent_image_is_an_error_naming_it() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("mco-conformance-no-such-image:0"), "{err}");
+}
+
+/// A container node whose control socket is gone cannot be observed, and says so: every read a
+/// step makes fails naming the node and the socket, so no negative check ("no node's journal
+/// shows …") can pass having read nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_whose_control_socket_is_gone_fails_every_observation_naming_it() {
+    let _turn = crate::take_turn().await;
+    let image = image_or_skip!();
+    let s = scenario(NodeBackend::Container { image }).await;
+    let node = &s.nodes[0];
+    let id = node.container_id().expect("a container node");
+    let (code, _, err) = docker_exec(&id, &["rm", harness::node::control::CONTROL_SOCKET]);
+    assert_eq!(code, 0, "{err}");
+    let errors = [
+        node.journal_mark().await.map(|_| ()).unwrap_err().to_string(),
+        node.journal_since(JournalMark(0))
+            .await
+            .map(|_| ())
+            .unwrap_err()
+            .to_string(),
+        node.boot_id().await.map(|_| ()).unwrap_err().to_string(),
+        node.kubelet_endpoint().await.map(|_| ()).unwrap_err().to_string(),
+        node.read("/etc/kubernetes/kubelet-ca.crt")
+            .await
+            .map(|_| ())
+            .unwrap_err()
+            .to_string(),
+        node.stat("/").await.map(|_| ()).unwrap_err().to_string(),
+    ];
+    for e in &errors {
+        assert!(e.contains("worker-0"), "names the node: {e}");
+        assert!(e.contains("init.sock"), "names the socket: {e}");
+    }
+    s.shutdown().await;
 }

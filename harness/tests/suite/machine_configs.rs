@@ -39,7 +39,11 @@ async fn a_unit_the_daemon_writes_and_enables_starts_at_the_next_boot() {
     .await
     .unwrap();
     for node in &s.nodes {
-        let journal = node.journal_since(harness::node::JournalMark(0)).await.join("\n");
+        let journal = node
+            .journal_since(harness::node::JournalMark(0))
+            .await
+            .unwrap()
+            .join("\n");
         assert!(
             journal.contains("systemd[1]: Started example.service."),
             "enabled, so it starts when the node reboots for it: {journal}"

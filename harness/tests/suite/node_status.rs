@@ -38,7 +38,10 @@ async fn the_kubelet_publishes_its_port_and_posts_ready_at_simulated_time() {
     for node in &s.nodes {
         assert_eq!(
             s.kubelet_address(node.name()).await.unwrap(),
-            node.kubelet_endpoint().await.unwrap(),
+            node.kubelet_endpoint()
+                .await
+                .unwrap()
+                .expect("the kubelet serves"),
             "the Node's InternalIP and daemonEndpoints port are where the kubelet serves"
         );
         assert_eq!(
@@ -109,7 +112,9 @@ async fn a_kubelet_that_cannot_verify_the_api_servers_new_serving_cert_goes_not_
     let s = Scenario::start(ScenarioOptions::new(Profile::Ocp416))
         .await
         .unwrap();
-    let marks: Vec<_> = futures::future::join_all(s.nodes.iter().map(|n| n.journal_mark())).await;
+    let marks: Vec<_> = futures::future::try_join_all(s.nodes.iter().map(|n| n.journal_mark()))
+        .await
+        .unwrap();
     s.rotate_api_serving_cert().unwrap();
     s.advance(time::Duration::minutes(1)).await.unwrap();
     let now = rfc3339(s.clock.now());
@@ -122,7 +127,7 @@ async fn a_kubelet_that_cannot_verify_the_api_servers_new_serving_cert_goes_not_
         );
         let attempt = text(node.read(HEARTBEAT_FILE).await.unwrap());
         assert!(attempt.starts_with(&format!("{now} failed: ")), "{attempt}");
-        let journal = node.journal_since(mark).await.join("\n");
+        let journal = node.journal_since(mark).await.unwrap().join("\n");
         assert!(
             journal.contains("\"Error updating node status, will retry\""),
             "the kubelet says why: {journal}"

@@ -37,7 +37,11 @@ async fn on_4_16_the_daemon_process_writes_the_client_ca() {
     for node in &s.nodes {
         let on_disk = String::from_utf8(node.read(KUBELET_CA_PATH).await.unwrap()).unwrap();
         assert_eq!(on_disk, expected, "{}", node.name());
-        let journal = node.journal_since(harness::node::JournalMark(0)).await.join("\n");
+        let journal = node
+            .journal_since(harness::node::JournalMark(0))
+            .await
+            .unwrap()
+            .join("\n");
         assert!(
             journal.contains("machine-config-daemon[")
                 && journal.contains("Certificate was synced from controllerconfig resourceVersion"),
@@ -50,7 +54,9 @@ async fn on_4_16_the_daemon_process_writes_the_client_ca() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_4_12_the_daemon_process_applies_the_rendered_config_through_the_node_tools() {
     let s = Scenario::start(options(Profile::Ocp412)).await.unwrap();
-    let marks: Vec<_> = futures::future::join_all(s.nodes.iter().map(|n| n.journal_mark())).await;
+    let marks: Vec<_> = futures::future::try_join_all(s.nodes.iter().map(|n| n.journal_mark()))
+        .await
+        .unwrap();
     s.force_rotation(
         "openshift-kube-apiserver-operator",
         "kube-apiserver-to-kubelet-signer",
@@ -68,7 +74,7 @@ async fn on_4_12_the_daemon_process_applies_the_rendered_config_through_the_node
             .await
             .unwrap();
         assert_eq!(object.metadata.annotations.unwrap()[CURRENT_CONFIG], target);
-        let journal = node.journal_since(mark).await.join("\n");
+        let journal = node.journal_since(mark).await.unwrap().join("\n");
         assert!(
             journal.contains("systemd[1]: Reloading.") && journal.contains("Enabled systemd units"),
             "`systemctl enable` reached the node's service manager: {journal}"

@@ -53,7 +53,7 @@ async fn every_kubelet_accepts_the_current_signer(s: &Scenario) {
         )
         .unwrap();
     for node in &s.nodes {
-        let addr = node.kubelet_endpoint().await.expect("kubelet serving");
+        let addr = node.kubelet_endpoint().await.unwrap().expect("kubelet serving");
         probe(addr, &client.pem, &client.key_pem)
             .await
             .unwrap_or_else(|e| panic!("{}: {e}", node.name()));
@@ -65,8 +65,12 @@ async fn on_4_16_the_daemon_writes_the_client_ca_with_no_new_config_and_no_reboo
     let s = Scenario::start(ScenarioOptions::new(Profile::Ocp416))
         .await
         .unwrap();
-    let marks: Vec<_> = futures::future::join_all(s.nodes.iter().map(|n| n.journal_mark())).await;
-    let boots: Vec<_> = futures::future::join_all(s.nodes.iter().map(|n| n.boot_id())).await;
+    let marks: Vec<_> = futures::future::try_join_all(s.nodes.iter().map(|n| n.journal_mark()))
+        .await
+        .unwrap();
+    let boots: Vec<_> = futures::future::try_join_all(s.nodes.iter().map(|n| n.boot_id()))
+        .await
+        .unwrap();
     s.force_rotation(KUBELET_SIGNER.0, KUBELET_SIGNER.1)
         .await
         .unwrap();
@@ -93,7 +97,7 @@ async fn on_4_16_the_daemon_writes_the_client_ca_with_no_new_config_and_no_reboo
             annotation(&s, node.name(), LAST_SYNCED_CONTROLLER_CONFIG).await,
             cc_rv
         );
-        let journal = node.journal_since(*mark).await.join("\n");
+        let journal = node.journal_since(*mark).await.unwrap().join("\n");
         assert!(
             journal.contains("machine-config-daemon[")
                 && journal.contains(&format!(
@@ -111,7 +115,9 @@ async fn on_4_16_the_daemon_writes_the_client_ca_with_no_new_config_and_no_reboo
         1,
         "no new rendered config on 4.16"
     );
-    let after: Vec<_> = futures::future::join_all(s.nodes.iter().map(|n| n.boot_id())).await;
+    let after: Vec<_> = futures::future::try_join_all(s.nodes.iter().map(|n| n.boot_id()))
+        .await
+        .unwrap();
     assert_eq!(after, boots, "no node rebooted");
     every_kubelet_accepts_the_current_signer(&s).await;
     s.shutdown().await;
@@ -122,7 +128,9 @@ async fn on_4_12_the_bundle_arrives_through_a_new_rendered_config_without_reboot
     let s = Scenario::start(ScenarioOptions::new(Profile::Ocp412))
         .await
         .unwrap();
-    let marks: Vec<_> = futures::future::join_all(s.nodes.iter().map(|n| n.journal_mark())).await;
+    let marks: Vec<_> = futures::future::try_join_all(s.nodes.iter().map(|n| n.journal_mark()))
+        .await
+        .unwrap();
     let before = pool_target(&s).await;
     s.force_rotation(KUBELET_SIGNER.0, KUBELET_SIGNER.1)
         .await
@@ -138,7 +146,7 @@ async fn on_4_12_the_bundle_arrives_through_a_new_rendered_config_without_reboot
             annotation(&s, node.name(), harness::mco::CURRENT_CONFIG).await,
             target
         );
-        let journal = node.journal_since(*mark).await.join("\n");
+        let journal = node.journal_since(*mark).await.unwrap().join("\n");
         assert!(journal.contains(&format!(
             "Starting update from {before} to {target}: &{{osUpdate:false kargs:false fips:false passwd:false files:true units:false kernelType:false extensions:false}}"
         )), "{journal}");

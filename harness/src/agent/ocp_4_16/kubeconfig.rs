@@ -77,8 +77,11 @@ pub struct KubeconfigPlan {
     pub log: Vec<String>,
 }
 
-/// Serving signers whose rotation does not restart the kubelet: it reaches the API through
-/// neither (upstream's list).
+/// Serving signers whose addition does not restart the kubelet: a new certificate whose CN
+/// contains one of these (release-4.16 `certificate_writer.go:211`). The installer's own
+/// localhost and load-balancer signers and any localhost-recovery signer match; a signer KAS-O
+/// rotated (`openshift-kube-apiserver-operator_localhost-serving-signer@…`,
+/// `…_loadbalancer-serving-signer@…`) does not, so upstream restarts the kubelet for it.
 pub const DEFERRED_SIGNERS: &[&str] = &[
     "kube-apiserver-localhost-signer",
     "openshift-kube-apiserver-operator_localhost-recovery-serving-signer",
@@ -109,11 +112,14 @@ pub fn plan_kubeconfig(on_disk: &str, server_ca: &str) -> KubeconfigPlan {
             .ok()
             .and_then(|s| s.into_iter().next())
             .unwrap_or_default();
-        if !DEFERRED_SIGNERS.iter().any(|s| name.contains(s)) {
+        log.push(format!(
+            "Cert not found in kubeconfig. This means we need to write to disk. Subject is: {name}"
+        ));
+        if DEFERRED_SIGNERS.iter().any(|s| name.contains(s)) {
+            log.push("Skipping kubelet restart".into());
+        } else {
             defer_restart = false;
-            log.push(format!(
-                "Need to restart kubelet: new certificate {name:?} in the kube-apiserver serving CA bundle"
-            ));
+            log.push("Need to restart kubelet".into());
         }
     }
     KubeconfigPlan {
@@ -137,12 +143,24 @@ mod tests {
         let localhost = ca("openshift-kube-apiserver-operator_kube-apiserver-localhost-signer@1767600000");
         let lb = ca("kube-apiserver-lb-signer");
 
+        // As KAS-O names a rotated localhost serving signer: not on upstream's list, so it
+        // restarts the kubelet.
+        let rotated = ca("openshift-kube-apiserver-operator_localhost-serving-signer@1767600000");
+        let restarts = plan_kubeconfig(&current, &format!("{current}{rotated}"));
+        assert!(restarts.rewrite && !restarts.defer_restart, "{restarts:?}");
+
         let same = plan_kubeconfig(&current, &current);
         assert!(!same.rewrite && same.log.is_empty(), "{same:?}");
 
         let added = plan_kubeconfig(&current, &format!("{current}{next}"));
         assert!(added.rewrite && !added.defer_restart, "{added:?}");
-        assert!(added.log[0].contains("serving-ca-2"), "{added:?}");
+        assert_eq!(
+            added.log,
+            [
+                "Cert not found in kubeconfig. This means we need to write to disk. Subject is: serving-ca-2",
+                "Need to restart kubelet"
+            ]
+        );
 
         let deferred = plan_kubeconfig(&current, &format!("{current}{localhost}{lb}"));
         assert!(deferred.rewrite && deferred.defer_restart, "{deferred:?}");
