@@ -1,7 +1,7 @@
 //! What a freshly installed cluster holds before any operator reconciles: the namespaces, the
 //! MCO CRDs and ControllerConfig from `fixtures/`, the signers of the starting state, the
-//! installer's `initial-kube-apiserver-server-ca` (the serving CAs and the first
-//! kube-apiserver-to-kubelet signer, mco-source.md §1), and `kube-system/bootstrap` once the
+//! installer's `initial-kube-apiserver-server-ca` (its five client signers as made at install:
+//! `SignerRotation::installer_client_ca_bundle`), and `kube-system/bootstrap` once the
 //! bootstrap node has handed over. Written through the API like everything else.
 
 use super::names::{
@@ -10,10 +10,9 @@ use super::names::{
 use super::operator::BOOTSTRAP_CONFIGMAP;
 use super::{ClusterError, SignerRotation};
 use crate::Profile;
-use crate::pki::{StartingState, combine_bundles};
+use crate::pki::StartingState;
 use base64::Engine;
 use fake_apiserver::manifests;
-use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use serde_json::{Value, json};
 use std::path::Path;
@@ -34,17 +33,6 @@ pub const NAMESPACES: &[&str] = &[
     "openshift-kube-apiserver-operator",
     "openshift-kube-controller-manager-operator",
     "openshift-machine-config-operator",
-];
-
-/// The serving-CA bundles the installer puts into the initial bundle, then the kubelet signer's.
-const INITIAL_BUNDLE_SOURCES: &[(&str, &str)] = &[
-    ("openshift-kube-apiserver-operator", "loadbalancer-serving-ca"),
-    ("openshift-kube-apiserver-operator", "localhost-serving-ca"),
-    ("openshift-kube-apiserver-operator", "service-network-serving-ca"),
-    (
-        "openshift-kube-apiserver-operator",
-        "kube-apiserver-to-kubelet-client-ca",
-    ),
 ];
 
 async fn apply(client: &kube::Client, object: &Value) -> Result<(), ClusterError> {
@@ -143,22 +131,7 @@ pub async fn install(
     }
     install_payload(client, profile).await?;
     signers.seed(state).await?;
-    let mut texts = Vec::new();
-    for (ns, name) in INITIAL_BUNDLE_SOURCES {
-        let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
-        let cm = api
-            .get(name)
-            .await
-            .map_err(|e| ClusterError::kube(format!("configmap {ns}/{name}"), e))?;
-        texts.push(
-            cm.data
-                .unwrap_or_default()
-                .get(CA_BUNDLE_KEY)
-                .cloned()
-                .unwrap_or_default(),
-        );
-    }
-    let initial = combine_bundles(texts.iter().map(String::as_str))?;
+    let initial = signers.installer_client_ca_bundle(state).await?;
     let (ns, name) = INITIAL_KUBE_APISERVER_SERVER_CA;
     apply(client, &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}, "data": {CA_BUNDLE_KEY: initial}})).await?;
     let (ns, name) = KUBE_APISERVER_SERVER_CA;

@@ -8,8 +8,10 @@ pub const CA_BUNDLE_KEY: &str = "ca-bundle.crt";
 /// (KAS-O `targetconfigcontroller.go ManageClientCABundle`, synced by `resourcesynccontroller.go`).
 pub const KUBE_APISERVER_CLIENT_CA: (&str, &str) = ("openshift-config-managed", "kube-apiserver-client-ca");
 
-/// What `kube-apiserver-client-ca` is built from, in KAS-O's order. `csr-controller-ca` is itself
-/// the union of `CSR_CONTROLLER_CA_SOURCES` (KCM-O).
+/// What `kube-apiserver-client-ca` is built from, in KAS-O's order (release-4.12
+/// targetconfigcontroller.go:282-307, release-4.16 :284-316: `ManageClientCABundle`); a missing
+/// one (`user-client-ca` in a default cluster) adds nothing. `csr-controller-ca` is itself the
+/// union of `CSR_CONTROLLER_CA_SOURCES` (KCM-O).
 pub const CLIENT_CA_SOURCES: &[(&str, &str)] = &[
     ("openshift-config", "admin-kubeconfig-client-ca"),
     ("openshift-config-managed", "csr-controller-ca"),
@@ -21,7 +23,9 @@ pub const CLIENT_CA_SOURCES: &[(&str, &str)] = &[
         "openshift-kube-apiserver-operator",
         "kube-control-plane-signer-ca",
     ),
+    ("openshift-kube-apiserver", "user-client-ca"),
     ("openshift-config-managed", "kubelet-bootstrap-kubeconfig"),
+    ("openshift-kube-apiserver-operator", "node-system-admin-ca"),
 ];
 
 pub const CSR_CONTROLLER_CA: (&str, &str) = ("openshift-config-managed", "csr-controller-ca");

@@ -481,6 +481,54 @@ impl SignerRotation {
     }
 }
 
+/// The installer's client CA bundle, in its order (installer `pkg/asset/tls`
+/// `KubeAPIServerCompleteClientCABundle`), which MCO's bootstrap publishes as
+/// `openshift-config/initial-kube-apiserver-server-ca` (release-4.12
+/// `manifests/machineconfigserver/kube-apiserver-serving-ca-configmap.yaml`).
+pub const INSTALLER_CLIENT_CA_BUNDLE: &[&str] = &[
+    "admin-kubeconfig-signer",
+    "kubelet-signer",
+    "kube-control-plane-signer",
+    "kube-apiserver-to-kubelet-signer",
+    "kubelet-bootstrap-kubeconfig-signer",
+];
+
+impl SignerRotation {
+    /// The installer's client CA bundle as it was made at install: each signer's certificate
+    /// of that instant (the one the cluster still holds when it was issued then, else the
+    /// installer's own, with its own validity). Frozen: nothing rotates or prunes it.
+    pub async fn installer_client_ca_bundle(&self, state: &StartingState) -> Result<String, ClusterError> {
+        let installed = self.clock.now() - state.cluster_age();
+        let mut bundle = String::new();
+        for name in INSTALLER_CLIENT_CA_BUNDLE {
+            let spec = self.catalogue.signer(name).ok_or_else(|| {
+                ClusterError::Fixture(format!("fixtures/signers.yaml has no signer {name}"))
+            })?;
+            let from_install =
+                state.age_of_signer(spec) == state.cluster_age() && spec.installer_validity.is_none();
+            let stored = match from_install {
+                true => self.read_cert(&spec.namespace, &spec.name).await?,
+                false => None,
+            };
+            let pem = match stored {
+                Some(s) => s.cert.pem,
+                None => {
+                    let validity = match &spec.installer_validity {
+                        Some(v) => crate::pki::parse_duration(v)
+                            .map_err(|e| ClusterError::Fixture(format!("{name}: installer_validity: {e}")))?,
+                        None => spec.policy(self.profile).validity,
+                    };
+                    crate::pki::Signer::issue_named(name, installed, validity, self.next_serial())?
+                        .cert
+                        .pem
+                }
+            };
+            bundle.push_str(&pem);
+        }
+        Ok(bundle)
+    }
+}
+
 /// MCO's e2e way to force a rotation (`ForceKubeApiserverCertificateRotation`): a JSON patch
 /// nulling `auth.openshift.io/certificate-not-after` on the signer's Secret.
 pub async fn force_rotation(

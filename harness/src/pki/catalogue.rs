@@ -53,6 +53,10 @@ pub struct SignerSpec {
     /// Issued once by the installer and never rotated: it leaves bundles when it expires.
     #[serde(default)]
     pub installer: bool,
+    /// The validity of the installer's first certificate of an operator-rotated signer, when it
+    /// differs from the operator's (`365d` for kube-control-plane-signer).
+    #[serde(default)]
+    pub installer_validity: Option<String>,
     #[serde(rename = "ocp-4.12")]
     pub ocp_4_12: PolicySpec,
     #[serde(rename = "ocp-4.16")]

@@ -101,6 +101,9 @@ pub struct Summary {
     /// `@mco-logs` scenarios an agent other than the reference daemon failed: reported, not
     /// counted in `failed`.
     pub mco_logs_failed: usize,
+    /// `@beyond-upstream` scenarios (hardening the reference daemon does and upstream does not)
+    /// an agent other than the reference daemon failed: reported, not counted in `failed`.
+    pub beyond_upstream_failed: usize,
     /// `profile: feature: scenario: reason`
     pub skipped: Vec<String>,
 }
@@ -113,6 +116,7 @@ impl Summary {
         self.passed += container.passed;
         self.failed += container.failed;
         self.mco_logs_failed += container.mco_logs_failed;
+        self.beyond_upstream_failed += container.beyond_upstream_failed;
         self.skipped.extend(container.skipped);
         self
     }
@@ -142,6 +146,10 @@ pub enum RunError {
     #[error("container nodes: {0}")]
     Containers(String),
 }
+
+/// The tag of scenarios that ask more than upstream MCO does (a hardening requirement the
+/// reference daemon meets): judged for the reference daemon, reported apart for other agents.
+pub const BEYOND_UPSTREAM: &str = "beyond-upstream";
 
 /// Why an embedded run skips a `@container` scenario.
 const CONTAINER_SKIP: &str = "@container: needs container nodes (--nodes container)";
@@ -284,6 +292,7 @@ pub async fn run(config: &RunConfig) -> Result<Summary, RunError> {
         summary.passed += tally.passed;
         summary.failed += tally.failed;
         summary.mco_logs_failed += tally.mco_logs_failed;
+        summary.beyond_upstream_failed += tally.beyond_upstream_failed;
     }
     if !config.quiet {
         for skip in &summary.skipped {
@@ -294,6 +303,12 @@ pub async fn run(config: &RunConfig) -> Result<Summary, RunError> {
         println!(
             "{} @mco-logs scenario(s) failed: they check upstream MCO log wording and are reported apart from the verdict for this agent",
             summary.mco_logs_failed
+        );
+    }
+    if summary.beyond_upstream_failed > 0 && !config.quiet {
+        println!(
+            "{} @beyond-upstream scenario(s) failed: they ask more than upstream MCO does (hardening) and are reported apart from the verdict for this agent",
+            summary.beyond_upstream_failed
         );
     }
     if let Some(path) = &config.report {
@@ -343,6 +358,7 @@ struct Tally {
     passed: usize,
     failed: usize,
     mco_logs_failed: usize,
+    beyond_upstream_failed: usize,
 }
 
 /// The features of a run, parsed and linted once, handed to cucumber as they are: one cucumber
@@ -466,17 +482,19 @@ async fn run_profile(
                             unmatched && !allowed_skip
                         }
                     };
-                    // @mco-logs checks upstream log wording: part of the verdict for the
-                    // reference daemon, reported apart for any other agent (DESIGN.md).
-                    // The same tags as the filter reads: feature, rule and scenario (with its
-                    // Examples block's, once expanded).
-                    let mco_logs = vendor && tags_of(feature, rule, scenario).iter().any(|t| t == "mco-logs");
+                    // @mco-logs checks upstream log wording, @beyond-upstream asks more than
+                    // upstream does: part of the verdict for the reference daemon, reported
+                    // apart for any other agent (DESIGN.md). The same tags as the filter reads:
+                    // feature, rule and scenario (with its Examples block's, once expanded).
+                    let tags = tags_of(feature, rule, scenario);
+                    let apart = |tag: &str| vendor && tags.iter().any(|t| t == tag);
                     {
                         let mut t = tally.lock().unwrap_or_else(|p| p.into_inner());
-                        match (failed, mco_logs) {
-                            (true, true) => t.mco_logs_failed += 1,
-                            (true, false) => t.failed += 1,
-                            (false, _) => t.passed += 1,
+                        match (failed, apart("mco-logs"), apart(BEYOND_UPSTREAM)) {
+                            (true, true, _) => t.mco_logs_failed += 1,
+                            (true, false, true) => t.beyond_upstream_failed += 1,
+                            (true, false, false) => t.failed += 1,
+                            (false, ..) => t.passed += 1,
                         }
                     }
                     let name = scenario.name.clone();

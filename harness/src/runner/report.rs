@@ -2,6 +2,7 @@
 //! API's ConformanceReport: what was claimed and run (profile, agent and its sha256, harness
 //! version and commit, node backend), the verdict, per feature and scenario the result, skips
 //! with reasons, each failure's step with what was expected and what was seen, the `@mco-logs`
+//! and `@beyond-upstream`
 //! results apart from the verdict, and the command that reproduces the run.
 //!
 //! Scenario results come from the run's Cucumber JSON documents, one per profile.
@@ -27,6 +28,7 @@ pub struct ReportContext<'a> {
 pub async fn conformance_report(ctx: &ReportContext<'_>) -> Result<String, String> {
     let mut profiles = Vec::new();
     let mut mco_logs = Vec::new();
+    let mut beyond_upstream = Vec::new();
     let vendor = !matches!(ctx.agent, AgentKind::Reference);
     let mut failed_for_verdict = 0usize;
     for (profile, path) in &ctx.results {
@@ -82,6 +84,16 @@ pub async fn conformance_report(ctx: &ReportContext<'_>) -> Result<String, Strin
                     if vendor {
                         continue;
                     }
+                } else if tags.iter().any(|t| t == super::BEYOND_UPSTREAM) {
+                    entry["feature"] = feature["name"].clone();
+                    entry["profile"] = json!(profile.as_str());
+                    beyond_upstream.push(entry.clone());
+                    if !vendor && result == "failed" {
+                        failed_for_verdict += 1;
+                    }
+                    if vendor {
+                        continue;
+                    }
                 } else if result == "failed" {
                     failed_for_verdict += 1;
                 }
@@ -113,6 +125,7 @@ pub async fn conformance_report(ctx: &ReportContext<'_>) -> Result<String, Strin
             "failed": ctx.summary.failed,
             "skipped": ctx.summary.skipped.len(),
             "mcoLogsFailed": ctx.summary.mco_logs_failed,
+            "beyondUpstreamFailed": ctx.summary.beyond_upstream_failed,
         }),
         reproduce: ctx.command.clone(),
         results: profiles,
@@ -124,6 +137,14 @@ pub async fn conformance_report(ctx: &ReportContext<'_>) -> Result<String, Strin
                 "@mco-logs scenarios check upstream MCO log wording; for the reference daemon they count toward the verdict"
             },
             "scenarios": mco_logs,
+        }),
+        beyond_upstream: json!({
+            "note": if vendor {
+                "@beyond-upstream scenarios ask more than upstream MCO does (hardening the reference daemon meets); for an agent other than the reference daemon they are reported here, apart from the verdict"
+            } else {
+                "@beyond-upstream scenarios ask more than upstream MCO does; for the reference daemon they count toward the verdict"
+            },
+            "scenarios": beyond_upstream,
         }),
     };
     serde_yaml::to_string(&report).map_err(|e| e.to_string())
@@ -146,6 +167,7 @@ struct Report {
     results: Vec<Value>,
     skipped: Vec<String>,
     mco_logs: Value,
+    beyond_upstream: Value,
 }
 
 async fn agent_entry(agent: &AgentKind) -> Value {
@@ -219,4 +241,55 @@ fn harness_commit() -> String {
         .and_then(|o| String::from_utf8(o.stdout).ok())
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|| "unknown".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `@beyond-upstream` failure is reported apart for a vendor's agent (here a mutant, judged
+    /// as one) and counts for the reference daemon; a plain failure counts for both.
+    #[tokio::test]
+    async fn beyond_upstream_failures_are_apart_for_other_agents_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("r.json");
+        let scenario = |name: &str, tags: &[&str], status: &str| {
+            json!({"name": name, "line": 1,
+                   "tags": tags.iter().map(|t| json!({"name": t})).collect::<Vec<_>>(),
+                   "steps": [{"keyword": "Then ", "name": "x", "line": 2, "result": {"status": status, "error_message": "seen"}}]})
+        };
+        let document = |plain: &str| {
+            json!([{"uri": "f.feature", "name": "F", "tags": [], "elements": [
+                scenario("hardening", &["@beyond-upstream"], "failed"),
+                scenario("plain", &[], plain),
+            ]}])
+        };
+        let verdict = |agent: AgentKind, plain: &'static str| {
+            let json = json.clone();
+            async move {
+                std::fs::write(&json, document(plain).to_string()).unwrap();
+                let summary = Summary::default();
+                let ctx = ReportContext {
+                    agent: &agent,
+                    nodes: Nodes::Embedded,
+                    summary: &summary,
+                    results: vec![(Profile::Ocp416, json)],
+                    command: String::new(),
+                };
+                let yaml: serde_yaml::Value =
+                    serde_yaml::from_str(&conformance_report(&ctx).await.unwrap()).unwrap();
+                (
+                    yaml["verdict"].as_str().unwrap().to_string(),
+                    yaml["beyondUpstream"]["scenarios"].as_sequence().unwrap().len(),
+                )
+            }
+        };
+        let mutant = || AgentKind::Mutant(crate::agent::Mutant::WrongMode);
+        assert_eq!(verdict(mutant(), "passed").await, ("passed".into(), 1));
+        assert_eq!(verdict(mutant(), "failed").await, ("failed".into(), 1));
+        assert_eq!(
+            verdict(AgentKind::Reference, "passed").await,
+            ("failed".into(), 1)
+        );
+    }
 }

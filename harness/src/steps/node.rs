@@ -155,6 +155,35 @@ async fn kubelet_ca_lists(
     Ok(())
 }
 
+/// Whether every node's `/etc/kubernetes/kubelet-ca.crt` holds a certificate whose name
+/// contains the text and that expired before the scenario's simulated now.
+#[then(regex = r"^every node's kubelet-ca\.crt (lists|lacks) an expired (\S+)$")]
+async fn kubelet_ca_expired(
+    world: &mut ConformanceWorld,
+    verdict: String,
+    name: String,
+) -> anyhow::Result<()> {
+    let c = world.cluster()?;
+    let now = harness::pki::Clock::now(&c.clock).unix_timestamp();
+    for node in &c.nodes {
+        let certs = oracle::certs(&node.read(KUBELET_CA_PATH).await?)
+            .with_context(|| format!("{}: {KUBELET_CA_PATH}", node.name()))?;
+        let expired: Vec<&str> = certs
+            .iter()
+            .filter(|c| c.name.contains(&name) && c.not_after < now)
+            .map(|c| c.name.as_str())
+            .collect();
+        ensure!(
+            expired.is_empty() == (verdict == "lacks"),
+            "{}: kubelet-ca.crt {} an expired {name}: expired ones {expired:?}; it holds {:?}",
+            node.name(),
+            if expired.is_empty() { "lacks" } else { "lists" },
+            certs.iter().map(|c| c.name.as_str()).collect::<Vec<_>>()
+        );
+    }
+    Ok(())
+}
+
 /// What the write step puts in a file.
 const WRITTEN: &[u8] = b"written by a step (mco-conformance)\n";
 
