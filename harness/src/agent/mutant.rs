@@ -34,6 +34,7 @@ pub enum Mutant {
     ApplyPausedPoolConfig,
     LoseFilesAcrossReboot,
     RebootWithoutDrain,
+    SlowSync,
 }
 
 const BOTH: &[Profile] = &[Profile::Ocp412, Profile::Ocp416];
@@ -62,6 +63,7 @@ impl Mutant {
         Mutant::ApplyPausedPoolConfig,
         Mutant::LoseFilesAcrossReboot,
         Mutant::RebootWithoutDrain,
+        Mutant::SlowSync,
     ];
 
     /// The name on the command line and in the self-test table.
@@ -177,6 +179,11 @@ impl Mutant {
                 "reboots for a config change without asking for a drain first",
                 BOTH,
             ),
+            Mutant::SlowSync => (
+                "slow-sync",
+                "acts on a ControllerConfig or Node change only after a 12 s timer instead of on the watch event",
+                BOTH,
+            ),
         }
     }
 }
@@ -207,6 +214,9 @@ impl std::str::FromStr for Mutant {
             })
     }
 }
+
+/// How long the `slow-sync` mutant sits on every change before acting on it.
+pub const SLOW_SYNC_DELAY: std::time::Duration = std::time::Duration::from_secs(12);
 
 /// The file whose writes the file-level mutants break.
 const KUBELET_CA: &str = crate::mco::KUBELET_CA_PATH;

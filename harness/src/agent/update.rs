@@ -141,6 +141,9 @@ pub async fn node_loop(env: &AgentEnv, behaviour: Behaviour, stop: CancellationT
         let Some((current, desired)) = wanted_update(&node) else {
             continue;
         };
+        if env.mutant_is(Mutant::SlowSync) {
+            tokio::time::sleep(super::mutant::SLOW_SYNC_DELAY).await;
+        }
         monitor = None; // upstream stops the drift monitor while it updates
         let result = tokio::select! {
             _ = stop.cancelled() => return,

@@ -121,6 +121,7 @@ impl Scenario {
             )
             .await
             .map_err(|e| ClusterError::kube("controllerconfig machine-config-controller".into(), e))?;
+        let started = std::time::Instant::now();
         self.side.settle().await?;
         if self.options.profile != Profile::Ocp416 {
             return self.converge().await;
@@ -149,7 +150,8 @@ impl Scenario {
             Ok(())
         })
         .await
-        .map_err(ScenarioError::NotConverged)
+        .map_err(ScenarioError::NotConverged)?;
+        self.in_time(started, "synced the new ControllerConfig")
     }
 
     /// The ControllerConfig's spec.

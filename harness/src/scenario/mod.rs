@@ -466,6 +466,7 @@ impl Scenario {
             node_history,
         };
         scenario.await_kubelets().await?;
+        scenario.await_first_sync().await?;
         scenario.scrape_metrics().await?;
         Ok(scenario)
     }

@@ -94,3 +94,34 @@ async fn the_discovery_pass_finds_and_confirms_a_rejection() {
         "the rejection names the cloud CA file: {rejection:?}"
     );
 }
+
+/// Timeliness is part of conformance: an agent that acts on a timer rather than on the watch
+/// event fails for being late even when `--agent-timeout` gives it all the time it needs, and
+/// the failure says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_agent_is_late_whatever_the_agent_timeout() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let _turn = crate::take_turn().await;
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let mut config = harness::runner::RunConfig::new(vec![root.join("features")], dir.path().to_path_buf());
+    config.profiles = vec![harness::Profile::Ocp416];
+    config.agent = harness::scenario::AgentKind::Mutant(Mutant::SlowSync);
+    config.agent_timeout = std::time::Duration::from_secs(60);
+    config.quiet = true;
+    let feature = std::fs::read_to_string(root.join("features/kubelet_restart.feature")).unwrap();
+    let line = feature
+        .lines()
+        .position(|l| l.trim() == "Scenario: A new kubelet CA bundle never restarts the kubelet")
+        .expect("the scenario is there") as u64
+        + 1;
+    config.only = Some(("kubelet_restart.feature".into(), line));
+    let summary = harness::runner::run(&config).await.expect("the run works");
+    assert_eq!((summary.passed, summary.failed), (0, 1), "{summary:?}");
+    let rejections =
+        harness::runner::self_test::rejections(&dir.path().join("ocp-4.16.cucumber.json")).unwrap();
+    assert!(
+        rejections[0].message.contains("late: the nodes"),
+        "the failure names the lateness: {rejections:?}"
+    );
+}

@@ -92,6 +92,9 @@ pub async fn certificate_writer(env: &AgentEnv, stop: CancellationToken) {
                 None => return,
             },
         };
+        if env.mutant_is(Mutant::SlowSync) {
+            tokio::time::sleep(super::mutant::SLOW_SYNC_DELAY).await;
+        }
         match sync(env, &cc).await {
             Ok(()) => {
                 if let Some(reason) = degraded.take() {
