@@ -74,27 +74,25 @@ pub async fn conformance_report(ctx: &ReportContext<'_>) -> Result<String, Strin
                 if let Some(f) = failure {
                     entry["failure"] = f;
                 }
-                if tags.iter().any(|t| t == "mco-logs") {
-                    entry["feature"] = feature["name"].clone();
-                    entry["profile"] = json!(profile.as_str());
-                    mco_logs.push(entry.clone());
-                    if !vendor && result == "failed" {
-                        failed_for_verdict += 1;
-                    }
-                    if vendor {
-                        continue;
-                    }
+                // Scenarios judged apart for an agent other than the reference daemon: their
+                // own list, in the profile's results only for the reference daemon.
+                let apart = if tags.iter().any(|t| t == "mco-logs") {
+                    Some(&mut mco_logs)
                 } else if tags.iter().any(|t| t == super::BEYOND_UPSTREAM) {
-                    entry["feature"] = feature["name"].clone();
-                    entry["profile"] = json!(profile.as_str());
-                    beyond_upstream.push(entry.clone());
-                    if !vendor && result == "failed" {
-                        failed_for_verdict += 1;
-                    }
+                    Some(&mut beyond_upstream)
+                } else {
+                    None
+                };
+                if let Some(list) = apart {
+                    let mut apart_entry = entry.clone();
+                    apart_entry["feature"] = feature["name"].clone();
+                    apart_entry["profile"] = json!(profile.as_str());
+                    list.push(apart_entry);
                     if vendor {
                         continue;
                     }
-                } else if result == "failed" {
+                }
+                if result == "failed" {
                     failed_for_verdict += 1;
                 }
                 scenarios.push(entry);
