@@ -75,8 +75,12 @@ async fn on_4_12_the_initial_bundle_gets_the_kubelet_signers_bundle_merged_in() 
     .unwrap();
     assert_eq!(
         initial.len(),
-        4,
-        "three serving CAs and the first kubelet signer: {initial:?}"
+        5,
+        "the installer's five client signers: {initial:?}"
+    );
+    assert!(
+        initial[3].contains("kube-apiserver-to-kubelet-signer"),
+        "in the installer's order, the kube-apiserver-to-kubelet signer fourth: {initial:?}"
     );
     assert_eq!(
         subjects(&c.cc_bundle().await).unwrap(),
@@ -95,10 +99,11 @@ async fn on_4_12_the_initial_bundle_gets_the_kubelet_signers_bundle_merged_in() 
     .unwrap();
     let mut expected = initial[..3].to_vec();
     expected.extend(kubelet);
+    expected.push(initial[4].clone());
     assert_eq!(
         subjects(&c.cc_bundle().await).unwrap(),
         expected,
-        "serving CAs kept, the kubelet signer replaced by its whole bundle"
+        "the other signers kept in place, the kubelet signer replaced by its whole bundle where it stood"
     );
 }
 
