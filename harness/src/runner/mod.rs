@@ -106,6 +106,17 @@ pub struct Summary {
     pub beyond_upstream_failed: usize,
     /// `profile: feature: scenario: reason`
     pub skipped: Vec<String>,
+    /// Per scenario run, the longest its nodes took to reflect a change.
+    pub sync_latencies: Vec<SyncLatency>,
+}
+
+/// How long a scenario's nodes took, at most, to reflect a change (wall time).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyncLatency {
+    pub profile: Profile,
+    pub feature: String,
+    pub scenario: String,
+    pub slowest: std::time::Duration,
 }
 
 impl Summary {
@@ -118,6 +129,7 @@ impl Summary {
         self.mco_logs_failed += container.mco_logs_failed;
         self.beyond_upstream_failed += container.beyond_upstream_failed;
         self.skipped.extend(container.skipped);
+        self.sync_latencies.extend(container.sync_latencies);
         self
     }
 
@@ -293,6 +305,7 @@ pub async fn run(config: &RunConfig) -> Result<Summary, RunError> {
         summary.failed += tally.failed;
         summary.mco_logs_failed += tally.mco_logs_failed;
         summary.beyond_upstream_failed += tally.beyond_upstream_failed;
+        summary.sync_latencies.extend(tally.sync_latencies);
     }
     if !config.quiet {
         for skip in &summary.skipped {
@@ -322,6 +335,7 @@ pub async fn run(config: &RunConfig) -> Result<Summary, RunError> {
                 .map(|&p| (p, report_path(config, config.json.as_ref(), p, "cucumber.json")))
                 .collect(),
             command: config.command.clone(),
+            agent_timeout: config.agent_timeout,
         };
         let yaml = report::conformance_report(&ctx).await.map_err(RunError::Report)?;
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -359,6 +373,7 @@ struct Tally {
     failed: usize,
     mco_logs_failed: usize,
     beyond_upstream_failed: usize,
+    sync_latencies: Vec<SyncLatency>,
 }
 
 /// The features of a run, parsed and linted once, handed to cucumber as they are: one cucumber
@@ -498,10 +513,22 @@ async fn run_profile(
                         }
                     }
                     let name = scenario.name.clone();
+                    let feature_name = feature.name.clone();
                     let failed_dir = failed_dir.clone();
+                    let tally = tally.clone();
                     Box::pin(async move {
                         let Some(world) = world else { return };
                         if let Some(s) = world.scenario.take() {
+                            tally
+                                .lock()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .sync_latencies
+                                .push(SyncLatency {
+                                    profile,
+                                    feature: feature_name,
+                                    scenario: name.clone(),
+                                    slowest: s.slowest_sync(),
+                                });
                             if failed {
                                 keep_evidence(&failed_dir, &name, &s, quiet).await;
                             }

@@ -22,6 +22,8 @@ pub struct ReportContext<'a> {
     pub results: Vec<(Profile, PathBuf)>,
     /// The command line that reproduces the run.
     pub command: String,
+    /// How long a step waited for the agents (`--agent-timeout`).
+    pub agent_timeout: std::time::Duration,
 }
 
 /// The report as YAML.
@@ -126,6 +128,7 @@ pub async fn conformance_report(ctx: &ReportContext<'_>) -> Result<String, Strin
             "beyondUpstreamFailed": ctx.summary.beyond_upstream_failed,
         }),
         reproduce: ctx.command.clone(),
+        timeliness: timeliness(ctx),
         results: profiles,
         skipped: ctx.summary.skipped.clone(),
         mco_logs: json!({
@@ -164,8 +167,24 @@ struct Report {
     reproduce: String,
     results: Vec<Value>,
     skipped: Vec<String>,
+    timeliness: Value,
     mco_logs: Value,
     beyond_upstream: Value,
+}
+
+/// The agent timeout the run allowed, the bound a change must reach the nodes within whatever
+/// that timeout is, and per scenario the longest the nodes took.
+fn timeliness(ctx: &ReportContext<'_>) -> Value {
+    let ms = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    let slowest = ctx.summary.sync_latencies.iter().max_by_key(|l| l.slowest);
+    json!({
+        "agentTimeoutSeconds": ctx.agent_timeout.as_secs(),
+        "syncBoundSeconds": crate::scenario::SYNC_BOUND.as_secs(),
+        "slowest": slowest.map(|l| json!({"profile": l.profile.as_str(), "feature": l.feature, "scenario": l.scenario, "ms": ms(l.slowest)})),
+        "scenarios": ctx.summary.sync_latencies.iter().map(|l| json!({
+            "profile": l.profile.as_str(), "feature": l.feature, "scenario": l.scenario, "slowestSyncMs": ms(l.slowest),
+        })).collect::<Vec<_>>(),
+    })
 }
 
 async fn agent_entry(agent: &AgentKind) -> Value {
@@ -273,6 +292,7 @@ mod tests {
                     summary: &summary,
                     results: vec![(Profile::Ocp416, json)],
                     command: String::new(),
+                    agent_timeout: std::time::Duration::from_secs(30),
                 };
                 let yaml: serde_yaml::Value =
                     serde_yaml::from_str(&conformance_report(&ctx).await.unwrap()).unwrap();

@@ -18,6 +18,7 @@ pub mod node_history;
 mod observe;
 mod stepping;
 pub use act::ServingCaChange;
+pub use stepping::SYNC_BOUND;
 
 use crate::agent::ReferenceDaemon;
 use crate::agent::process::AgentProcess;
@@ -273,6 +274,8 @@ pub struct Scenario {
     prometheus: std::sync::Mutex<crate::prometheus::Prometheus>,
     /// Every Node's cordon and drain annotations over the scenario, as a watch saw them.
     pub node_history: node_history::NodeHistory,
+    /// The longest the nodes took to reflect a change (wall milliseconds), for the report.
+    slowest_sync_ms: std::sync::atomic::AtomicU64,
 }
 
 fn fixture_err(e: impl std::fmt::Display) -> ScenarioError {
@@ -464,6 +467,7 @@ impl Scenario {
                 .collect(),
             prometheus: std::sync::Mutex::new(Default::default()),
             node_history,
+            slowest_sync_ms: std::sync::atomic::AtomicU64::new(0),
         };
         scenario.await_kubelets().await?;
         scenario.await_first_sync().await?;

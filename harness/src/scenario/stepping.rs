@@ -138,9 +138,18 @@ impl Scenario {
         self.converge_within(self.options.deadline).await
     }
 
+    /// The longest the nodes took to reflect a change so far in this scenario.
+    pub fn slowest_sync(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.slowest_sync_ms.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
     /// `Err` naming how late the nodes were when they took longer than `SYNC_BOUND`.
     pub(super) fn in_time(&self, started: std::time::Instant, what: &str) -> Result<(), ScenarioError> {
         let took = started.elapsed();
+        self.slowest_sync_ms.fetch_max(
+            u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
+            std::sync::atomic::Ordering::Relaxed,
+        );
         if took <= SYNC_BOUND {
             return Ok(());
         }

@@ -42,9 +42,19 @@ async fn kubelet_ca_loads(world: &mut ConformanceWorld, expected: usize) -> anyh
     for node in &world.cluster()?.nodes {
         let lines = node.journal_since(world.marks[node.name()]).await?;
         let loads: Vec<&String> = lines.iter().filter(|l| l.contains(CA_RELOAD_LOG)).collect();
+        // Why, where the count says it: the kubelet loads the file whenever its content
+        // changes, so more loads than bundle changes means content in between (a file written
+        // in pieces, or rewritten), and fewer means a change that never reached the file.
+        let why = match loads.len().cmp(&expected) {
+            std::cmp::Ordering::Greater => {
+                " (the file's content changed more often than the bundle did: written in pieces or not atomically, or rewritten with other content?)"
+            }
+            std::cmp::Ordering::Less => " (a bundle change never reached the file?)",
+            std::cmp::Ordering::Equal => "",
+        };
         anyhow::ensure!(
             loads.len() == expected,
-            "{}: the kubelet loaded a new kubelet-ca.crt {} times, expected {expected}:\n{}",
+            "{}: the kubelet loaded a new kubelet-ca.crt {} times, expected {expected}{why}:\n{}",
             node.name(),
             loads.len(),
             loads.iter().map(|l| l.as_str()).collect::<Vec<_>>().join("\n")

@@ -114,4 +114,27 @@ async fn faulty_fails_reference_passes(nodes: Nodes) {
         "{:?}",
         report["reproduce"]
     );
+    // Timeliness as data: the timeout the run allowed, the bound, and per scenario run how long
+    // its nodes took at most (every scenario of the feature, on both profiles).
+    let timeliness = &report["timeliness"];
+    assert_eq!(
+        timeliness["agentTimeoutSeconds"].as_u64(),
+        Some(30),
+        "{timeliness:?}"
+    );
+    assert_eq!(
+        timeliness["syncBoundSeconds"].as_u64(),
+        Some(10),
+        "{timeliness:?}"
+    );
+    let scenarios = timeliness["scenarios"]
+        .as_sequence()
+        .expect("per-scenario latencies");
+    assert_eq!(scenarios.len() as usize, summary.passed, "{timeliness:?}");
+    assert!(
+        scenarios
+            .iter()
+            .all(|s| s["slowestSyncMs"].as_u64().is_some_and(|ms| ms <= 10_000)),
+        "{timeliness:?}"
+    );
 }
