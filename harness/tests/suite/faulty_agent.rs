@@ -130,7 +130,7 @@ async fn faulty_fails_reference_passes(nodes: Nodes) {
     let scenarios = timeliness["scenarios"]
         .as_sequence()
         .expect("per-scenario latencies");
-    assert_eq!(scenarios.len() as usize, summary.passed, "{timeliness:?}");
+    assert_eq!(scenarios.len(), summary.passed, "{timeliness:?}");
     assert!(
         scenarios
             .iter()
