@@ -256,6 +256,10 @@ impl ServerCertVerifier for AnyServerCert {
 pub enum ProbeError {
     #[error("kubelet at {addr} rejected the client certificate: {reason}")]
     Rejected { addr: SocketAddr, reason: String },
+    /// Nothing accepts connections there: a kubelet that is down (mid-restart, mid-reboot) has
+    /// not judged any certificate.
+    #[error("kubelet at {addr} is not serving: {reason}")]
+    NotServing { addr: SocketAddr, reason: String },
     #[error("client certificate unusable: {0}")]
     Certificate(String),
 }
@@ -281,7 +285,10 @@ pub async fn probe(addr: SocketAddr, client_cert_pem: &str, client_key_pem: &str
     let rejected = |reason: String| ProbeError::Rejected { addr, reason };
     let tcp = tokio::net::TcpStream::connect(addr)
         .await
-        .map_err(|e| rejected(e.to_string()))?;
+        .map_err(|e| ProbeError::NotServing {
+            addr,
+            reason: e.to_string(),
+        })?;
     let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
     let name = ServerName::try_from("localhost").expect("a valid DNS name");
     let mut tls = connector
@@ -317,6 +324,35 @@ mod tests {
     use std::time::Duration;
 
     const WAIT: Duration = Duration::from_secs(10);
+
+    /// A kubelet that is down is "not serving", not a rejection of the certificate.
+    #[tokio::test]
+    async fn a_kubelet_that_is_down_is_not_serving() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        drop(listener);
+        let signer = Signer::issue(
+            "ns",
+            "s",
+            crate::pki::SIMULATION_EPOCH,
+            time::Duration::days(1),
+            1,
+        )
+        .unwrap();
+        let client = signer
+            .issue_client(
+                "system:kube-apiserver",
+                &[],
+                crate::pki::SIMULATION_EPOCH,
+                time::Duration::days(1),
+                2,
+            )
+            .unwrap();
+        let err = probe(addr, &client.pem, &client.key_pem).await.unwrap_err();
+        assert!(matches!(err, ProbeError::NotServing { .. }), "{err}");
+        assert!(err.to_string().contains("is not serving"), "{err}");
+    }
 
     async fn kubelet_node() -> EmbeddedNode {
         let _ = rustls::crypto::ring::default_provider().install_default();
