@@ -137,12 +137,15 @@ async fn kubelets_refuse_kube_apiserver(world: &mut ConformanceWorld) -> anyhow:
         .await?;
     for node in &c.nodes {
         let addr = c.kubelet_address(node.name()).await?;
-        if probe(addr, &client.pem, &client.key_pem).await.is_ok() {
-            anyhow::bail!(
+        // Only a refusal counts: a kubelet that is not serving judged nothing.
+        match probe(addr, &client.pem, &client.key_pem).await {
+            Err(harness::node::kubelet::ProbeError::Rejected { .. }) => {}
+            Ok(()) => anyhow::bail!(
                 "{} accepts the kube-apiserver's kubelet client certificate (issued by {})",
                 node.name(),
                 client.issuer_common_name
-            );
+            ),
+            Err(e) => anyhow::bail!("{}: could not ask its kubelet: {e}", node.name()),
         }
     }
     Ok(())
