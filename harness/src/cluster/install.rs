@@ -17,10 +17,20 @@ use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchP
 use serde_json::{Value, json};
 use std::path::Path;
 
-/// The gates the upstream daemon asks about, as the Default feature set has them (openshift/api
-/// `features/features.go`): a gate missing from both lists reads as disabled, with a log line.
+/// The gates the upstream daemons ask about, as the Default feature set has them (openshift/api
+/// `features/features.go`). A gate asked about that neither list names makes library-go's
+/// reader panic (`feature "PinnedImages" is not registered in FeatureGates`), so every gate of
+/// every daemon release the suite runs is listed: main's (IrreconcilableMachineConfig,
+/// ImageModeStatusReporting) and release-4.16's (PinnedImages, MachineConfigNodes,
+/// NodeDisruptionPolicy: Tech Preview in 4.16, so off by default; start.go:220, daemon.go,
+/// drain.go). release-4.12's daemon reads no gates.
 const ENABLED_GATES: &[&str] = &["IrreconcilableMachineConfig"];
-const DISABLED_GATES: &[&str] = &["ImageModeStatusReporting"];
+const DISABLED_GATES: &[&str] = &[
+    "ImageModeStatusReporting",
+    "PinnedImages",
+    "MachineConfigNodes",
+    "NodeDisruptionPolicy",
+];
 
 const CLUSTER_ID: &str = "6d3f1c9e-0b1a-4c57-9d7e-000000000001";
 const RELEASE_IMAGE: &str = "quay.io/openshift-release-dev/ocp-release@sha256:0000000000000000000000000000000000000000000000000000000000000000";

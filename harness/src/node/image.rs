@@ -13,6 +13,10 @@ use std::process::{Command, Stdio};
 
 /// The image repository; tags are `sha-<content hash>` and the crate version.
 pub const IMAGE_REPOSITORY: &str = "mco-conformance-node";
+/// Busybox applets a RHCOS node has in another form that agents call with options busybox
+/// lacks (`rpm -qf`): better absent than wrong.
+const NOT_LIKE_RHCOS: &[&str] = &["rpm", "rpm2cpio"];
+
 /// Where a static busybox is looked for (Debian's `busybox-static` installs `/bin/busybox`).
 pub const BUSYBOX_PATHS: &[&str] = &["/bin/busybox", "/usr/bin/busybox"];
 /// Directories every node has, empty at first.
@@ -149,7 +153,15 @@ pub fn assemble_rootfs(root: &Path, binaries: &[PathBuf], busybox: &Path) -> Res
         .map_err(io(busybox))?;
     for applet in String::from_utf8_lossy(&applets.stdout).lines().map(str::trim) {
         // The node's own systemctl, journalctl and logger come from the harness, not busybox.
-        if applet.is_empty() || applet == "busybox" || TOOL_NAMES.contains(&applet) || applet.contains('/') {
+        // Applets that answer as a different tool would are left out: an agent that finds no
+        // such tool skips what it needs it for, as upstream's daemon does, where busybox's
+        // `rpm` fails `rpm -qf` and degrades the node (release-4.16 file_writers.go:56-72).
+        if applet.is_empty()
+            || applet == "busybox"
+            || TOOL_NAMES.contains(&applet)
+            || NOT_LIKE_RHCOS.contains(&applet)
+            || applet.contains('/')
+        {
             continue;
         }
         let link = root.join("bin").join(applet);

@@ -6,8 +6,10 @@ use cucumber::{given, then, when};
 use harness::world::ConformanceWorld;
 use serde_json::{Value, json};
 
-/// The contents every added file gets.
-const CONTENTS: &str = "written by mco-conformance\n";
+/// The contents every added file gets: a comment line, so the file is valid in the formats
+/// upstream's daemon parses (`/etc/containers/registries.conf` is decoded as TOML on 4.12 and
+/// 4.16 to decide on a drain: release-4.16 drain.go:187).
+const CONTENTS: &str = "# written by mco-conformance\n";
 
 /// The spec of a MachineConfig changing one thing, from the step's words.
 fn change_spec(change: &str) -> anyhow::Result<Value> {

@@ -109,8 +109,10 @@ async fn pull_secret_has(
         let text = node.read(INTERNAL_REGISTRY_PULL_SECRET).await?;
         let secret: Value = serde_json::from_slice(&text)
             .with_context(|| format!("{}: {INTERNAL_REGISTRY_PULL_SECRET} is not JSON", node.name()))?;
+        // The credentials are the `auth` field; upstream writes its struct out with empty
+        // username, password and email beside it (DockerConfigEntry has no omitempty).
         ensure!(
-            secret["auths"][&registry] == auth(user),
+            secret["auths"][&registry]["auth"] == auth(user)["auth"],
             "{}: {INTERNAL_REGISTRY_PULL_SECRET} has {} for {registry}, expected the credentials of {source}",
             node.name(),
             secret["auths"][&registry]

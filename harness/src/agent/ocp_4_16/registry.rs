@@ -48,8 +48,9 @@ pub(super) fn pull_secret(
         .collect();
     roles.sort();
     let Some(role) = roles.first() else {
+        // Upstream's words (release-4.16 certificate_writer.go:439).
         return Err(node_error(format!(
-            "node {} has no node-role.kubernetes.io/<role> label: cannot tell which mounted pull secret under {MOUNTED_PULL_SECRETS} applies",
+            "node {} has no node-role.kubernetes.io label",
             env.node_name
         )));
     };
