@@ -13,6 +13,83 @@ use crate::scenario::AgentKind;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
+/// A feature's scenarios as a run's Cucumber JSON document has them.
+pub struct FeatureResults {
+    pub name: String,
+    /// The feature file's path, as the document gives it.
+    pub uri: String,
+    pub scenarios: Vec<ScenarioOutcome>,
+}
+
+/// One (expanded) scenario of a run: its tags (feature's and its own, without `@`), and
+/// whether it failed, by the run's own rule: a failed step, or a step no definition matched
+/// unless the scenario is tagged `@allow.skipped`.
+pub struct ScenarioOutcome {
+    pub name: String,
+    pub line: u64,
+    pub tags: Vec<String>,
+    pub failed: bool,
+    /// The failed step, or the first one that did not pass when none failed.
+    pub failure: Option<FailedStep>,
+}
+
+pub struct FailedStep {
+    /// Keyword and text (`Then every node is Done`).
+    pub step: String,
+    pub line: u64,
+    pub message: String,
+}
+
+/// Read a run's Cucumber JSON document.
+pub fn read_results(path: &Path) -> Result<Vec<FeatureResults>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let document: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut features = Vec::new();
+    for feature in document.as_array().into_iter().flatten() {
+        let mut scenarios = Vec::new();
+        for element in feature["elements"].as_array().into_iter().flatten() {
+            let tags: Vec<String> = element["tags"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .chain(feature["tags"].as_array().into_iter().flatten())
+                .filter_map(|t| t["name"].as_str().map(|n| n.trim_start_matches('@').to_string()))
+                .collect();
+            let steps = element["steps"].as_array().cloned().unwrap_or_default();
+            let failed_step = steps.iter().find(|s| s["result"]["status"] == "failed");
+            let not_passed = steps.iter().find(|s| s["result"]["status"] != "passed");
+            let allowed_skip = tags.iter().any(|t| t == "allow.skipped");
+            let failed = failed_step.is_some() || (not_passed.is_some() && !allowed_skip);
+            let failure = failed_step.or(not_passed).map(|s| FailedStep {
+                step: format!(
+                    "{}{}",
+                    s["keyword"].as_str().unwrap_or(""),
+                    s["name"].as_str().unwrap_or("")
+                ),
+                line: s["line"].as_u64().unwrap_or(0),
+                message: s["result"]["error_message"]
+                    .as_str()
+                    .unwrap_or("no step definition matches")
+                    .trim()
+                    .to_string(),
+            });
+            scenarios.push(ScenarioOutcome {
+                name: element["name"].as_str().unwrap_or("").to_string(),
+                line: element["line"].as_u64().unwrap_or(0),
+                tags,
+                failed,
+                failure,
+            });
+        }
+        features.push(FeatureResults {
+            name: feature["name"].as_str().unwrap_or("").to_string(),
+            uri: feature["uri"].as_str().unwrap_or("").to_string(),
+            scenarios,
+        });
+    }
+    Ok(features)
+}
+
 /// Everything the report says beyond the scenario results.
 pub struct ReportContext<'a> {
     pub agent: &'a AgentKind,
@@ -34,48 +111,16 @@ pub async fn conformance_report(ctx: &ReportContext<'_>) -> Result<String, Strin
     let vendor = !matches!(ctx.agent, AgentKind::Reference);
     let mut failed_for_verdict = 0usize;
     for (profile, path) in &ctx.results {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let document: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
         let mut features = Vec::new();
-        for feature in document.as_array().into_iter().flatten() {
+        for feature in read_results(path)? {
             let mut scenarios = Vec::new();
-            for element in feature["elements"].as_array().into_iter().flatten() {
-                let tags: Vec<String> = element["tags"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .chain(feature["tags"].as_array().into_iter().flatten())
-                    .filter_map(|t| t["name"].as_str().map(|n| n.trim_start_matches('@').to_string()))
-                    .collect();
-                let failure = element["steps"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .find(|s| s["result"]["status"] == "failed")
-                    .map(|s| {
-                        json!({
-                            "step": format!("{}{}", s["keyword"].as_str().unwrap_or(""), s["name"].as_str().unwrap_or("")),
-                            "line": s["line"],
-                            "message": s["result"]["error_message"].as_str().unwrap_or("").trim(),
-                        })
-                    });
-                let undefined = element["steps"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .any(|s| s["result"]["status"] != "passed");
-                // As the run's own tally: a step no definition matched fails the scenario
-                // unless it is tagged @allow.skipped.
-                let allowed_skip = tags.iter().any(|t| t == "allow.skipped");
-                let result = if failure.is_some() || (undefined && !allowed_skip) {
-                    "failed"
-                } else {
-                    "passed"
-                };
-                let mut entry = json!({"name": element["name"], "line": element["line"], "result": result});
-                if let Some(f) = failure {
-                    entry["failure"] = f;
+            for outcome in feature.scenarios {
+                let result = if outcome.failed { "failed" } else { "passed" };
+                let mut entry = json!({"name": outcome.name, "line": outcome.line, "result": result});
+                if let Some(f) = &outcome.failure {
+                    entry["failure"] = json!({"step": f.step, "line": f.line, "message": f.message});
                 }
+                let tags = outcome.tags;
                 // Scenarios judged apart for an agent other than the reference daemon: their
                 // own list, in the profile's results only for the reference daemon.
                 let apart = if tags.iter().any(|t| t == "mco-logs") {
@@ -87,7 +132,7 @@ pub async fn conformance_report(ctx: &ReportContext<'_>) -> Result<String, Strin
                 };
                 if let Some(list) = apart {
                     let mut apart_entry = entry.clone();
-                    apart_entry["feature"] = feature["name"].clone();
+                    apart_entry["feature"] = json!(feature.name);
                     apart_entry["profile"] = json!(profile.as_str());
                     list.push(apart_entry);
                     if vendor {
@@ -99,7 +144,7 @@ pub async fn conformance_report(ctx: &ReportContext<'_>) -> Result<String, Strin
                 }
                 scenarios.push(entry);
             }
-            features.push(json!({"name": feature["name"], "file": feature["uri"], "scenarios": scenarios}));
+            features.push(json!({"name": feature.name, "file": feature.uri, "scenarios": scenarios}));
         }
         profiles.push(json!({"profile": profile.as_str(), "features": features}));
     }

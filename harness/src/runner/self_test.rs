@@ -12,7 +12,6 @@ use super::{Nodes, RunConfig, RunError, run};
 use crate::agent::Mutant;
 use crate::profile::Profile;
 use crate::scenario::AgentKind;
-use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -206,47 +205,26 @@ async fn run_once(
 /// The failed scenarios of a run's Cucumber JSON, `@mco-logs` and `@beyond-upstream` left out
 /// (a mutant is judged as a vendor's agent is), in file and line order.
 pub fn rejections(json: &Path) -> Result<Vec<Rejection>, String> {
-    let text = std::fs::read_to_string(json).map_err(|e| format!("{}: {e}", json.display()))?;
-    let document: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", json.display()))?;
     let mut out = Vec::new();
-    for feature in document.as_array().into_iter().flatten() {
-        let file = feature["uri"]
-            .as_str()
-            .and_then(|u| Path::new(u).file_name())
+    for feature in super::report::read_results(json)? {
+        let file = Path::new(&feature.uri)
+            .file_name()
             .map(|f| f.to_string_lossy().into_owned())
             .unwrap_or_default();
-        for element in feature["elements"].as_array().into_iter().flatten() {
-            let tags = element["tags"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .chain(feature["tags"].as_array().into_iter().flatten());
-            if tags
-                .filter_map(|t| t["name"].as_str())
-                .any(|t| matches!(t.trim_start_matches('@'), "mco-logs" | super::BEYOND_UPSTREAM))
-            {
-                continue;
-            }
-            let steps = element["steps"].as_array().cloned().unwrap_or_default();
-            let failed = steps.iter().find(|s| s["result"]["status"] == "failed");
-            let undefined = steps.iter().find(|s| s["result"]["status"] != "passed");
-            let Some(step) = failed.or(undefined) else {
+        for outcome in feature.scenarios {
+            let apart = outcome
+                .tags
+                .iter()
+                .any(|t| t == "mco-logs" || t == super::BEYOND_UPSTREAM);
+            let (true, false, Some(failure)) = (outcome.failed, apart, outcome.failure) else {
                 continue;
             };
             out.push(Rejection {
                 file: file.clone(),
-                scenario: element["name"].as_str().unwrap_or("").to_string(),
-                line: element["line"].as_u64().unwrap_or(0),
-                step: format!(
-                    "{}{}",
-                    step["keyword"].as_str().unwrap_or(""),
-                    step["name"].as_str().unwrap_or("")
-                ),
-                message: step["result"]["error_message"]
-                    .as_str()
-                    .unwrap_or("no step definition matches")
-                    .trim()
-                    .to_string(),
+                scenario: outcome.name,
+                line: outcome.line,
+                step: failure.step,
+                message: failure.message,
             });
         }
     }
