@@ -25,11 +25,20 @@ Feature: When the kubelet restarts
   # The one difference between the profiles: whether anything puts the new serving CA into the
   # kubelet's kubeconfig before the API server serves from it. The node lifecycle controller
   # marks a node whose kubelet stopped posting status for 40 s Unknown (NotReady).
+  # The first minute is the operator's next sync, which sets service-ca-rotate back to "false"
+  # (release-4.16 pkg/operator/sync.go:1083-1087), a ControllerConfig change every daemon syncs.
+  # It comes before the API server serves from the new CA, as on a cluster, where the new
+  # signer is published long before it signs a serving certificate: upstream's daemon keeps the
+  # credentials it started with (writer.go:87, "NodeWriter initialized with credentials from
+  # /var/lib/kubelet/kubeconfig"), so once the API server serves from a CA it did not trust at
+  # start it cannot write to its Node until its pod restarts. What this scenario judges is the
+  # kubelet, which the daemon restarted with the new CA in its kubeconfig.
   Scenario Outline: A new kube-apiserver serving CA and the kubelet's kubeconfig
     Given a fresh cluster with 1 worker node
     When the kube-apiserver's serving CA bundle gains a new CA
     Then every node's /var/lib/kubelet/kubeconfig <trust> the kube-apiserver's new CA
-    When the kube-apiserver serves a certificate from its new CA
+    When 1 minute passes
+    And the kube-apiserver serves a certificate from its new CA
     And 1 minute passes
     Then every node is <readiness>
     And no node has rebooted

@@ -56,10 +56,13 @@ Feature: Registry trust written from ControllerConfig
     And every node's internal registry pull secret has credentials for "quay.io" from the mounted secret
     And no node has rebooted
 
-  # The reason in upstream's words (release-4.16 certificate_writer.go:439).
+  # The reason in upstream's words (release-4.16 certificate_writer.go:439). Nothing is judged
+  # of the file: upstream writes it on every sync (the ControllerConfig's bytes as they are when
+  # no secret is mounted, certificate_writer.go:374-380, 452), and its certificate writer reads
+  # the Node its Node worker last saw, which may still have the label when the ControllerConfig
+  # change comes first (the Node worker holds for a minute after start, daemon.go:857-870).
   Scenario: A node with no role label gets an error, not a silent skip
     Given a fresh cluster with 1 worker node
     When every node loses its node-role label
     And the internal registry pull secret holds credentials for "image-registry.openshift-image-registry.svc:5000"
     Then every node is Degraded with the reason "has no node-role.kubernetes.io label"
-    And no node has the path /etc/mco/internal-registry-pull-secret.json

@@ -20,11 +20,21 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::UnixListener;
 use tokio::process::Command;
 
-/// The node tools' binary name (a bin of this crate): `systemctl`, `journalctl`, `logger`, and
-/// the recorded `update-ca-trust` and `ostree`.
+/// The node tools' binary name (a bin of this crate): `systemctl`, `journalctl`, `logger`,
+/// `systemd-run`, and the recorded `update-ca-trust` and `ostree`.
 pub const NODE_TOOLS: &str = "mco-node-tools";
 /// The names the node tools answer to on an agent's `PATH`.
-pub const TOOL_NAMES: &[&str] = &["systemctl", "journalctl", "logger", "update-ca-trust", "ostree"];
+pub const TOOL_NAMES: &[&str] = &[
+    "systemctl",
+    "journalctl",
+    "logger",
+    "systemd-run",
+    "update-ca-trust",
+    "ostree",
+];
+/// The node tools that act on the node's users (`/etc/passwd`, `/etc/shadow`, uid changes):
+/// only in a container node's image, where `/etc` is the node's.
+pub const IMAGE_TOOL_NAMES: &[&str] = &["runuser", "usermod", "getent"];
 
 /// The host of a process agent: `systemctl` from `PATH`, and its log on stdout (the node's
 /// service manager puts it in the journal).
@@ -135,18 +145,40 @@ impl Service for AgentProcess {
             std::env::var("PATH").unwrap_or_default()
         );
         let root = ctx.node.root().to_path_buf();
-        let child = Command::new(&self.binary)
-            .args(&self.args)
-            .env("KUBECONFIG", root.join(AGENT_KUBECONFIG.trim_start_matches('/')))
-            .env("NODE_NAME", ctx.node.name())
-            .env("MCO_NODE_ROOT", &root)
-            .env("MCO_PROFILE", self.profile.as_str())
-            .env("PATH", path)
-            .env(NODE_SOCKET_ENV, &socket)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .kill_on_drop(true)
-            .spawn();
+        let command = || {
+            let mut command = Command::new(&self.binary);
+            command
+                .args(&self.args)
+                .env("KUBECONFIG", root.join(AGENT_KUBECONFIG.trim_start_matches('/')))
+                .env("NODE_NAME", ctx.node.name())
+                .env("MCO_NODE_ROOT", &root)
+                .env("MCO_PROFILE", self.profile.as_str())
+                .env("PATH", &path)
+                .env(NODE_SOCKET_ENV, &socket)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .kill_on_drop(true);
+            command
+        };
+        // In a container node the agent reads this boot's id where the kernel keeps it.
+        let boot_id = if root == std::path::Path::new("/") {
+            ctx.node.boot_id().await.ok()
+        } else {
+            None
+        };
+        let child = match boot_id {
+            Some(id) => match own_boot_id(command(), &id) {
+                Ok(child) => Ok(child),
+                Err(e) => {
+                    ctx.log(&format!(
+                        "the agent reads the host's boot id, not this boot's ({}): {e}; run the node with CAP_SYS_ADMIN",
+                        BOOT_ID_PATH
+                    ));
+                    command().spawn()
+                }
+            },
+            None => command().spawn(),
+        };
         let mut child = match child {
             Ok(c) => c,
             Err(e) => return ctx.log(&format!("cannot start {}: {e}", self.binary.display())),
@@ -158,6 +190,74 @@ impl Service for AgentProcess {
         let _ = child.start_kill();
         let _ = child.wait().await;
     }
+}
+
+/// Where Linux keeps the current boot's id; the upstream daemon reads it (`getBootID`) to tell a
+/// reboot from a failed one.
+pub const BOOT_ID_PATH: &str = "/proc/sys/kernel/random/boot_id";
+/// Where a container node keeps the simulated boot's id for the agent's mount namespace.
+const BOOT_ID_FILE: &str = "/run/mco-conformance/boot_id";
+
+/// Spawn `command` in a mount namespace of its own (needs CAP_SYS_ADMIN, which a node container
+/// has, as the daemon's privileged pod on a real node does) where `BOOT_ID_PATH` reads `id`:
+/// a simulated reboot is a new boot to the agent, as a real one is. The rest of the node's
+/// mounts are shared, so its files are the node's.
+fn own_boot_id(mut command: Command, id: &str) -> std::io::Result<tokio::process::Child> {
+    use std::ffi::CString;
+    let file = std::path::Path::new(BOOT_ID_FILE);
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    // The kernel's form: a UUID with dashes and a newline.
+    std::fs::write(file, format!("{}\n", uuid_form(id)))?;
+    let source = CString::new(BOOT_ID_FILE).map_err(std::io::Error::other)?;
+    let target = CString::new(BOOT_ID_PATH).map_err(std::io::Error::other)?;
+    let slash = CString::new("/").map_err(std::io::Error::other)?;
+    // SAFETY: between fork and exec the closure makes only async-signal-safe system calls
+    // (unshare, mount) on strings allocated before the fork.
+    unsafe {
+        command.pre_exec(move || {
+            let check = |rc: libc::c_int| {
+                if rc == 0 {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::last_os_error())
+                }
+            };
+            check(libc::unshare(libc::CLONE_NEWNS))?;
+            check(libc::mount(
+                std::ptr::null(),
+                slash.as_ptr(),
+                std::ptr::null(),
+                libc::MS_REC | libc::MS_SLAVE,
+                std::ptr::null(),
+            ))?;
+            check(libc::mount(
+                source.as_ptr(),
+                target.as_ptr(),
+                std::ptr::null(),
+                libc::MS_BIND,
+                std::ptr::null(),
+            ))
+        });
+    }
+    command.spawn()
+}
+
+/// A boot id as the kernel prints it: 8-4-4-4-12 hex digits (ids without dashes get them).
+pub fn uuid_form(id: &str) -> String {
+    let hex: String = id.chars().filter(char::is_ascii_hexdigit).collect();
+    if hex.len() != 32 {
+        return id.to_string();
+    }
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
 }
 
 /// Supervise a service's process: its output into the journal (and to `on_line`) until it

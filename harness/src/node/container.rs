@@ -78,6 +78,10 @@ impl ContainerNode {
             .with_entrypoint(INIT_PATH)
             .with_wait_for(WaitFor::message_on_stdout(READY_LINE))
             .with_network("host")
+            // The daemon's pod is privileged on a real node: it mounts (release-4.12 binds
+            // /run/secrets at start), and the init gives the agent this boot's id in a mount
+            // namespace of its own. CAP_SYS_ADMIN is that much and no more.
+            .with_cap_add("SYS_ADMIN")
             .with_mount(Mount::bind_mount(
                 dir.path().to_string_lossy().into_owned(),
                 CONTROL_DIR,

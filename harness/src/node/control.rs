@@ -40,14 +40,31 @@ pub enum Request {
     Systemctl {
         args: Vec<String>,
     },
-    /// One journal line from `ident[pid]` (what `logger` sends).
+    /// One journal line from `ident[pid]` (what `logger` sends), with the journald fields of
+    /// the writer's own (`logger --journald`).
     Log {
         ident: String,
         pid: u32,
         message: String,
+        #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+        fields: std::collections::BTreeMap<String, String>,
+    },
+    /// Run a command as a transient unit of the node's service manager (`systemd-run`):
+    /// started at once and not waited for, its output in the journal under the unit's name.
+    /// `env` is what the command needs of its caller's environment (`PATH`, the node socket).
+    RunTransient {
+        unit: String,
+        description: String,
+        command: Vec<String>,
+        #[serde(default)]
+        env: Vec<(String, String)>,
     },
     JournalMark,
     JournalSince {
+        mark: usize,
+    },
+    /// The journal's entries after `mark`, with their fields (`journalctl -o json`, matches).
+    JournalEntries {
         mark: usize,
     },
     WaitJournal {
@@ -85,6 +102,79 @@ pub enum Request {
     Boot,
     /// Stop every service; the init exits.
     Shutdown,
+}
+
+/// Start `command` as the transient unit `unit`, as systemd does for `systemd-run`: a journal
+/// line that it started, its output under the unit's name, and one when it ends.
+fn run_transient(
+    node: &EmbeddedNode,
+    unit: &str,
+    description: &str,
+    command: &[String],
+    env: &[(String, String)],
+) -> Result<(), ControlFailure> {
+    let refused = |message: String| ControlFailure {
+        kind: "refused".into(),
+        message,
+    };
+    let (program, args) = command
+        .split_first()
+        .ok_or_else(|| refused("systemd-run: a command is needed".into()))?;
+    let unit = if unit.is_empty() {
+        format!("run-u{}", std::process::id())
+    } else {
+        unit.trim_end_matches(".service").to_string()
+    };
+    let mut child = tokio::process::Command::new(program)
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| refused(format!("systemd-run: {program}: {e}")))?;
+    let journal = node.journal().clone();
+    let clock = node.clock().clone();
+    let now = move || crate::pki::Clock::now(&clock);
+    let what = if description.is_empty() {
+        format!("{unit}.service")
+    } else {
+        format!("{unit}.service - {description}")
+    };
+    journal.systemd(now(), &format!("Started {what}."));
+    let pid = child.id().unwrap_or_default();
+    tokio::spawn(async move {
+        let lines = |stream: Option<Box<dyn tokio::io::AsyncRead + Unpin + Send>>| {
+            let journal = journal.clone();
+            let unit = unit.clone();
+            let now = now.clone();
+            async move {
+                let Some(stream) = stream else { return };
+                let mut lines = BufReader::new(stream).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    journal.log(now(), &unit, pid, &line);
+                }
+            }
+        };
+        let stdout = child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Unpin + Send>);
+        let stderr = child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Unpin + Send>);
+        tokio::join!(lines(stdout), lines(stderr));
+        let status = child.wait().await;
+        let ended = match status {
+            Ok(s) if s.success() => format!("{unit}.service: Deactivated successfully."),
+            Ok(s) => format!("{unit}.service: Main process exited, status={s}"),
+            Err(e) => format!("{unit}.service: {e}"),
+        };
+        journal.systemd(now(), &ended);
+    });
+    Ok(())
 }
 
 /// A failed request, as the other side can rebuild it.
@@ -194,11 +284,31 @@ async fn carry_out(
                 node.systemctl(&args).await.map_err(node_err)?,
             ))
         }
-        Request::Log { ident, pid, message } => {
-            node.journal()
-                .log(crate::pki::Clock::now(node.clock()), &ident, pid, &message);
+        Request::Log {
+            ident,
+            pid,
+            message,
+            fields,
+        } => {
+            node.journal().log_fields(
+                crate::pki::Clock::now(node.clock()),
+                &ident,
+                pid,
+                &message,
+                &fields,
+            );
             Value::Null
         }
+        Request::RunTransient {
+            unit,
+            description,
+            command,
+            env,
+        } => {
+            run_transient(node, &unit, &description, &command, &env)?;
+            Value::Null
+        }
+        Request::JournalEntries { mark } => to_json(&node.journal().entries_since(JournalMark(mark))),
         Request::JournalMark => to_json(&node.journal_mark().await.map_err(node_err)?.0),
         Request::JournalSince { mark } => {
             to_json(&node.journal_since(JournalMark(mark)).await.map_err(node_err)?)

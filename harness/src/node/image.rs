@@ -5,7 +5,7 @@
 //! and also tagged `mco-conformance-node:<crate version>` so vendors can build their agent image
 //! `FROM` it.
 
-use crate::agent::process::{NODE_TOOLS, TOOL_NAMES};
+use crate::agent::process::{IMAGE_TOOL_NAMES, NODE_TOOLS, TOOL_NAMES};
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -159,6 +159,7 @@ pub fn assemble_rootfs(root: &Path, binaries: &[PathBuf], busybox: &Path) -> Res
         if applet.is_empty()
             || applet == "busybox"
             || TOOL_NAMES.contains(&applet)
+            || IMAGE_TOOL_NAMES.contains(&applet)
             || NOT_LIKE_RHCOS.contains(&applet)
             || applet.contains('/')
         {
@@ -171,7 +172,7 @@ pub fn assemble_rootfs(root: &Path, binaries: &[PathBuf], busybox: &Path) -> Res
     }
     // The node tools under the names they answer to, where the image carries them.
     if root.join("usr/bin").join(NODE_TOOLS).is_file() {
-        for tool in TOOL_NAMES {
+        for tool in TOOL_NAMES.iter().chain(IMAGE_TOOL_NAMES) {
             let link = root.join("usr/bin").join(tool);
             std::os::unix::fs::symlink(NODE_TOOLS, &link).map_err(io(&link))?;
         }
@@ -179,6 +180,22 @@ pub fn assemble_rootfs(root: &Path, binaries: &[PathBuf], busybox: &Path) -> Res
     for dir in NODE_DIRS {
         std::fs::create_dir_all(root.join(dir)).map_err(io(&root.join(dir)))?;
     }
+    // RHCOS's users (the upstream daemon looks up `core`, and creates its ~/.ssh as core);
+    // the init gives /home/core to core, as the tar makes every file root's.
+    for (file, text, mode) in [
+        ("etc/passwd", super::users::PASSWD, 0o644),
+        ("etc/group", super::users::GROUP, 0o644),
+        ("etc/shadow", super::users::SHADOW, 0o400),
+    ] {
+        let path = root.join(file);
+        std::fs::write(&path, text).map_err(io(&path))?;
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(mode))
+            .map_err(io(&path))?;
+    }
+    let home = root.join(super::users::CORE_HOME.trim_start_matches('/'));
+    std::fs::create_dir_all(&home).map_err(io(&home))?;
+    std::fs::set_permissions(&home, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .map_err(io(&home))?;
     std::fs::write(
         root.join("etc/os-release"),
         "NAME=\"mco-conformance node\"\nID=mco-conformance\nVERSION_ID=1\n",

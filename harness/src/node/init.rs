@@ -108,6 +108,12 @@ pub async fn run(config: InitConfig) -> Result<(), String> {
             node_tools: config.node_tools.clone(),
         }),
     );
+    // The image's files are all root's; RHCOS's core owns its home.
+    let home = config.root.join(super::users::CORE_HOME.trim_start_matches('/'));
+    if home.is_dir() {
+        let core = Some(super::users::CORE_UID);
+        let _ = std::os::unix::fs::chown(&home, core, core);
+    }
     let socket = config.root.join(CONTROL_SOCKET.trim_start_matches('/'));
     let dir = socket.parent().ok_or("the control socket has no directory")?;
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;

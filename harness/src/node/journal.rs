@@ -1,8 +1,12 @@
 //! A node's journal: one line per service-manager action and per service log line, in
 //! journald's short format with simulated timestamps
 //! (`Feb 26 07:21:44 node-1 systemd[1]: Reloading.`), and `-- Boot <id> --` after a reboot.
-//! Readers take a mark and read or wait for lines after it.
+//! Readers take a mark and read or wait for lines after it. Each line also keeps its journald
+//! fields (`MESSAGE`, `SYSLOG_IDENTIFIER`, `_PID`, `_UID`, `_BOOT_ID`, `__REALTIME_TIMESTAMP`,
+//! and any a writer adds, as `logger --journald` does), which `journalctl -o json` and field
+//! matches (`MESSAGE_ID=…`) read: the upstream 4.12 daemon keeps its pending-reboot state there.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use time::OffsetDateTime;
 use tokio::sync::watch;
@@ -11,10 +15,27 @@ use tokio::sync::watch;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct JournalMark(pub usize);
 
+/// One journal entry: the line `journalctl` prints in its short format, and its fields (none for
+/// a boot marker, which is not an entry of its own in journald).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Entry {
+    pub line: String,
+    pub fields: BTreeMap<String, String>,
+}
+
+impl Entry {
+    /// True for the `-- Boot <id> --` marker between boots.
+    pub fn is_boot_marker(&self) -> bool {
+        self.fields.is_empty() && self.line.starts_with("-- Boot ")
+    }
+}
+
 #[derive(Clone)]
 pub struct Journal {
     host: String,
-    lines: Arc<Mutex<Vec<String>>>,
+    lines: Arc<Mutex<Vec<Entry>>>,
+    /// The boot the entries written now belong to (`_BOOT_ID`).
+    boot_id: Arc<Mutex<String>>,
     appended: Arc<watch::Sender<usize>>,
     /// A node part in a process of its own prints its messages on stdout, where its service
     /// manager puts them in the node's journal, instead of keeping them.
@@ -43,6 +64,7 @@ impl Journal {
         Journal {
             host: host.to_string(),
             lines: Arc::new(Mutex::new(Vec::new())),
+            boot_id: Arc::new(Mutex::new(String::new())),
             appended: Arc::new(appended),
             to_stdout: false,
         }
@@ -56,10 +78,10 @@ impl Journal {
         }
     }
 
-    fn push(&self, line: String) {
+    fn push(&self, entry: Entry) {
         let len = {
             let mut lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
-            lines.push(line);
+            lines.push(entry);
             lines.len()
         };
         self.appended.send_replace(len);
@@ -67,18 +89,46 @@ impl Journal {
 
     /// A line from `ident[pid]` at simulated time `at`.
     pub fn log(&self, at: OffsetDateTime, ident: &str, pid: u32, message: &str) {
+        self.log_fields(at, ident, pid, message, &BTreeMap::new());
+    }
+
+    /// A line from `ident[pid]` at simulated time `at`, with journald fields of the writer's
+    /// own (`MESSAGE_ID`, …) beside the ones every entry has. Every node process runs as root.
+    pub fn log_fields(
+        &self,
+        at: OffsetDateTime,
+        ident: &str,
+        pid: u32,
+        message: &str,
+        extra: &BTreeMap<String, String>,
+    ) {
         if self.to_stdout {
             for part in message.lines() {
                 println!("{part}");
             }
             return;
         }
-        for part in message.lines() {
-            self.push(format!(
-                "{} {} {ident}[{pid}]: {part}",
-                short_timestamp(at),
-                self.host
-            ));
+        let boot_id = self.boot_id.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let micros = at.unix_timestamp_nanos() / 1_000;
+        // An entry that is only fields (`logger --journald` with no MESSAGE) is still an entry.
+        let parts: Vec<&str> = if message.is_empty() && !extra.is_empty() {
+            vec![""]
+        } else {
+            message.lines().collect()
+        };
+        for part in parts {
+            let mut fields = extra.clone();
+            fields.insert("MESSAGE".into(), part.to_string());
+            fields.insert("SYSLOG_IDENTIFIER".into(), ident.to_string());
+            fields.insert("_PID".into(), pid.to_string());
+            fields.insert("_UID".into(), "0".into());
+            fields.insert("_HOSTNAME".into(), self.host.clone());
+            fields.insert("_BOOT_ID".into(), boot_id.clone());
+            fields.insert("__REALTIME_TIMESTAMP".into(), micros.to_string());
+            self.push(Entry {
+                line: format!("{} {} {ident}[{pid}]: {part}", short_timestamp(at), self.host),
+                fields,
+            });
         }
     }
 
@@ -89,7 +139,11 @@ impl Journal {
 
     /// The boot marker journalctl prints between boots.
     pub fn boot(&self, boot_id: &str) {
-        self.push(format!("-- Boot {boot_id} --"));
+        *self.boot_id.lock().unwrap_or_else(|p| p.into_inner()) = boot_id.to_string();
+        self.push(Entry {
+            line: format!("-- Boot {boot_id} --"),
+            fields: BTreeMap::new(),
+        });
     }
 
     pub fn mark(&self) -> JournalMark {
@@ -98,7 +152,18 @@ impl Journal {
 
     pub fn since(&self, mark: JournalMark) -> Vec<String> {
         let lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
-        lines.get(mark.0..).map(<[String]>::to_vec).unwrap_or_default()
+        lines
+            .get(mark.0..)
+            .unwrap_or_default()
+            .iter()
+            .map(|e| e.line.clone())
+            .collect()
+    }
+
+    /// The entries after `mark`, with their fields.
+    pub fn entries_since(&self, mark: JournalMark) -> Vec<Entry> {
+        let lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+        lines.get(mark.0..).map(<[Entry]>::to_vec).unwrap_or_default()
     }
 
     /// Wait until a line after `mark` contains `needle`; `None` if `deadline` passes first.
@@ -148,6 +213,38 @@ mod tests {
                 "Feb 26 07:21:45 node-1 machine-config-daemon[2345]: two",
                 "-- Boot abc --",
             ]
+        );
+    }
+
+    #[test]
+    fn entries_keep_journald_fields_and_the_boot_they_belong_to() {
+        let j = Journal::new("node-1");
+        j.boot("b1");
+        let extra = BTreeMap::from([
+            ("MESSAGE_ID".to_string(), "abc".to_string()),
+            ("PENDING".to_string(), "1".to_string()),
+        ]);
+        j.log_fields(
+            datetime!(2026-02-26 07:21:44 UTC),
+            "logger",
+            7,
+            "rendered-worker-1",
+            &extra,
+        );
+        j.boot("b2");
+        let entries = j.entries_since(JournalMark(0));
+        assert!(entries[0].is_boot_marker() && entries[2].is_boot_marker());
+        let f = &entries[1].fields;
+        assert_eq!(f["MESSAGE"], "rendered-worker-1");
+        assert_eq!(f["MESSAGE_ID"], "abc");
+        assert_eq!(f["PENDING"], "1");
+        assert_eq!(f["_BOOT_ID"], "b1");
+        assert_eq!(f["_UID"], "0");
+        assert_eq!(f["SYSLOG_IDENTIFIER"], "logger");
+        assert_eq!(f["__REALTIME_TIMESTAMP"], "1772090504000000");
+        assert_eq!(
+            entries[1].line,
+            "Feb 26 07:21:44 node-1 logger[7]: rendered-worker-1"
         );
     }
 

@@ -28,6 +28,7 @@ pub mod kubelet_status;
 pub mod seed;
 pub mod services;
 pub mod tools;
+pub mod users;
 
 pub use embedded::{EmbeddedNode, Service, ServiceContext};
 pub use journal::{Journal, JournalMark};

@@ -30,8 +30,8 @@ use crate::cluster::{
     ClusterError, ClusterLog, ClusterSide, MachineConfigController, NodeLifecycle, Operator, SignerRotation,
 };
 use crate::mco::{
-    CURRENT_CONFIG, DESIRED_CONFIG, LAST_SYNCED_CONTROLLER_CONFIG, REASON, STATE, STATE_DEGRADED, STATE_DONE,
-    STATE_UNRECONCILABLE,
+    CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, LAST_SYNCED_CONTROLLER_CONFIG, REASON, STATE,
+    STATE_DEGRADED, STATE_DONE, STATE_UNRECONCILABLE,
 };
 use crate::node::container::{ContainerNode, ContainerSpec};
 use crate::node::kubelet::FakeKubelet;

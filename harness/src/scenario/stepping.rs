@@ -14,11 +14,47 @@ use super::*;
 /// is late, and late is a failure.
 pub const SYNC_BOUND: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// How long a node's agent may take to begin applying a new rendered config on `profile`.
+/// release-4.16's daemon, once after every start, holds its Node worker for a minute after its
+/// first sync past boot before it starts its health listener (release-4.16 daemon.go:857-870,
+/// `initializeHealthServer`); a config given to the node in that minute waits for it. Neither
+/// release-4.12 nor main holds it.
+pub fn rollout_start_bound(profile: Profile) -> std::time::Duration {
+    match profile {
+        Profile::Ocp412 => SYNC_BOUND,
+        Profile::Ocp416 => SYNC_BOUND + std::time::Duration::from_secs(60),
+    }
+}
+
 /// Why the nodes have not caught up: still working, or stuck.
 enum Pending {
     Waiting(String),
     /// An update failed (the node is Degraded or Unreconcilable): waiting longer will not help.
     Failed(String),
+}
+
+/// What one look at the cluster found: what is pending, and the nodes given a new config that
+/// are still `Done` on their old one, each with what its agent writes as it begins (state,
+/// `desiredDrain`, `currentConfig`).
+struct Look {
+    pending: Option<Pending>,
+    unstarted: Vec<Unstarted>,
+}
+
+struct Unstarted {
+    /// The node and the config it was given.
+    key: (String, String),
+    /// `state|desiredDrain|currentConfig` when looked at.
+    marks: String,
+}
+
+/// How a converge went: whether a rendered config rolled out during it, and the longest a node
+/// took to begin applying its new config (from when it was first seen not begun).
+#[derive(Default)]
+struct Rollout {
+    seen: bool,
+    slowest_start: std::time::Duration,
+    slowest_node: String,
 }
 
 impl Scenario {
@@ -125,17 +161,46 @@ impl Scenario {
     /// agent has synced the current ControllerConfig; on both, every node of an unpaused pool
     /// runs its pool's config and is `Done`. A node whose update failed ends the wait at once
     /// with its reason: waiting longer does not mend it.
+    ///
+    /// Timeliness: when a rendered config rolled out, each node's agent must begin applying it
+    /// (write its state, `desiredDrain` or `currentConfig`: upstream's first write is the drain
+    /// request, or the uncordon request when no drain is needed) within `rollout_start_bound` of
+    /// the node being given it; the rollout as a whole
+    /// is not bound, since upstream's own takes at least ten seconds: after every update the
+    /// daemon polls the drain controller's answer every 10 s, the first poll after 10 s
+    /// (release-4.12 daemon.go:1772, release-4.16 daemon.go:2421 `completeUpdate`; the drain
+    /// itself likewise, release-4.16 drain.go:90), and a daemon whose Node cache lags its own
+    /// write runs the same config once more (release-4.16 took 33 s for an SSH key change).
+    /// Otherwise (a ControllerConfig sync, a rotation on 4.16) the nodes must have caught up
+    /// within `SYNC_BOUND`.
     pub async fn converge(&self) -> Result<(), ScenarioError> {
         let started = std::time::Instant::now();
-        self.converge_within(self.options.deadline).await?;
-        self.in_time(started, "caught up with the cluster")
+        let rollout = self.converge_within(self.options.deadline).await?;
+        if !rollout.seen {
+            return self.in_time(started, "caught up with the cluster");
+        }
+        self.slowest_sync_ms.fetch_max(
+            u64::try_from(rollout.slowest_start.as_millis()).unwrap_or(u64::MAX),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        let bound = rollout_start_bound(self.options.profile);
+        if rollout.slowest_start <= bound {
+            return Ok(());
+        }
+        Err(ScenarioError::NotConverged(format!(
+            "late: node {} began applying its new config {:.1} s after it was given it (its desiredConfig set; no state, desiredDrain or currentConfig written), past the {} s an agent acting on the API server's events may take on {} (upstream acts on the Node event at once); --agent-timeout does not extend this",
+            rollout.slowest_node,
+            rollout.slowest_start.as_secs_f64(),
+            bound.as_secs(),
+            self.options.profile
+        )))
     }
 
     /// The agents' first sync after the nodes booted, waited for up to the agent timeout and
     /// not bound by `SYNC_BOUND`: an upstream daemon syncs certificates only once it has read
     /// its Node, a minute after it starts at worst (release-4.16 `ccRequeueDelay`).
     pub(super) async fn await_first_sync(&self) -> Result<(), ScenarioError> {
-        self.converge_within(self.options.deadline).await
+        self.converge_within(self.options.deadline).await.map(drop)
     }
 
     /// The longest the nodes took to reflect a change so far in this scenario.
@@ -160,9 +225,42 @@ impl Scenario {
         )))
     }
 
-    async fn converge_within(&self, deadline: Duration) -> Result<(), ScenarioError> {
+    async fn converge_within(&self, deadline: Duration) -> Result<Rollout, ScenarioError> {
+        // Per (node, config): when it was first seen given the config and not begun, and what
+        // its Node said then; it has begun once that changes (upstream's first write is the
+        // drain request, or the uncordon request when the change needs no drain).
+        let first_seen =
+            std::sync::Mutex::new(BTreeMap::<(String, String), (std::time::Instant, String)>::new());
+        let begun = std::sync::Mutex::new(std::collections::BTreeSet::<(String, String)>::new());
+        let rollout = std::sync::Mutex::new(Rollout::default());
         let failed = eventually(deadline, || async {
-            match self.pending().await {
+            let look = self.pending().await;
+            {
+                let now = std::time::Instant::now();
+                let mut first_seen = first_seen.lock().unwrap_or_else(|p| p.into_inner());
+                let mut begun = begun.lock().unwrap_or_else(|p| p.into_inner());
+                let mut rollout = rollout.lock().unwrap_or_else(|p| p.into_inner());
+                for u in &look.unstarted {
+                    rollout.seen = true;
+                    if !begun.contains(&u.key) {
+                        first_seen.entry(u.key.clone()).or_insert((now, u.marks.clone()));
+                    }
+                }
+                first_seen.retain(|key, (since, marks)| {
+                    let still = look.unstarted.iter().any(|u| u.key == *key && u.marks == *marks);
+                    if still {
+                        return true;
+                    }
+                    let took = now - *since;
+                    if took >= rollout.slowest_start {
+                        rollout.slowest_start = took;
+                        rollout.slowest_node = key.0.clone();
+                    }
+                    begun.insert(key.clone());
+                    false
+                });
+            }
+            match look.pending {
                 None => Ok(None),
                 Some(Pending::Failed(why)) => Ok(Some(why)),
                 Some(Pending::Waiting(what)) => Err(what),
@@ -170,7 +268,7 @@ impl Scenario {
         })
         .await;
         let why = match failed {
-            Ok(None) => return Ok(()),
+            Ok(None) => return Ok(rollout.into_inner().unwrap_or_else(|p| p.into_inner())),
             Ok(Some(why)) => why,
             Err(e) => e,
         };
@@ -182,7 +280,15 @@ impl Scenario {
 
     /// What is still out of step, if anything. It only observes: reacting is the running
     /// cluster side's job.
-    async fn pending(&self) -> Option<Pending> {
+    async fn pending(&self) -> Look {
+        let mut unstarted = Vec::new();
+        let pending = self.pending_noting(&mut unstarted).await;
+        Look { pending, unstarted }
+    }
+
+    /// What is still out of step, noting in `unstarted` every node given a new config that is
+    /// still `Done` on its old one.
+    async fn pending_noting(&self, unstarted: &mut Vec<Unstarted>) -> Option<Pending> {
         // An API error is not "nothing pending": it is waited out like any other.
         let unreadable = |what: &str, e: kube::Error| Some(Pending::Waiting(format!("reading {what}: {e}")));
         let cc = match controller_configs(&self.admin)
@@ -223,10 +329,23 @@ impl Scenario {
             Ok(nodes) => nodes,
             Err(e) => return unreadable("nodes", e),
         };
+        let mut found = None;
         for node in nodes {
             let name = node.metadata.name.clone().unwrap_or_default();
             let a = node.metadata.annotations.clone().unwrap_or_default();
             let get = |k: &str| a.get(k).cloned().unwrap_or_default();
+            if !get(DESIRED_CONFIG).is_empty()
+                && get(DESIRED_CONFIG) != get(CURRENT_CONFIG)
+                && get(STATE) == STATE_DONE
+            {
+                unstarted.push(Unstarted {
+                    key: (name.clone(), get(DESIRED_CONFIG)),
+                    marks: format!("{}|{}|{}", get(STATE), get(DESIRED_DRAIN), get(CURRENT_CONFIG)),
+                });
+            }
+            if found.is_some() {
+                continue;
+            }
             let role = node
                 .metadata
                 .labels
@@ -238,19 +357,21 @@ impl Scenario {
             if (get(STATE) == STATE_DEGRADED || get(STATE) == STATE_UNRECONCILABLE)
                 && get(CURRENT_CONFIG) != get(DESIRED_CONFIG)
             {
-                return Some(Pending::Failed(format!(
+                found = Some(Pending::Failed(format!(
                     "node {name} is {} (currentConfig {}, desiredConfig {}): {}",
                     get(STATE),
                     get(CURRENT_CONFIG),
                     get(DESIRED_CONFIG),
                     get(REASON)
                 )));
+                continue;
             }
             if self.options.profile == Profile::Ocp416 && get(LAST_SYNCED_CONTROLLER_CONFIG) != cc_rv {
-                return Some(Pending::Waiting(format!(
+                found = Some(Pending::Waiting(format!(
                     "node {name} synced controllerconfig {:?}, current is {cc_rv}",
                     get(LAST_SYNCED_CONTROLLER_CONFIG)
                 )));
+                continue;
             }
             if let Some((target, paused)) = role.and_then(|r| targets.get(&r))
                 && !paused
@@ -258,7 +379,7 @@ impl Scenario {
                     || get(DESIRED_CONFIG) != *target
                     || get(STATE) != STATE_DONE)
             {
-                return Some(Pending::Waiting(format!(
+                found = Some(Pending::Waiting(format!(
                     "node {name}: currentConfig {} desiredConfig {} state {} (pool target {target})",
                     get(CURRENT_CONFIG),
                     get(DESIRED_CONFIG),
@@ -266,6 +387,6 @@ impl Scenario {
                 )));
             }
         }
-        None
+        found
     }
 }

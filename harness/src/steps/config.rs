@@ -11,6 +11,18 @@ use serde_json::{Value, json};
 /// 4.16 to decide on a drain: release-4.16 drain.go:187).
 const CONTENTS: &str = "# written by mco-conformance\n";
 
+/// `text` for a `data:,` URL: every byte but RFC 3986's unreserved ones percent-encoded.
+/// Ignition's data URL parser (vincent-petithory/dataurl, which upstream's daemon uses) refuses
+/// a bare `#` ("invalid data character").
+fn percent_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 /// The spec of a MachineConfig changing one thing, from the step's words.
 fn change_spec(change: &str) -> anyhow::Result<Value> {
     let ignition = |config: Value| {
@@ -33,7 +45,7 @@ fn change_spec(change: &str) -> anyhow::Result<Value> {
             None => (file, 0o644),
         };
         ensure!(path.starts_with('/'), "{path:?} is not an absolute path");
-        let source = format!("data:,{}", CONTENTS.replace('\n', "%0A").replace(' ', "%20"));
+        let source = format!("data:,{}", percent_encode(CONTENTS));
         return Ok(ignition(json!({"storage": {"files": [
             {"path": path, "mode": mode, "overwrite": true, "contents": {"source": source}}
         ]}})));

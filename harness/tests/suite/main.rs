@@ -26,6 +26,7 @@ mod reference_daemon_binary;
 mod rotation_end_to_end;
 mod self_test;
 mod signer_rotation;
+mod upstream_daemons;
 mod upstream_start;
 
 /// Tests that run whole features or start node containers take turns. Each ran as a test binary

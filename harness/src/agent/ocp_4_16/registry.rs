@@ -17,28 +17,20 @@ pub const MOUNTED_PULL_SECRETS: &str = "/run/secrets/os-image-pull-secrets";
 pub const REGISTRY_CA_DIR: &str = "/etc/docker/certs.d";
 
 /// `spec.internalRegistryPullSecret` merged with the node role's mounted secret (its
-/// `.dockerconfigjson`, or a legacy `.dockercfg`); the mounted entries win. None when the
-/// ControllerConfig has no secret.
+/// `.dockerconfigjson`, or a legacy `.dockercfg`); the mounted entries win. With no mounted
+/// secret, the ControllerConfig's bytes as they are (empty ones too).
 pub(super) fn pull_secret(
     env: &AgentEnv,
     cc: &DynamicObject,
     node: &Node,
 ) -> Result<Option<Vec<u8>>, SyncError> {
-    let Some(encoded) = cc.data["spec"]["internalRegistryPullSecret"]
+    let encoded = cc.data["spec"]["internalRegistryPullSecret"]
         .as_str()
-        .filter(|e| !e.is_empty())
-    else {
-        return Ok(None);
-    };
+        .unwrap_or("");
     let node_error = |e: String| SyncError::Node(e);
     let decoded = base64::engine::general_purpose::STANDARD
         .decode(encoded)
         .map_err(|e| node_error(format!("controllerconfig spec.internalRegistryPullSecret: {e}")))?;
-    let mut merged: serde_json::Value = serde_json::from_slice(&decoded).map_err(|e| {
-        node_error(format!(
-            "controllerconfig spec.internalRegistryPullSecret is not JSON: {e}"
-        ))
-    })?;
     let mut roles: Vec<&str> = node
         .metadata
         .labels
@@ -61,7 +53,17 @@ pub(super) fn pull_secret(
             .ok()
             .map(|bytes| (path, name, bytes))
     });
-    if let Some((path, name, bytes)) = mounted {
+    // No mounted secret: the ControllerConfig's bytes as they are, empty too (upstream writes
+    // the file on every sync, release-4.16 certificate_writer.go:374-380, 452).
+    let Some((path, name, bytes)) = mounted else {
+        return Ok(Some(decoded));
+    };
+    let mut merged: serde_json::Value = serde_json::from_slice(&decoded).map_err(|e| {
+        node_error(format!(
+            "could not merge on-disk secrets with ControllerConfig: controllerconfig spec.internalRegistryPullSecret is not JSON: {e}"
+        ))
+    })?;
+    {
         let value: serde_json::Value =
             serde_json::from_slice(&bytes).map_err(|e| node_error(format!("{path} is not JSON: {e}")))?;
         let auths = if name == ".dockercfg" {
