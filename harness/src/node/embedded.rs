@@ -73,6 +73,8 @@ struct Inner {
     kubelet_endpoint: Mutex<Option<SocketAddr>>,
     /// The simulated now, for services that act when the clock moves (the kubelet's status).
     clock_moves: tokio::sync::watch::Receiver<OffsetDateTime>,
+    /// Stops this boot's systemd private bus.
+    bus: Mutex<Option<tokio_util::sync::CancellationToken>>,
 }
 
 /// A handle to an embedded node; clones share the node.
@@ -169,6 +171,7 @@ impl EmbeddedNode {
                 boot_id: Mutex::new(new_boot_id()),
                 next_pid: AtomicU32::new(1000),
                 kubelet_endpoint: Mutex::new(None),
+                bus: Mutex::new(None),
             }),
         }
     }
@@ -207,8 +210,52 @@ impl EmbeddedNode {
         self.start_enabled();
     }
 
+    /// systemd's private bus for this boot, at `<root>/run/systemd/private`, answered from this
+    /// node's service manager (`systemd_bus`). A socket that cannot be made is said in the
+    /// journal.
+    fn start_private_bus(&self) {
+        if let Some(old) = lock(&self.inner.bus).take() {
+            old.cancel();
+        }
+        let path = self
+            .inner
+            .root
+            .join(super::systemd_bus::PRIVATE_BUS.trim_start_matches('/'));
+        let listener = path
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| {
+                let _ = std::fs::remove_file(&path);
+                std::os::unix::net::UnixListener::bind(&path)
+            })
+            .and_then(|l| {
+                l.set_nonblocking(true)?;
+                tokio::net::UnixListener::from_std(l)
+            });
+        let listener = match listener {
+            Ok(l) => l,
+            Err(e) => {
+                let now = self.inner.clock.now();
+                self.inner
+                    .journal
+                    .systemd(now, &format!("Failed to listen on {}: {e}", path.display()));
+                return;
+            }
+        };
+        let node = Arc::downgrade(&self.inner);
+        let units: super::systemd_bus::UnitFiles = Arc::new(move || {
+            node.upgrade()
+                .map(|inner| lock(&inner.manager).unit_files())
+                .unwrap_or_default()
+        });
+        let stop = tokio_util::sync::CancellationToken::new();
+        *lock(&self.inner.bus) = Some(stop.clone());
+        tokio::spawn(super::systemd_bus::serve(listener, units, stop));
+    }
+
     /// Start the enabled units, as systemd does at boot (only starts, so no await).
     fn start_enabled(&self) {
+        self.start_private_bus();
         let outcome = lock(&self.inner.manager).boot();
         let now = self.inner.clock.now();
         for line in &outcome.journal {
@@ -223,6 +270,9 @@ impl EmbeddedNode {
 
     /// Stop every service (the node goes away).
     pub async fn shutdown(&self) {
+        if let Some(bus) = lock(&self.inner.bus).take() {
+            bus.cancel();
+        }
         let units: Vec<String> = lock(&self.inner.running).keys().cloned().collect();
         for unit in units {
             self.stop_service(&unit).await;
@@ -541,6 +591,65 @@ mod tests {
             lines.iter().any(|l| l.contains("]: down")),
             "the old kubelet stopped: {lines:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn systemds_private_bus_lists_unit_files_to_a_real_dbus_client_after_every_boot() {
+        // dbus-send (Debian's dbus-bin) as the client: EXTERNAL auth, no Hello (--peer), as
+        // go-systemd's NewSystemdConnectionContext talks to systemd.
+        if std::process::Command::new("dbus-send")
+            .arg("--help")
+            .output()
+            .is_err()
+        {
+            fake_apiserver::testing::skip("no dbus-send (apt-get install dbus-bin)");
+            return;
+        }
+        let n = node().await;
+        let ask = |member: &str| {
+            let address = format!("unix:path={}", n.root().join("run/systemd/private").display());
+            let member = format!("org.freedesktop.systemd1.Manager.{member}");
+            async move {
+                tokio::process::Command::new("dbus-send")
+                    .arg(format!("--peer={address}"))
+                    .args([
+                        "--print-reply",
+                        "--reply-timeout=5000",
+                        "--dest=org.freedesktop.systemd1",
+                    ])
+                    .args(["/org/freedesktop/systemd1", &member])
+                    .output()
+                    .await
+                    .unwrap()
+            }
+        };
+        for round in ["first boot", "after a reboot"] {
+            let out = ask("ListUnitFiles").await;
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success(),
+                "{round}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(
+                text.contains("string \"/etc/systemd/system/kubelet.service\"")
+                    && text.contains("string \"enabled\""),
+                "{round}: {text}"
+            );
+            let out = ask("Frobnicate").await;
+            assert!(!out.status.success());
+            assert!(
+                String::from_utf8_lossy(&out.stderr).contains("UnknownMethod"),
+                "{round}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let mark = n.journal_mark().await.unwrap();
+            n.systemctl(&["reboot"]).await.unwrap();
+            n.wait_for_journal(mark, "Started kubelet.service.", Duration::from_secs(5))
+                .await
+                .unwrap()
+                .expect("booted again");
+        }
     }
 
     #[tokio::test]

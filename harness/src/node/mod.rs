@@ -27,6 +27,7 @@ pub mod kubelet_process;
 pub mod kubelet_status;
 pub mod seed;
 pub mod services;
+pub mod systemd_bus;
 pub mod tools;
 pub mod users;
 

@@ -138,6 +138,11 @@ impl ServiceManager {
         }
     }
 
+    /// Every unit file and whether it is enabled, in name order (systemd's `ListUnitFiles`).
+    pub fn unit_files(&self) -> Vec<(String, bool)> {
+        self.units.iter().map(|(n, s)| (n.clone(), s.enabled)).collect()
+    }
+
     /// Enabled units, for boot.
     pub fn enabled(&self) -> Vec<String> {
         self.units
