@@ -158,7 +158,7 @@ fn message(kind: u8, serial: u32, fields: Writer, body: &[u8]) -> Vec<u8> {
     out.extend(serial.to_le_bytes());
     out.extend((fields.0.len() as u32).to_le_bytes());
     out.extend(&fields.0);
-    while out.len() % 8 != 0 {
+    while !out.len().is_multiple_of(8) {
         out.push(0);
     }
     out.extend(body);
@@ -172,7 +172,7 @@ struct Writer(Vec<u8>);
 
 impl Writer {
     fn align(&mut self, n: usize) {
-        while self.0.len() % n != 0 {
+        while !self.0.len().is_multiple_of(n) {
             self.0.push(0);
         }
     }
