@@ -22,6 +22,29 @@ Feature: When the kubelet restarts
     Then no node's journal shows "Stopping kubelet.service"
     And every kubelet loaded a new kubelet-ca.crt 1 time
 
+  # What the service manager shows for a new kubelet CA bundle. On 4.12 it comes in a rendered
+  # config, and applying it enables the config's units (release-4.12 update.go writeUnits,
+  # enableUnits: `systemctl enable kubelet.service crio.service`), which reloads systemd
+  # ("systemd[1]: Reloading."). On 4.16 the certificate writer only writes the file: it calls
+  # systemctl for a serving-CA rotation alone (release-4.16 certificate_writer.go:305-341), so
+  # the service manager does nothing at all. Neither stops or starts a unit.
+  Scenario Outline: A new kubelet CA bundle and the service manager
+    Given a fresh cluster with 1 worker node
+    When the kube-apiserver-to-kubelet-signer is rotated by force
+    Then <systemd reload>
+    And no node's journal shows "systemd[1]: Stopping"
+    And no node's journal shows "systemd[1]: Starting"
+
+    @ocp-4.12
+    Examples:
+      | systemd reload                                       |
+      | every node's journal shows "systemd[1]: Reloading."  |
+
+    @ocp-4.16
+    Examples:
+      | systemd reload                                       |
+      | no node's journal shows "systemd[1]: Reloading."     |
+
   # The one difference between the profiles: whether anything puts the new serving CA into the
   # kubelet's kubeconfig before the API server serves from it. The node lifecycle controller
   # marks a node whose kubelet stopped posting status for 40 s Unknown (NotReady).

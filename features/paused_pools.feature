@@ -69,6 +69,26 @@ Feature: A paused pool during a signer rotation
     When 1 hour passes
     Then the critical alert MachineConfigControllerPausedPoolKubeletCA for the worker pool is firing
 
+  # Past the old signer's expiry (day 75 for a signer 290 days old): the signer's CA bundle drops
+  # the expired certificate (library-go cabundle.go keeps only unexpired ones), the operator puts
+  # the smaller bundle into the ControllerConfig and the controller renders a third config for
+  # the pool (release-4.12 sync.go:250-261, template and render controllers), which the paused
+  # node does not get. Its kubelet-ca.crt still has the old signer, now expired, and not the
+  # new one. The gauge is the old signer's expiry, in the past now, so the critical rule
+  # (gauge - time() < 14 days AND gauge > 0) stays true and keeps firing.
+  @ocp-4.12
+  Scenario: On 4.12 a paused pool past the old signer's expiry keeps only the expired signer
+    Given a cluster in the starting state "signer-290-days-old" with 1 worker node
+    And the worker pool is paused
+    When 76 days pass
+    Then the worker pool has 3 rendered configs
+    And every node runs the rendered config it started with
+    And every node's kubelet-ca.crt lists an expired kube-apiserver-to-kubelet-signer
+    And every node's kubelet-ca.crt lacks the current kube-apiserver-to-kubelet-signer
+    And the controller's paused-pool kubelet CA metric for the worker pool is the expiry of the kube-apiserver-to-kubelet-signer the cluster started with
+    And the critical alert MachineConfigControllerPausedPoolKubeletCA for the worker pool is firing
+    And no node has rebooted
+
   # The certificate writer ignores `paused`: the bundle is on disk with no new rendered config
   # and no reboot, and when the kube-apiserver's client certificate is re-issued by the new
   # signer (day 15) the kubelet accepts it.

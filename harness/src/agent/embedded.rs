@@ -31,6 +31,12 @@ impl AgentHost for NodeHost {
     fn log(&self, message: &str) {
         self.0.log(message);
     }
+
+    fn log_system(&self, message: &str) {
+        self.0.log(message);
+        let line = super::system_log_line(self.0.pid, message);
+        self.0.log_as("root", &line);
+    }
 }
 
 #[async_trait::async_trait]

@@ -55,6 +55,16 @@ pub trait AgentHost: Send + Sync {
     async fn systemctl(&self, args: &[&str]) -> Result<CommandOutput, String>;
     /// One line of the daemon's own log (the journal shows it as `machine-config-daemon[pid]`).
     fn log(&self, message: &str);
+    /// A line upstream logs to the journal as well (`logSystem`: its own log, then `logger` with
+    /// `machine-config-daemon[<pid>]: "<message>"` on stdin, which the journal shows under
+    /// logger's default tag, the user's name: `root[<logger pid>]`).
+    fn log_system(&self, message: &str);
+}
+
+/// What upstream's `logSystem` hands `logger`: `machine-config-daemon[<pid>]: <Go %q of it>`.
+pub fn system_log_line(pid: u32, message: &str) -> String {
+    let quoted = serde_json::to_string(message).unwrap_or_else(|_| format!("{message:?}"));
+    format!("machine-config-daemon[{pid}]: {quoted}")
 }
 
 /// Everything the agent contract gives an agent.
@@ -80,6 +90,11 @@ impl AgentEnv {
 
     pub fn log(&self, message: &str) {
         self.host.log(message);
+    }
+
+    /// A line upstream writes with `logSystem` (its log and the journal through `logger`).
+    pub fn log_system(&self, message: &str) {
+        self.host.log_system(message);
     }
 
     /// Whether this daemon runs as `mutant`.

@@ -58,6 +58,32 @@ impl AgentHost for ProcessHost {
     fn log(&self, message: &str) {
         println!("{message}");
     }
+
+    /// As upstream: `logger` from PATH (the node's), the line on its stdin.
+    fn log_system(&self, message: &str) {
+        println!("{message}");
+        let line = super::system_log_line(std::process::id(), message);
+        let child = std::process::Command::new("logger")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn();
+        let written = child.and_then(|mut child| {
+            if let Some(mut stdin) = child.stdin.take() {
+                use std::io::Write;
+                stdin.write_all(line.as_bytes())?;
+            }
+            child.wait_with_output()
+        });
+        match written {
+            Ok(out) if out.status.success() => {}
+            Ok(out) => println!(
+                "failed to invoke logger: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
+            Err(e) => println!("failed to invoke logger: {e}"),
+        }
+    }
 }
 
 /// A stop signal for an agent process: cancelled on SIGTERM (how a service manager stops it)

@@ -237,7 +237,7 @@ async fn on_drift(
         }
         (force, verdict) if drifted && (force || verdict.is_ok()) => {
             if verdict.is_ok() {
-                env.log("Validated on-disk state");
+                env.log_system("Validated on-disk state");
             }
             *monitor = None;
             match update(env, behaviour, &current, &current).await {
@@ -249,7 +249,7 @@ async fn on_drift(
             false
         }
         (_, Ok(())) if boot => {
-            env.log("Validated on-disk state");
+            env.log_system("Validated on-disk state");
             false
         }
         _ => false,
@@ -390,7 +390,7 @@ async fn update(env: &AgentEnv, behaviour: Behaviour, current: &str, desired: &s
     let new = spec_of(env, desired).await?;
     reconcilable(&old, &new)?;
     let d = diff(&old, &new);
-    env.log(&format!("Starting update from {current} to {desired}: {d}"));
+    env.log_system(&format!("Starting update from {current} to {desired}: {d}"));
     let changed = changed_files(&old, &new);
     for path in &changed {
         env.log(&format!("File diff: detected change to {path}"));
@@ -425,19 +425,21 @@ async fn update(env: &AgentEnv, behaviour: Behaviour, current: &str, desired: &s
         PostConfigAction::Reboot => {
             write_file_atomically(&env.path(PENDING_CONFIG_FILE), desired.as_bytes(), 0o644)
                 .map_err(degraded)?;
-            env.log("Rebooting node");
+            env.log_system("Rebooting node");
             systemctl(env, &["reboot"]).await?;
             return Ok(true);
         }
-        PostConfigAction::None => env.log(&format!("Node has Desired Config {desired}, skipping reboot")),
+        PostConfigAction::None => {
+            env.log_system(&format!("Node has Desired Config {desired}, skipping reboot"))
+        }
         PostConfigAction::ReloadCrio => {
             systemctl(env, &["reload", "crio"]).await?;
-            env.log(&format!("crio config reloaded successfully! Desired config {desired} has been applied, skipping reboot"));
+            env.log_system(&format!("crio config reloaded successfully! Desired config {desired} has been applied, skipping reboot"));
         }
         PostConfigAction::RestartCrio => {
             env.log("Running update-ca-trust");
             systemctl(env, &["restart", "crio"]).await?;
-            env.log(&format!("crio config restarted successfully! Desired config {desired} has been applied, skipping reboot"));
+            env.log_system(&format!("crio config restarted successfully! Desired config {desired} has been applied, skipping reboot"));
         }
     }
     complete_update(env, desired).await?;
@@ -541,7 +543,7 @@ async fn drain(env: &AgentEnv, request: &str) -> Result<(), Failure> {
 /// The end of every update: uncordon, then `state=Done` and `currentConfig`.
 async fn complete_update(env: &AgentEnv, desired: &str) -> Result<(), Failure> {
     drain(env, &format!("uncordon-{desired}")).await?;
-    env.log(&format!(
+    env.log_system(&format!(
         "Update completed for config {desired} and node has been successfully uncordoned"
     ));
     annotate(

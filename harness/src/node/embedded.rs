@@ -51,6 +51,19 @@ impl ServiceContext {
             .journal
             .log(self.node.inner.clock.now(), ident, self.pid, message);
     }
+
+    /// Log a line as another program of the node would (`logger`: its tag and a pid of its own).
+    pub fn log_as(&self, ident: &str, message: &str) {
+        let pid = self
+            .node
+            .inner
+            .next_pid
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.node
+            .inner
+            .journal
+            .log(self.node.inner.clock.now(), ident, pid, message);
+    }
 }
 
 struct Running {

@@ -23,6 +23,35 @@ impl Scenario {
         self.advance(time::Duration::ZERO).await
     }
 
+    /// Remove one `auth.openshift.io/<annotation>` from a signer's Secret with a JSON patch (the
+    /// slide's way to force a rotation), a minute after the last step, then wait for the
+    /// cluster and nodes to follow. Removing an annotation the Secret lacks is the API
+    /// server's error.
+    pub async fn remove_signer_annotation(
+        &self,
+        namespace: &str,
+        signer: &str,
+        annotation: &str,
+    ) -> Result<(), ScenarioError> {
+        self.advance(time::Duration::minutes(1)).await?;
+        let path = format!(
+            "/metadata/annotations/auth.openshift.io~1{}",
+            annotation.replace('~', "~0").replace('/', "~1")
+        );
+        let patch: json_patch::Patch =
+            serde_json::from_value(serde_json::json!([{"op": "remove", "path": path}]))
+                .map_err(fixture_err)?;
+        kube::Api::<k8s_openapi::api::core::v1::Secret>::namespaced(self.admin.clone(), namespace)
+            .patch(
+                signer,
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Json::<()>(patch),
+            )
+            .await
+            .map_err(|e| ClusterError::kube(format!("secret {namespace}/{signer}"), e))?;
+        self.advance(time::Duration::ZERO).await
+    }
+
     /// Create a MachineConfig for `pool` with `spec` (named `99-<pool>-<n>`, the next free
     /// `n`), then wait until the cluster has rendered it and every node of the pool runs it.
     pub async fn add_machine_config(

@@ -13,6 +13,23 @@ async fn rotate_by_force(world: &mut ConformanceWorld, signer: String) -> anyhow
     Ok(())
 }
 
+/// The slide's way: remove one of the signer Secret's `auth.openshift.io/` annotations
+/// (`certificate-not-after`, `certificate-not-before` or `certificate-issuer`) with a JSON patch.
+#[when(
+    regex = r"^the (\S+)'s (certificate-not-after|certificate-not-before|certificate-issuer) annotation is removed$"
+)]
+async fn remove_annotation(
+    world: &mut ConformanceWorld,
+    signer: String,
+    annotation: String,
+) -> anyhow::Result<()> {
+    world
+        .cluster()?
+        .remove_signer_annotation(NAMESPACE, &signer, &annotation)
+        .await?;
+    Ok(())
+}
+
 /// The signer is another certificate than when the cluster started.
 #[then(expr = "the {word} has rotated")]
 async fn has_rotated(world: &mut ConformanceWorld, signer: String) -> anyhow::Result<()> {
