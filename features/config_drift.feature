@@ -35,6 +35,17 @@ Feature: A node whose files drift from its config
       | first mismatch                  |
       | /etc/kubernetes/ca.crt          |
 
+  # A MachineConfig that carries kubelet-ca.crt on 4.16: the daemon skips that one file when it
+  # applies a config from the cluster (release-4.16 file_writers.go:226-232 `skipCertificateWrite`,
+  # set for every such update, daemon.go:2454), so the file stays what the certificate writer
+  # wrote from the ControllerConfig, and the change reboots nothing.
+  @ocp-4.16
+  Scenario: On 4.16 a MachineConfig carrying kubelet-ca.crt does not overwrite the certificate writer's file
+    Given a fresh cluster with 1 worker node
+    When a MachineConfig for the worker pool changes the file /etc/kubernetes/kubelet-ca.crt
+    Then every node's kubelet-ca.crt equals "kube-apiserver-client-ca"
+    And no node has rebooted
+
   Scenario: An edited MachineConfig file degrades the node until it is restored
     Given a fresh cluster with 1 worker node
     When the file /etc/kubernetes/ca.crt is edited on every node

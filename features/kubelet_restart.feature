@@ -94,6 +94,22 @@ Feature: When the kubelet restarts
     And every node's /var/lib/kubelet/kubeconfig trusts the kube-apiserver's new CA
     And every node's /etc/kubernetes/kubeconfig trusts the kube-apiserver's new CA
 
+  # The node annotations the 4.16 certificate writer keeps (release-4.16
+  # certificate_writer.go:290-300): the ControllerConfig resourceVersion it last wrote the
+  # certificates from, and the service-ca-rotate value it last acted on: "true" once it has
+  # handled a serving-CA rotation, "false" again after the operator's next sync resets the
+  # ControllerConfig's annotation (pkg/operator/sync.go:1083-1087).
+  @ocp-4.16
+  Scenario: On 4.16 each node records the ControllerConfig and the serving-CA rotation it synced
+    Given a fresh cluster with 1 worker node
+    Then every node's annotation machineconfiguration.openshift.io/lastSyncedControllerConfigResourceVersion is the ControllerConfig's resourceVersion
+    When the kube-apiserver's serving CA bundle gains a new CA
+    Then every node's annotation machineconfiguration.openshift.io/lastObservedServerCAAnnotation is "true"
+    And every node's annotation machineconfiguration.openshift.io/lastSyncedControllerConfigResourceVersion is the ControllerConfig's resourceVersion
+    When 1 minute passes
+    Then every node's annotation machineconfiguration.openshift.io/lastObservedServerCAAnnotation is "false"
+    And every node's annotation machineconfiguration.openshift.io/lastSyncedControllerConfigResourceVersion is the ControllerConfig's resourceVersion
+
   # Which added serving CA restarts the kubelet (release-4.16 certificate_writer.go:195-216):
   # for every certificate kubeconfig-data adds, upstream logs "Cert not found in kubeconfig …
   # Subject is: <CN>", then "Skipping kubelet restart" when the CN contains

@@ -13,8 +13,11 @@ Feature: What a node does to apply a new config
   # Each row is one change on its own, so the row's action is the whole decision: the file
   # lists of calculatePostConfigChangeActionFromFileDiffs (4.12) and ...FromMCDiffs (4.16);
   # a unit, kernel argument or OS image change reboots before any file is looked at; passwd
-  # (SSH keys) is never a reason to reboot. Only 4.16 knows the user CA bundle (restart crio)
-  # and the registries.d directory (reload crio); 4.12 reboots for both.
+  # (SSH keys) is never a reason to reboot. Only 4.16 knows the user CA bundle (restart crio),
+  # the registries.d directory (reload crio) and the /etc/nmstate/openshift directory (nothing:
+  # release-4.16 update.go:569-605, directoriesPostConfigChangeActionNone); 4.12 reboots for all
+  # three. A kernel type or an extension is an OS change and reboots on both (upstream applies
+  # it with rpm-ostree on CoreOS; on a node that is not, it skips the OS part and still reboots).
   Scenario Outline: A change to <change> is applied with <action>
     Given a fresh cluster with 1 worker node
     When a MachineConfig for the worker pool changes <change>
@@ -35,6 +38,9 @@ Feature: What a node does to apply a new config
       | the unit mco-conformance-example.service                                    | a reboot      |
       | the kernel argument nosmt                                                   | a reboot      |
       | the OS image                                                                | a reboot      |
+      | the file /etc/nmstate/openshift/worker-0.yml                                | a reboot      |
+      | the kernel type realtime                                                    | a reboot      |
+      | the extension usbguard                                                      | a reboot      |
 
     @ocp-4.16
     Examples:
@@ -51,6 +57,9 @@ Feature: What a node does to apply a new config
       | the unit mco-conformance-example.service                                    | a reboot        |
       | the kernel argument nosmt                                                   | a reboot        |
       | the OS image                                                                | a reboot        |
+      | the file /etc/nmstate/openshift/worker-0.yml                                | no reboot       |
+      | the kernel type realtime                                                    | a reboot        |
+      | the extension usbguard                                                      | a reboot        |
 
   # calculatePostConfigChangeAction looks at /run/machine-config-daemon-force first: it removes
   # the file and reboots, even for a change that needs nothing.

@@ -58,6 +58,12 @@ fn change_spec(change: &str) -> anyhow::Result<Value> {
     if let Some(arg) = change.strip_prefix("the kernel argument ") {
         return Ok(json!({"kernelArguments": [arg]}));
     }
+    if let Some(kernel) = change.strip_prefix("the kernel type ") {
+        return Ok(json!({"kernelType": kernel}));
+    }
+    if let Some(extension) = change.strip_prefix("the extension ") {
+        return Ok(json!({"extensions": [extension]}));
+    }
     match change {
         "the OS image" => Ok(json!({
             "osImageURL": "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:0000000000000000000000000000000000000000000000000000000000000001"
@@ -66,14 +72,14 @@ fn change_spec(change: &str) -> anyhow::Result<Value> {
             {"name": "core", "sshAuthorizedKeys": ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMcoConformanceExampleKey qe@example"]}
         ]}}))),
         other => bail!(
-            "unknown change {other:?}: expected \"the file <path>\", \"the unit <name>\", \"the kernel argument <arg>\", \"the OS image\" or \"the SSH keys\""
+            "unknown change {other:?}: expected \"the file <path>\", \"the unit <name>\", \"the kernel argument <arg>\", \"the kernel type <type>\", \"the extension <name>\", \"the OS image\" or \"the SSH keys\""
         ),
     }
 }
 
 /// A new MachineConfig for the pool that changes one thing ("the file /etc/foo", "the file
-/// /etc/foo with mode 0600", "the unit
-/// foo.service", "the kernel argument nosmt", "the OS image", "the SSH keys"); the step ends
+/// /etc/foo with mode 0600", "the unit foo.service", "the kernel argument nosmt", "the kernel
+/// type realtime", "the extension usbguard", "the OS image", "the SSH keys"); the step ends
 /// when every node of the pool runs the new rendered config.
 #[when(regex = r"^a MachineConfig for the (\w+) pool changes (.+)$")]
 async fn machine_config_changes(

@@ -310,3 +310,54 @@ async fn still_has_written(world: &mut ConformanceWorld, path: String) -> anyhow
     }
     Ok(())
 }
+
+/// Every node's annotation has the value: a quoted string, or "the ControllerConfig's
+/// resourceVersion" (the one the cluster holds now). Waits until it does, since agents
+/// annotate after they act.
+#[then(regex = r#"^every node's annotation (\S+) is (?:"(.*)"|(the ControllerConfig's resourceVersion))$"#)]
+async fn node_annotation_is(
+    world: &mut ConformanceWorld,
+    key: String,
+    value: String,
+    controller_config: String,
+) -> anyhow::Result<()> {
+    let c = world.cluster()?;
+    for node in &c.nodes {
+        eventually(world.deadline, || async {
+            let expected = if controller_config.is_empty() {
+                value.clone()
+            } else {
+                let api: kube::Api<kube::api::DynamicObject> = kube::Api::all_with(
+                    c.admin.clone(),
+                    &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+                        "machineconfiguration.openshift.io",
+                        "v1",
+                        "ControllerConfig",
+                    )),
+                );
+                let cc = api
+                    .get("machine-config-controller")
+                    .await
+                    .map_err(|e| format!("reading the ControllerConfig: {e}"))?;
+                cc.metadata.resource_version.unwrap_or_default()
+            };
+            let seen = c
+                .node_annotations(node.name())
+                .await
+                .map_err(|e| e.to_string())?
+                .get(&key)
+                .cloned();
+            if seen.as_deref() == Some(expected.as_str()) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{}: {key} is {seen:?}, expected {expected:?}",
+                    node.name()
+                ))
+            }
+        })
+        .await
+        .map_err(anyhow::Error::msg)?;
+    }
+    Ok(())
+}
