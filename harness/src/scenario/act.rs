@@ -192,6 +192,15 @@ impl Scenario {
         Ok(cc.data["spec"].clone())
     }
 
+    /// The ControllerConfig's resourceVersion now.
+    pub async fn controller_config_resource_version(&self) -> Result<String, ScenarioError> {
+        let cc = controller_configs(&self.admin)
+            .get("machine-config-controller")
+            .await
+            .map_err(|e| ClusterError::kube("controllerconfig machine-config-controller".into(), e))?;
+        Ok(cc.metadata.resource_version.unwrap_or_default())
+    }
+
     /// Remove a Node's `node-role.kubernetes.io/<role>` labels.
     pub async fn remove_role_labels(&self, node: &str) -> Result<(), ScenarioError> {
         let api = Api::<NodeObject>::all(self.admin.clone());

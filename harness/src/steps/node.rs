@@ -327,19 +327,9 @@ async fn node_annotation_is(
             let expected = if controller_config.is_empty() {
                 value.clone()
             } else {
-                let api: kube::Api<kube::api::DynamicObject> = kube::Api::all_with(
-                    c.admin.clone(),
-                    &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
-                        "machineconfiguration.openshift.io",
-                        "v1",
-                        "ControllerConfig",
-                    )),
-                );
-                let cc = api
-                    .get("machine-config-controller")
+                c.controller_config_resource_version()
                     .await
-                    .map_err(|e| format!("reading the ControllerConfig: {e}"))?;
-                cc.metadata.resource_version.unwrap_or_default()
+                    .map_err(|e| format!("reading the ControllerConfig: {e}"))?
             };
             let seen = c
                 .node_annotations(node.name())
