@@ -2,28 +2,58 @@
 # syncRenderConfig with PR #3458 (kube-apiserver-client-ca as the source, 4.13+) gated by
 # PR #3513 (OCPBUGS-5888: only once kube-system/bootstrap exists and in-cluster bring-up is
 # over, so the first in-cluster render equals the bootstrap one); installer
-# pkg/asset/tls/kubelet.go (kubelet-signer, valid one day); MCO-499 (bundle churn in a new
-# cluster's first day); e2e-bootstrap (bootstrap name == in-cluster name). See
-# shared/notes/mco-source.md §4, §5.
+# pkg/asset/tls/kubelet.go (kubelet-signer, valid one day), which KCM-O's bootkube manifest
+# loads as its first csr-signer-signer; library-go pkg/operator/certrotation (signer.go,
+# target.go, cabundle.go) as KCM-O runs it; MCO-499 (bundle churn in a new cluster's first
+# day); e2e-bootstrap (bootstrap name == in-cluster name). See shared/notes/mco-source.md §4, §5.
 @bootstrap-drift
 Feature: From the bootstrap bundle to the in-cluster bundle
   Nodes boot with the configs the bootstrap MCO rendered. The in-cluster controller must render
   the same names, or the daemons look for a config that does not exist and the pools wedge.
   Then the cluster moves to its in-cluster kubelet CA bundle over its first day: on 4.16 to
-  kube-apiserver-client-ca once the bootstrap node hands over, which also drops the installer's
-  one-day kubelet-signer when it expires.
+  kube-apiserver-client-ca once the bootstrap node hands over, which then follows the installer's
+  one-day kubelet-signer (KCM-O's first csr-signer-signer) through its replacement and expiry.
 
   # MCO-499 counted 5 rendered configs in a new cluster's first day on the path that put
-  # kube-apiserver-client-ca inside rendered configs (4.13): bootstrap, in-cluster, and one per
-  # later bundle change. Neither profile here does that:
+  # kube-apiserver-client-ca inside rendered configs (4.13): bootstrap, in-cluster, "+1 new",
+  # "+2 new", "+2 new -2 old". The bootstrap-hand-over starting state dates the installer's
+  # certificates L = 850 s before the operators' first ones (the openshift-docs example that
+  # fixtures/starting-states.yaml cites); hours below count from the scenario's start, when the
+  # installer's certificates are L old.
   # - 4.12 renders the installer's initial bundle (its five client signers: admin-kubeconfig,
   #   kubelet-signer, kube-control-plane, kube-apiserver-to-kubelet, kubelet-bootstrap-kubeconfig;
-  #   openshift/api tls/docs, release-4.12 bootstrap.go) merged with the kubelet signer's bundle.
-  #   Nothing prunes it, so no first-day event touches it, not even the kubelet-signer's expiry:
-  #   one rendered config, kubelet-ca.crt never changes.
-  # - 4.16 keeps the bundle out of rendered configs: one rendered config, and kubelet-ca.crt
-  #   changes twice, at the hand-over (initial bundle -> kube-apiserver-client-ca) and when the
-  #   kubelet-signer expires at hour 24 and leaves csr-signer-ca (checked at hour 25).
+  #   openshift/api tls/docs, release-4.12 bootstrap.go) merged with the
+  #   kube-apiserver-to-kubelet signer's bundle only (release-4.12 sync.go:250-261), which does
+  #   not change on day one. Nothing prunes it, so even the kubelet-signer stays once expired:
+  #   one rendered config, kubelet-ca.crt never changes: 0.
+  # - 4.16 keeps the bundle out of rendered configs (one rendered config) and writes
+  #   kube-apiserver-client-ca, KAS-O's union of client CA bundles (targetconfigcontroller.go
+  #   ManageClientCABundle:284-316), csr-controller-ca among them, itself KCM-O's union of
+  #   csr-signer-ca and csr-controller-signer-ca (KCM-O targetconfigcontroller.go:694-710). Each
+  #   union drops expired certificates (library-go resourcesynccontroller/core.go:40 at
+  #   f5bf38712dca). kubelet-ca.crt changes 4 times:
+  #   1. hour 0, the hand-over: the initial bundle gives way to kube-apiserver-client-ca.
+  #   2. hour 19.2 - L (18 h 57 min 50 s): csr-signer-signer is the installer's kubelet-signer
+  #      (24 h, not backdated; KCM-O bindata/bootkube/manifests/secret-csr-signer-signer.yaml).
+  #      KCM-O's controller (validity 60 d, refresh 30 d, RefreshOnlyWhenExpired false;
+  #      certrotationcontroller.go:84-99, starter.go:259) replaces it once now > notAfter - 24 h/5
+  #      (library-go signer.go:149-153) with csr-signer-signer@<unix>; csr-controller-signer-ca
+  #      keeps both (cabundle.go:106-150): +1. The kube-csr-signer is not re-issued then: its
+  #      issuer is still in that bundle and its refresh is 15 d away (target.go:154-165, 209-217).
+  #   3. 170 s later: the first kube-csr-signer, issued by the kubelet-signer at hour 0 and capped
+  #      at its notAfter (target.go:233-237: notBefore 0 - 1 s, notAfter 24 h - L), passes its own
+  #      80 % point, notAfter - (24 h - L + 1 s)/5 = 19.2 h - 0.8 L - 0.2 s (target.go:202-207,
+  #      no wait for the signer), and is re-issued from the new csr-signer-signer (30 d);
+  #      csr-signer-ca appends it (ManageCSRIntermediateCABundle, :796-868): +1. The controller
+  #      resyncs every minute (client_cert_rotation_controller.go:91), so 0.2 L - 0.2 s = 170 s
+  #      is a resync of its own; with L under about 5 min the two would land in one resync and
+  #      this count would be 3.
+  #   4. hour 24 - L (23 h 45 min 50 s): the kubelet-signer and the first kube-csr-signer expire
+  #      together and leave their bundles and the unions (crypto/rotation.go FilterExpiredCerts):
+  #      -2.
+  #   Nothing else in the union changes within 25 h (admin-kubeconfig and
+  #   kubelet-bootstrap-kubeconfig 10 y, kube-apiserver-to-kubelet 365 d, kube-control-plane 365 d
+  #   refreshed at 30 d, node-system-admin 365 d).
   Scenario Outline: The first day after install moves to the in-cluster bundle without a reboot
     Given a cluster installed from its bootstrap node with 2 worker nodes
     Then every node runs the bootstrap rendered config
@@ -43,16 +73,16 @@ Feature: From the bootstrap bundle to the in-cluster bundle
     @ocp-4.16
     Examples:
       | changes |
-      | 2       |
+      | 4       |
 
   # The installer's one-day kubelet-signer expires at hour 24. 4.12's bundle is frozen (release-4.12
   # sync.go merges only the kube-apiserver-to-kubelet signer's bundle into the installer's), so
   # every 4.12 node keeps the expired certificate in kubelet-ca.crt for the life of the cluster:
   # harmless to the kubelet (an expired CA vouches for nothing), and what `openssl` shows on day 2.
   # 4.16 writes kube-apiserver-client-ca, from which library-go's bundle management drops
-  # expired certificates (cabundle.go), so it is gone there. The file holds 5 certificates on
-  # 4.12 (the installer's five, the kube-apiserver-to-kubelet signer replaced by its one-signer
-  # bundle).
+  # expired certificates (cabundle.go, resourcesynccontroller/core.go:40), so it is gone there.
+  # The file holds 5 certificates on 4.12 (the installer's five, the kube-apiserver-to-kubelet
+  # signer replaced by its one-signer bundle).
   Scenario Outline: The installer's one-day kubelet-signer after it expires
     Given a fresh cluster with 1 worker node
     When 2 days pass

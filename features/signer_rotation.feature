@@ -87,8 +87,11 @@ Feature: kube-apiserver-to-kubelet-signer rotation
       | "Loaded a new CA Bundle and Verifier" name="client-ca-bundle::/etc/kubernetes/kubelet-ca.crt" |
 
   # The 80 % rule: the signer is valid 365 days; library-go replaces it once now is past
-  # notAfter − 365/5 = day 292 (on 4.12 the 8-year refresh never fires first; on 4.16 the
-  # 292-day refresh coincides). Rules compare strictly, so at day 292 exactly it stays.
+  # notAfter − 365/5 = day 292 (signer.go:149-153; on 4.12 the 8-year refresh never fires first;
+  # on 4.16 the 292-day refresh coincides). A fresh cluster's signer is the installer's, made at
+  # the start and not backdated (KAS-O's bootkube manifest loads it), and rules compare strictly,
+  # so at day 292 exactly it stays. (A signer KAS-O made would be backdated 1 s and due at day
+  # 292 − 1 s; crypto.go:1009.)
   Scenario: The 80 % rule rotates the signer just after day 292 and not before
     Given a fresh cluster with 2 worker nodes
     When 292 days pass
@@ -98,8 +101,9 @@ Feature: kube-apiserver-to-kubelet-signer rotation
     And the kube-apiserver-to-kubelet-signer bundle holds 2 signers
     And no node has rebooted
 
-  # The old signer stays in the bundle until it expires (library-go cabundle.go): issued at day
-  # 0 with 365 days of validity, it leaves just after day 365.
+  # The old signer stays in the bundle until it expires (library-go cabundle.go:106-150): the
+  # installer's, made at day 0 with 365 days of validity, it leaves at its notAfter, day 365
+  # (crypto/rotation.go FilterExpiredCerts keeps a certificate while notAfter is after now).
   Scenario: The old signer leaves the bundle once it expires
     Given a fresh cluster with 2 worker nodes
     When 293 days pass
@@ -108,10 +112,10 @@ Feature: kube-apiserver-to-kubelet-signer rotation
     Then the kube-apiserver-to-kubelet-signer bundle holds 1 signer
 
   # The kube-apiserver's kubelet client certificate (30 d, refresh 15 d) is not re-issued when
-  # the signer rotates: its issuer stays in the bundle. Issued at day 0, its refresh falls due at
-  # day 15 (and the new signer, made a minute in, is by then older than 15 d / 10 = 36 h), so the
-  # first certificate from the new signer comes just after day 15 — and every kubelet already
-  # trusts it, because the bundle reached them first.
+  # the signer rotates: its issuer stays in the bundle. Issued at day 0 and backdated a second,
+  # its refresh falls due at day 15 − 1 s (target.go:209-217; the new signer, made a minute in,
+  # is by then older than 15 d / 10 = 36 h), so the first certificate from the new signer comes
+  # at day 15 — and every kubelet already trusts it, because the bundle reached them first.
   Scenario: The kube-apiserver's client certificate follows the new signer on its own refresh
     Given a fresh cluster with 2 worker nodes
     When the kube-apiserver-to-kubelet-signer is rotated by force
@@ -125,20 +129,35 @@ Feature: kube-apiserver-to-kubelet-signer rotation
 
   # The churn MCO-499 is about: 90 simulated days of a cluster 250 days old, every signer of the
   # catalogue on its own cadence (fixtures/starting-states.yaml signer-250-days-old). A signer
-  # rotates once now > notBefore + refresh or past 80 % of its life (library-go signer.go); its
-  # predecessor stays in the bundle until it expires (cabundle.go).
-  #   kube-apiserver-to-kubelet-signer, 365 d, 250 d old: 80 % is day 292, so day 42. Its
-  #     predecessor would leave at day 115, after the window.
-  #   kube-control-plane-signer, 60/30 d, 20 d old: days 10, 40, 70. At each, the generation
-  #     before the current one (issued 30 d earlier still) expires: one bundle change each.
-  #   csr-signer-signer, 60/30 d, 10 d old: days 20, 50, 80.
-  #   csr-signer, 30/15 d, 5 d old: days 10, 25, 40, 55, 70, 85.
-  #   The installer's kubelet-signer (24 h) expired 249 days before the window opens.
-  # 4.16 writes kube-apiserver-client-ca, the union of all of these bundles, so kubelet-ca.crt
-  # changes on days 10, 20, 25, 40, 42, 50, 55, 70, 80 and 85: 10 times (days 10, 40 and 70 bring
-  # two signers, in one resync), with no new rendered config. 4.12's kubelet-ca.crt is the
-  # initial bundle merged with kube-apiserver-to-kubelet-client-ca only: one change, on day 42,
-  # through one new rendered config.
+  # is replaced once now > notBefore + refresh or past 80 % of its life (library-go signer.go
+  # needNewSigningCertKeyPair:135-161 at f5bf38712dca); its predecessor stays in the bundle
+  # until it expires, and leaves at its notAfter (cabundle.go:106-150, crypto/rotation.go
+  # FilterExpiredCerts). The operators' certificates are backdated 1 s (crypto.go:1009), so a
+  # successor is due at exactly its predecessor's issue time + refresh, the instant the
+  # generation before that expires: each rotation below is one bundle change.
+  #   kube-apiserver-to-kubelet-signer: the installer's (365 d, not backdated), 250 d old. 80 %
+  #     is day 292 of its life: window day 42 (on 4.16 the 292-day refresh coincides). It leaves
+  #     at day 115, after the window.
+  #   kube-control-plane-signer (KAS-O, 60 d, refresh 30 d), 20 d old: days 10, 40, 70, each with
+  #     the generation issued 60 d earlier expiring then. The installer's 365-day one leaves at
+  #     day 115.
+  #   csr-signer-signer (KCM-O, 60 d, refresh 30 d), 10 d old: days 20, 50, 80, likewise.
+  #   csr-signer, KCM-O's kube-csr-signer_@<unix> (a target of csr-signer-signer, 30 d, refresh
+  #     15 d; KCM-O certrotationcontroller.go:111-128), 5 d old: re-issued at notBefore + 15 d
+  #     once the current csr-signer-signer is 15 d / 10 = 36 h old (target.go:209-217), which it
+  #     always is here (each signer rotation comes 5 d before a refresh): days 10, 25, 40, 55, 70,
+  #     85, each with the kube-csr-signer from 30 d earlier leaving csr-signer-ca (KCM-O
+  #     ManageCSRIntermediateCABundle). None is capped or re-issued for a departed issuer: a
+  #     kube-csr-signer is issued within 30 d of its signer's 60-day life, so it expires first.
+  #   node-system-admin-signer (KAS-O, 365 d) is new at the start; the installer's kubelet-signer
+  #     (24 h) expired 249 days before the window opens.
+  # 4.16 writes kube-apiserver-client-ca, the union of all of these bundles (KAS-O
+  # targetconfigcontroller.go ManageClientCABundle:284-316; csr-controller-ca is KCM-O's union of
+  # csr-signer-ca and csr-controller-signer-ca, :694-710), so kubelet-ca.crt changes on days 10,
+  # 20, 25, 40, 42, 50, 55, 70, 80 and 85: 10 times (days 10, 40 and 70 change two bundles in one
+  # resync), with no new rendered config. 4.12's kubelet-ca.crt is the initial bundle merged with
+  # kube-apiserver-to-kubelet-client-ca only (release-4.12 sync.go:250-261): one change, on day
+  # 42, through one new rendered config.
   Scenario Outline: 90 days of signer churn reach the kubelets per profile
     Given a cluster in the starting state "signer-250-days-old" with 2 worker nodes
     When 90 days pass

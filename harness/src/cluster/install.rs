@@ -1,7 +1,7 @@
 //! What a freshly installed cluster holds before any operator reconciles: the namespaces, the
 //! MCO CRDs and ControllerConfig from `fixtures/`, the signers of the starting state, the
 //! installer's `initial-kube-apiserver-server-ca` (its five client signers as made at install:
-//! `SignerRotation::installer_client_ca_bundle`), and `kube-system/bootstrap` once the
+//! `SignerRotation::seed`, `INSTALLER_CLIENT_CA_BUNDLE`), and `kube-system/bootstrap` once the
 //! bootstrap node has handed over. Written through the API like everything else.
 
 use super::names::{
@@ -140,8 +140,7 @@ pub async fn install(
         apply(client, &m.object).await?;
     }
     install_payload(client, profile).await?;
-    signers.seed(state).await?;
-    let initial = signers.installer_client_ca_bundle(state).await?;
+    let initial = signers.seed(state).await?;
     let (ns, name) = INITIAL_KUBE_APISERVER_SERVER_CA;
     apply(client, &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}, "data": {CA_BUNDLE_KEY: initial}})).await?;
     let (ns, name) = KUBE_APISERVER_SERVER_CA;

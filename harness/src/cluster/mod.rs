@@ -4,8 +4,9 @@
 //!
 //! # Layout
 //! - `names`: the objects they read and write.
-//! - `signers`: signer rotation, CA bundles and the kube-apiserver's kubelet client certificate
-//!   (the kube-apiserver and kube-controller-manager operators' part).
+//! - `signers`: signer rotation, CA bundles and their targets (the kube-apiserver's kubelet
+//!   client certificate, KCM-O's `csr-signer`), the kube-apiserver and kube-controller-manager
+//!   operators' part; `signers/seed` issues what a starting state holds at install.
 //! - `operator`: ControllerConfig's kubelet CA bundle from its sources, per profile.
 //! - `install`: what a fresh cluster holds before the operators reconcile.
 //! - `render`: templates to `00-<role>`, merging a pool's MachineConfigs, rendered names.

@@ -1,9 +1,20 @@
 //! CA bundles: PEM concatenations of CA certificates.
 //!
-//! - `manage_ca_bundle` is library-go's `manageCABundleConfigMap` (`cabundle.go`): the current
-//!   signer first, expired certificates dropped, duplicates (same bytes) removed, older signers
-//!   kept until they expire. The library-go that 4.16's operators vendor then sorts the bundle
-//!   by the certificates' raw bytes (`BundleOrder::ByRawBytes`); 4.12's keeps newest first.
+//! - `manage_ca_bundle` is library-go's `manageCABundleConfigMap` (`cabundle.go`, lines 84-124
+//!   at d932feccfc56, 106-150 at f5bf38712dca): the current signer first, expired certificates
+//!   dropped, duplicates (same bytes) removed, older signers kept until they expire. The
+//!   library-go that 4.16's operators vendor then sorts the bundle by the certificates' raw
+//!   bytes (`BundleOrder::ByRawBytes`); 4.12's keeps newest first.
+//! - `append_to_ca_bundle` is KCM-O's `ManageCSRIntermediateCABundle` (targetconfigcontroller.go,
+//!   release-4.12 :817-883, release-4.16 :796-868), which keeps `csr-signer-ca`: the existing
+//!   bundle, then the current `kube-csr-signer`, expired ones dropped, duplicates removed, no
+//!   sorting.
+//! - `combine_bundles` is library-go's `CombineCABundleConfigMaps` (resourcesynccontroller
+//!   `core.go`:17-67 at d932feccfc56), which KCM-O's `csr-controller-ca` and KAS-O's
+//!   `kube-apiserver-client-ca` are: the inputs in order, expired ones dropped (:40),
+//!   duplicates removed.
+//! - Expired means `notAfter` is not after now (library-go `crypto/rotation.go`
+//!   `FilterExpiredCerts`:10-20 keeps a certificate while `NotAfter.After(now)`).
 //! - `merge_cert_with_ca_bundle` is MCO release-4.12's `mergeCertWithCABundle`
 //!   (`pkg/operator/sync.go`): every certificate of the initial bundle whose subject names the
 //!   given signer is replaced by the whole new bundle; the rest are kept in place.
@@ -37,30 +48,57 @@ pub fn manage_ca_bundle(
     now: OffsetDateTime,
     order: BundleOrder,
 ) -> Result<String, PkiError> {
-    let mut certs: Vec<ParsedCert> = parse_certs(current_pem)?;
-    for cert in parse_certs(existing)? {
-        if cert.not_after < now || certs.iter().any(|c| c.der == cert.der) {
-            continue;
-        }
-        certs.push(cert);
-    }
+    let mut certs = unexpired_once(
+        parse_certs(current_pem)?
+            .into_iter()
+            .chain(parse_certs(existing)?),
+        now,
+    );
     if order == BundleOrder::ByRawBytes {
         certs.sort_by(|a, b| a.der.cmp(&b.der));
     }
     Ok(join(&certs))
 }
 
-/// Several bundles as one, in the order given, each certificate once (KAS-O's client CA union).
-pub fn combine_bundles<'a>(bundles: impl IntoIterator<Item = &'a str>) -> Result<String, PkiError> {
-    let mut certs: Vec<ParsedCert> = Vec::new();
+/// KCM-O's `csr-signer-ca` after publishing `current` at `now`: the `existing` bundle in its
+/// order with `current` appended, expired certificates dropped, each certificate once.
+pub fn append_to_ca_bundle(
+    current_pem: &str,
+    existing: &str,
+    now: OffsetDateTime,
+) -> Result<String, PkiError> {
+    let certs = parse_certs(existing)?
+        .into_iter()
+        .chain(parse_certs(current_pem)?);
+    Ok(join(&unexpired_once(certs, now)))
+}
+
+/// Several bundles as one at `now`, in the order given, each unexpired certificate once.
+pub fn combine_bundles<'a>(
+    bundles: impl IntoIterator<Item = &'a str>,
+    now: OffsetDateTime,
+) -> Result<String, PkiError> {
+    let mut certs = Vec::new();
     for bundle in bundles {
-        for cert in parse_certs(bundle)? {
-            if !certs.iter().any(|c| c.der == cert.der) {
-                certs.push(cert);
-            }
+        certs.extend(parse_certs(bundle)?);
+    }
+    Ok(join(&unexpired_once(certs, now)))
+}
+
+/// Whether a bundle drops the certificate at `now` (`FilterExpiredCerts`).
+pub fn expired(not_after: OffsetDateTime, now: OffsetDateTime) -> bool {
+    not_after <= now
+}
+
+/// The certificates in order, without expired ones and without repeats of the same bytes.
+fn unexpired_once(certs: impl IntoIterator<Item = ParsedCert>, now: OffsetDateTime) -> Vec<ParsedCert> {
+    let mut out: Vec<ParsedCert> = Vec::new();
+    for cert in certs {
+        if !expired(cert.not_after, now) && !out.iter().any(|c| c.der == cert.der) {
+            out.push(cert);
         }
     }
-    Ok(join(&certs))
+    out
 }
 
 /// MCO 4.12's merge of the initial kube-apiserver server CA bundle with the
@@ -131,10 +169,44 @@ mod tests {
             one, other,
             "the same certificates give the same bundle whichever is current"
         );
-        let union = combine_bundles([a.cert.pem.as_str(), one.as_str(), b.cert.pem.as_str()]).unwrap();
+        let union = combine_bundles([a.cert.pem.as_str(), one.as_str(), b.cert.pem.as_str()], T0).unwrap();
         assert_eq!(
             subjects(&union).unwrap(),
             [a.cert.common_name.clone(), b.cert.common_name.clone()]
+        );
+        let later = combine_bundles([union.as_str()], T0 + Duration::days(10)).unwrap();
+        assert!(
+            later.is_empty(),
+            "a union drops what expired, whatever its inputs still hold"
+        );
+    }
+
+    /// KCM-O's csr-signer-ca: oldest first, the current kube-csr-signer appended; a certificate
+    /// leaves at its notAfter, not a second later.
+    #[test]
+    fn csr_signer_ca_appends_and_drops_at_not_after() {
+        let signer = Signer::issue_named("kubelet-signer", T0, Duration::days(1), 1).unwrap();
+        let first = signer
+            .issue_intermediate("kube-csr-signer", T0, Duration::days(1), 2)
+            .unwrap();
+        let second = signer
+            .issue_intermediate("kube-csr-signer", T0 + Duration::hours(19), Duration::hours(5), 3)
+            .unwrap();
+        let bundle = append_to_ca_bundle(&first.cert.pem, "", T0).unwrap();
+        let bundle = append_to_ca_bundle(&second.cert.pem, &bundle, T0 + Duration::hours(19)).unwrap();
+        assert_eq!(
+            subjects(&bundle).unwrap(),
+            [first.cert.common_name.clone(), second.cert.common_name.clone()]
+        );
+        let at_expiry = T0 + Duration::days(1);
+        assert_eq!(
+            append_to_ca_bundle(&second.cert.pem, &bundle, at_expiry).unwrap(),
+            "",
+            "both expire at hour 24"
+        );
+        assert_eq!(
+            append_to_ca_bundle(&second.cert.pem, &bundle, at_expiry - Duration::SECOND).unwrap(),
+            bundle
         );
     }
 

@@ -42,6 +42,15 @@ impl PolicySpec {
     }
 }
 
+/// The installer's own certificate of a signer (openshift-install `pkg/asset/tls`): made at
+/// install, valid from that instant (not backdated), under the installer's name and validity.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InstallerCert {
+    pub common_name: String,
+    pub validity: String,
+}
+
 /// A signer (a CA the cluster rotates).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -50,31 +59,52 @@ pub struct SignerSpec {
     pub namespace: String,
     /// `namespace/name` of the ConfigMap whose `ca-bundle.crt` carries this signer.
     pub bundle: String,
-    /// Issued once by the installer and never rotated: it leaves bundles when it expires.
+    /// The installer's certificate, when the installer made the first one: an operator's
+    /// bootkube manifest loads it into the signer's Secret, and the operator rotates it from
+    /// there like any other.
     #[serde(default)]
-    pub installer: bool,
-    /// The validity of the installer's first certificate of an operator-rotated signer, when it
-    /// differs from the operator's (`365d` for kube-control-plane-signer).
+    pub installer: Option<InstallerCert>,
+    /// Made by the installer and rotated by nobody: it leaves bundles when it expires. Such a
+    /// signer has no per-profile policy.
     #[serde(default)]
-    pub installer_validity: Option<String>,
-    #[serde(rename = "ocp-4.12")]
-    pub ocp_4_12: PolicySpec,
-    #[serde(rename = "ocp-4.16")]
-    pub ocp_4_16: PolicySpec,
+    pub installer_only: bool,
+    #[serde(rename = "ocp-4.12", default)]
+    pub ocp_4_12: Option<PolicySpec>,
+    #[serde(rename = "ocp-4.16", default)]
+    pub ocp_4_16: Option<PolicySpec>,
     /// Where the figures come from upstream.
     pub source: String,
 }
 
-/// A certificate a signer issues (the kube-apiserver's kubelet client certificate).
+/// What a target certificate is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TargetKind {
+    /// A client certificate named `common_name` (library-go `ClientRotation`).
+    #[default]
+    Client,
+    /// A CA of its own, signed by the signer and named `<common_name>_@<unix>` (library-go
+    /// `SignerRotation`, as KCM-O's `csr-signer`).
+    Signer,
+}
+
+/// A certificate a signer issues (the kube-apiserver's kubelet client certificate, KCM-O's
+/// `csr-signer`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TargetSpec {
     pub name: String,
     pub namespace: String,
     pub signer: String,
+    #[serde(default)]
+    pub kind: TargetKind,
     pub common_name: String,
     #[serde(default)]
     pub organizations: Vec<String>,
+    /// `namespace/name` of the ConfigMap that collects a signer-kind target's certificates
+    /// (KCM-O's `csr-signer-ca`).
+    #[serde(default)]
+    pub bundle: Option<String>,
     #[serde(rename = "ocp-4.12")]
     pub ocp_4_12: PolicySpec,
     #[serde(rename = "ocp-4.16")]
@@ -92,14 +122,68 @@ fn for_profile(profile: Profile, a: &PolicySpec, b: &PolicySpec) -> RotationPoli
 }
 
 impl SignerSpec {
+    /// How the signer is rotated on `profile`; an installer-only signer only expires.
     pub fn policy(&self, profile: Profile) -> RotationPolicy {
-        for_profile(profile, &self.ocp_4_12, &self.ocp_4_16)
+        match (&self.ocp_4_12, &self.ocp_4_16) {
+            (Some(a), Some(b)) => for_profile(profile, a, b),
+            _ => RotationPolicy {
+                validity: self
+                    .installer_validity()
+                    .expect("the catalogue checks installer-only signers have an installer certificate"),
+                refresh: None,
+                refresh_only_when_expired: true,
+            },
+        }
+    }
+
+    /// The validity of the installer's certificate, if the installer made one.
+    pub fn installer_validity(&self) -> Option<Duration> {
+        self.installer
+            .as_ref()
+            .map(|i| parse_duration(&i.validity).expect("durations are checked when the catalogue loads"))
+    }
+
+    fn check(&self) -> Result<(), String> {
+        if let Some(i) = &self.installer {
+            parse_duration(&i.validity).map_err(|e| format!("installer: {e}"))?;
+        }
+        match (self.installer_only, &self.ocp_4_12, &self.ocp_4_16) {
+            (true, None, None) if self.installer.is_some() => {}
+            (true, _, _) => {
+                return Err("installer_only needs an installer certificate and no per-profile policy".into());
+            }
+            (false, Some(a), Some(b)) => {
+                for (profile, spec) in [("ocp-4.12", a), ("ocp-4.16", b)] {
+                    spec.policy().map_err(|e| format!("{profile}: {e}"))?;
+                }
+            }
+            (false, _, _) => return Err("needs both ocp-4.12 and ocp-4.16".into()),
+        }
+        if !self.bundle.contains('/') {
+            return Err(format!("bundle {:?} must be namespace/name", self.bundle));
+        }
+        Ok(())
     }
 }
 
 impl TargetSpec {
     pub fn policy(&self, profile: Profile) -> RotationPolicy {
         for_profile(profile, &self.ocp_4_12, &self.ocp_4_16)
+    }
+
+    fn check(&self, catalogue: &Catalogue) -> Result<(), String> {
+        for (profile, spec) in [("ocp-4.12", &self.ocp_4_12), ("ocp-4.16", &self.ocp_4_16)] {
+            spec.policy().map_err(|e| format!("{profile}: {e}"))?;
+        }
+        if catalogue.signer(&self.signer).is_none() {
+            return Err(format!("no signer named {:?}", self.signer));
+        }
+        match (&self.bundle, self.kind) {
+            (Some(b), TargetKind::Signer) if b.contains('/') => Ok(()),
+            (Some(b), TargetKind::Signer) => Err(format!("bundle {b:?} must be namespace/name")),
+            (Some(_), TargetKind::Client) => Err("only a signer-kind target has a bundle".into()),
+            (None, _) => Ok(()),
+        }
     }
 }
 
@@ -111,7 +195,8 @@ pub struct Catalogue {
     pub targets: Vec<TargetSpec>,
 }
 
-/// How old each signer is when a scenario starts (signers not named are new).
+/// How old each signer and target is when a scenario starts (those not named are new, but for
+/// installer-only signers, which are as old as the cluster).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct StartingState {
     pub name: String,
@@ -146,28 +231,12 @@ impl Catalogue {
     pub fn parse(file: &Path, text: &str) -> Result<Self, CatalogueError> {
         let catalogue: Catalogue = serde_yaml::from_str(text).map_err(|e| invalid(file, e))?;
         for s in &catalogue.signers {
-            for (profile, spec) in [("ocp-4.12", &s.ocp_4_12), ("ocp-4.16", &s.ocp_4_16)] {
-                spec.policy()
-                    .map_err(|e| invalid(file, format!("signer {}: {profile}: {e}", s.name)))?;
-            }
-            if !s.bundle.contains('/') {
-                return Err(invalid(
-                    file,
-                    format!("signer {}: bundle {:?} must be namespace/name", s.name, s.bundle),
-                ));
-            }
+            s.check()
+                .map_err(|e| invalid(file, format!("signer {}: {e}", s.name)))?;
         }
         for t in &catalogue.targets {
-            for (profile, spec) in [("ocp-4.12", &t.ocp_4_12), ("ocp-4.16", &t.ocp_4_16)] {
-                spec.policy()
-                    .map_err(|e| invalid(file, format!("target {}: {profile}: {e}", t.name)))?;
-            }
-            if catalogue.signer(&t.signer).is_none() {
-                return Err(invalid(
-                    file,
-                    format!("target {}: no signer named {:?}", t.name, t.signer),
-                ));
-            }
+            t.check(&catalogue)
+                .map_err(|e| invalid(file, format!("target {}: {e}", t.name)))?;
         }
         Ok(catalogue)
     }
@@ -200,10 +269,10 @@ impl StartingState {
                 ages: BTreeMap::new(),
             };
             for (signer, age) in ages {
-                if catalogue.signer(&signer).is_none() {
+                if catalogue.signer(&signer).is_none() && catalogue.target(&signer).is_none() {
                     return Err(invalid(
                         file,
-                        format!("state {name}: no signer named {signer:?} in the catalogue"),
+                        format!("state {name}: no signer or target named {signer:?} in the catalogue"),
                     ));
                 }
                 let age = parse_duration(&age)
@@ -220,19 +289,25 @@ impl StartingState {
         self.ages.values().copied().max().unwrap_or(Duration::ZERO)
     }
 
-    /// How old `signer` is at the start (zero when not named).
+    /// How old a signer or target is at the start (zero when not named).
     pub fn age_of(&self, signer: &str) -> Duration {
         self.ages.get(signer).copied().unwrap_or(Duration::ZERO)
     }
 
     /// How old a signer of the catalogue is at the start: as named, else as old as the cluster
-    /// for the installer's signers (made at install, never rotated) and new for the others.
+    /// for installer-only signers (made at install, never rotated) and new for the others.
     pub fn age_of_signer(&self, spec: &SignerSpec) -> Duration {
         match self.ages.get(&spec.name) {
             Some(age) => *age,
-            None if spec.installer => self.cluster_age(),
+            None if spec.installer_only => self.cluster_age(),
             None => Duration::ZERO,
         }
+    }
+
+    /// Whether the signer's current certificate at the start is the installer's own: one the
+    /// installer made (at install, when the cluster's age began) and no operator has replaced.
+    pub fn signer_is_installers(&self, spec: &SignerSpec) -> bool {
+        spec.installer.is_some() && self.age_of_signer(spec) == self.cluster_age()
     }
 }
 
@@ -255,6 +330,17 @@ mod tests {
         assert_eq!(kubelet.policy(Profile::Ocp412).validity, Duration::days(365));
         assert_eq!(kubelet.policy(Profile::Ocp416).refresh, Some(Duration::days(292)));
         assert!(cat.target("kubelet-client").is_some());
+        let csr_signer_signer = cat.signer("csr-signer-signer").unwrap();
+        assert_eq!(
+            csr_signer_signer.installer_validity(),
+            Some(Duration::hours(24)),
+            "the installer's kubelet-signer is the first csr-signer-signer"
+        );
+        let csr_signer = cat.target("csr-signer").unwrap();
+        assert_eq!(
+            (csr_signer.kind, csr_signer.signer.as_str()),
+            (TargetKind::Signer, "csr-signer-signer")
+        );
         let states = StartingState::load_all(&repo_file("starting-states.yaml"), &cat).unwrap();
         assert!(
             states
@@ -279,12 +365,22 @@ mod tests {
                 .contains("signer s: ocp-4.12: invalid duration \"10 fortnights\""),
             "{e}"
         );
+        let e = Catalogue::parse(
+            file,
+            "signers:\n- {name: s, namespace: n, bundle: n/b, source: x, installer_only: true}\n",
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("signer s: installer_only needs an installer certificate"),
+            "{e}"
+        );
         let cat = Catalogue::parse(file, &text.replace("10 fortnights", "10d")).unwrap();
         let e = StartingState::parse_all(Path::new("states.yaml"), "states:\n  old: {nope: 3d}\n", &cat)
             .unwrap_err();
         assert_eq!(
             e.to_string(),
-            "states.yaml: state old: no signer named \"nope\" in the catalogue"
+            "states.yaml: state old: no signer or target named \"nope\" in the catalogue"
         );
     }
 }

@@ -12,13 +12,19 @@ pub mod duration;
 mod signer;
 mod verify;
 
-pub use bundle::{BundleOrder, combine_bundles, manage_ca_bundle, merge_cert_with_ca_bundle, subjects};
-pub use catalogue::{Catalogue, CatalogueError, PolicySpec, SignerSpec, StartingState, TargetSpec};
+pub use bundle::{
+    BundleOrder, append_to_ca_bundle, combine_bundles, expired, manage_ca_bundle, merge_cert_with_ca_bundle,
+    subjects,
+};
+pub use catalogue::{
+    Catalogue, CatalogueError, InstallerCert, PolicySpec, SignerSpec, StartingState, TargetKind, TargetSpec,
+};
 pub use clock::{Clock, SIMULATION_EPOCH, SimClock, WallClock};
 pub use duration::{DurationError, format_duration, parse_duration};
 pub use signer::{
-    ISSUER, IssuedCert, MANAGED_TYPE_LABEL, NOT_AFTER, NOT_BEFORE, RotationPolicy, RotationReason, Signer,
-    TargetContext, signer_deadline, signer_rotation, target_deadline, target_rotation, target_validity,
+    ISSUER, IssuedCert, LIBRARY_GO_BACKDATE, MANAGED_TYPE_LABEL, NOT_AFTER, NOT_BEFORE, RotationPolicy,
+    RotationReason, Signer, TargetContext, signer_deadline, signer_rotation, target_deadline,
+    target_rotation, target_validity,
 };
 pub use verify::{VerifyError, verify_client_cert, verify_client_der};
 

@@ -166,7 +166,8 @@ fn refresh_gate(policy: &RotationPolicy, signer_not_before: OffsetDateTime) -> O
     policy.refresh.map(|r| signer_not_before + r / 10)
 }
 
-/// library-go `needNewSigningCertKeyPair`: whether a signer must be replaced at `now`.
+/// library-go `needNewSigningCertKeyPair` (signer.go:135-161 at f5bf38712dca, :82-108 at
+/// d932feccfc56): whether a signer must be replaced at `now`.
 pub fn signer_rotation(
     annotations: &BTreeMap<String, String>,
     now: OffsetDateTime,
@@ -209,11 +210,12 @@ pub struct TargetContext<'a> {
     pub bundle_subjects: &'a [String],
 }
 
-/// library-go's target rule (`needNewTargetCertKeyPairForTime`, target.go): missing or
-/// malformed annotations, expiry, the 80 % point, then the refresh point, which counts only
-/// once the current signer is `refresh / 10` old; and a new certificate whenever its issuer
-/// has left the CA bundle. A signer rotation alone does not re-issue the target: the old signer
-/// stays in the bundle until it expires.
+/// library-go's target rule (`needNewTargetCertKeyPair` and `needNewTargetCertKeyPairForTime`,
+/// target.go:149-220 at f5bf38712dca): missing or malformed annotations, expiry, the 80 % point
+/// (no wait for the signer), then the refresh point, which counts only once the current signer
+/// is `refresh / 10` old (:209-217); and a new certificate whenever its issuer has left the
+/// signer's CA bundle (:154-165). A signer rotation alone does not re-issue the target: the old
+/// signer stays in the bundle until it expires.
 pub fn target_rotation(
     annotations: &BTreeMap<String, String>,
     now: OffsetDateTime,
@@ -236,8 +238,9 @@ pub fn target_rotation(
     (!context.bundle_subjects.contains(&issuer)).then_some(RotationReason::IssuerGone { issuer })
 }
 
-/// A target's validity, capped by what is left of its signer's (library-go
-/// `setTargetCertKeyPairSecret`).
+/// A target's validity, capped by what is left of its signer's (library-go target.go
+/// `setTargetCertKeyPairSecret`, lines 233-237 at f5bf38712dca, 196-200 at d932feccfc56): a
+/// target issued by a signer with less than `validity` left expires with it.
 pub fn target_validity(policy: &RotationPolicy, signer: &IssuedCert, now: OffsetDateTime) -> Duration {
     policy.validity.min(signer.not_after - now)
 }
@@ -251,14 +254,46 @@ fn dn(common_name: &str, orgs: &[&str]) -> DistinguishedName {
     dn
 }
 
+/// How long library-go backdates what it issues: NotBefore is now − 1 s, NotAfter now +
+/// validity (crypto.go `newSigningCertificateTemplateForDuration` and
+/// `NewClientCertificateTemplateForDuration`, lines 1002-1003 and 1131-1132 at d932feccfc56,
+/// 1009-1010 and 1138-1139 at f5bf38712dca). The installer does not backdate
+/// (`pkg/asset/tls/tls.go SelfSignedCertificate`: NotBefore now).
+pub const LIBRARY_GO_BACKDATE: Duration = Duration::SECOND;
+
 /// A CA able to issue, in simulated time.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Signer {
     pub cert: IssuedCert,
 }
 
+/// A CA certificate's parameters: its name and validity window.
+fn ca_params(
+    common_name: &str,
+    not_before: OffsetDateTime,
+    not_after: OffsetDateTime,
+    serial: u64,
+) -> CertificateParams {
+    let mut params = CertificateParams::default();
+    params.distinguished_name = dn(common_name, &[]);
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    params.not_before = not_before;
+    params.not_after = not_after;
+    params.serial_number = Some(SerialNumber::from(serial));
+    params.use_authority_key_identifier_extension = true;
+    params
+}
+
 impl Signer {
-    /// A new self-signed signer `<namespace>_<name>@<unix>` valid from `now` for `validity`.
+    /// A signer as library-go's `RotatedSigningCASecret` makes it (signer.go
+    /// `setSigningCertKeyPairSecret`, crypto.go `MakeSelfSignedCAConfigForDuration`): self-signed,
+    /// named `<namespace>_<name>@<unix>` after `now`, valid from one second before `now` for
+    /// `validity` after it.
     pub fn issue(
         namespace: &str,
         name: &str,
@@ -267,44 +302,75 @@ impl Signer {
         serial: u64,
     ) -> Result<Self, PkiError> {
         let common_name = format!("{namespace}_{name}@{}", now.unix_timestamp());
-        Self::issue_named(&common_name, now, validity, serial)
+        Self::self_signed(&common_name, now - LIBRARY_GO_BACKDATE, now + validity, serial)
     }
 
-    /// A new self-signed signer with an exact common name (installer signers, bootstrap CAs).
+    /// A self-signed signer with an exact common name, valid from `now` (not backdated) for
+    /// `validity`: the installer's signers (`kubelet-signer`, `admin-kubeconfig-signer`, …) and
+    /// bootstrap CAs.
     pub fn issue_named(
         common_name: &str,
         now: OffsetDateTime,
         validity: Duration,
         serial: u64,
     ) -> Result<Self, PkiError> {
-        let mut params = CertificateParams::default();
-        params.distinguished_name = dn(common_name, &[]);
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.key_usages = vec![
-            KeyUsagePurpose::KeyCertSign,
-            KeyUsagePurpose::CrlSign,
-            KeyUsagePurpose::DigitalSignature,
-        ];
-        params.not_before = now;
-        params.not_after = now + validity;
-        params.serial_number = Some(SerialNumber::from(serial));
-        params.use_authority_key_identifier_extension = true;
+        Self::self_signed(common_name, now, now + validity, serial)
+    }
+
+    fn self_signed(
+        common_name: &str,
+        not_before: OffsetDateTime,
+        not_after: OffsetDateTime,
+        serial: u64,
+    ) -> Result<Self, PkiError> {
         let key = KeyPair::generate()?;
-        let cert = params.self_signed(&key)?;
+        let cert = ca_params(common_name, not_before, not_after, serial).self_signed(&key)?;
         Ok(Signer {
             cert: IssuedCert {
                 pem: cert.pem(),
                 key_pem: key.serialize_pem(),
                 common_name: common_name.to_string(),
                 issuer_common_name: common_name.to_string(),
-                not_before: now,
-                not_after: now + validity,
+                not_before,
+                not_after,
                 serial,
             },
         })
     }
 
-    /// A client certificate (CN `common_name`, O `orgs`) from this signer.
+    /// A CA signed by this signer, as library-go's target `SignerRotation` makes one (target.go
+    /// `SignerRotation.NewCertificate`, lines 332-335 at f5bf38712dca; crypto.go
+    /// `MakeCAConfigForDuration`): named `<name>_@<unix>` after `now` (KCM-O's
+    /// `kube-csr-signer_@…`), valid from one second before `now` for `validity` after it.
+    pub fn issue_intermediate(
+        &self,
+        name: &str,
+        now: OffsetDateTime,
+        validity: Duration,
+        serial: u64,
+    ) -> Result<Signer, PkiError> {
+        let common_name = format!("{name}_@{}", now.unix_timestamp());
+        let (not_before, not_after) = (now - LIBRARY_GO_BACKDATE, now + validity);
+        let params = ca_params(&common_name, not_before, not_after, serial);
+        let issuer = Issuer::from_ca_cert_pem(&self.cert.pem, KeyPair::from_pem(&self.cert.key_pem)?)?;
+        let key = KeyPair::generate()?;
+        let cert = params.signed_by(&key, &issuer)?;
+        Ok(Signer {
+            cert: IssuedCert {
+                pem: cert.pem(),
+                key_pem: key.serialize_pem(),
+                common_name,
+                issuer_common_name: self.cert.common_name.clone(),
+                not_before,
+                not_after,
+                serial,
+            },
+        })
+    }
+
+    /// A client certificate (CN `common_name`, O `orgs`) from this signer, as library-go's
+    /// `MakeClientCertificateForDuration` makes one: valid from one second before `now` for
+    /// `validity` after it.
     pub fn issue_client(
         &self,
         common_name: &str,
@@ -313,6 +379,7 @@ impl Signer {
         validity: Duration,
         serial: u64,
     ) -> Result<IssuedCert, PkiError> {
+        let (not_before, not_after) = (now - LIBRARY_GO_BACKDATE, now + validity);
         let mut params = CertificateParams::default();
         params.distinguished_name = dn(common_name, orgs);
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
@@ -320,8 +387,8 @@ impl Signer {
             KeyUsagePurpose::DigitalSignature,
             KeyUsagePurpose::KeyEncipherment,
         ];
-        params.not_before = now;
-        params.not_after = now + validity;
+        params.not_before = not_before;
+        params.not_after = not_after;
         params.serial_number = Some(SerialNumber::from(serial));
         params.use_authority_key_identifier_extension = true;
         let issuer = Issuer::from_ca_cert_pem(&self.cert.pem, KeyPair::from_pem(&self.cert.key_pem)?)?;
@@ -332,8 +399,8 @@ impl Signer {
             key_pem: key.serialize_pem(),
             common_name: common_name.to_string(),
             issuer_common_name: self.cert.common_name.clone(),
-            not_before: now,
-            not_after: now + validity,
+            not_before,
+            not_after,
             serial,
         })
     }

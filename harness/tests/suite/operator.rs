@@ -58,7 +58,7 @@ async fn on_4_16_the_bundle_is_kube_apiserver_client_ca() {
         subjects(&after)
             .unwrap()
             .iter()
-            .filter(|s| s.contains("kube-apiserver-to-kubelet-signer@"))
+            .filter(|s| s.contains("kube-apiserver-to-kubelet-signer"))
             .count(),
         2
     );

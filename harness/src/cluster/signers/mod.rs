@@ -1,7 +1,9 @@
 //! Signer rotation: the part of the kube-apiserver and kube-controller-manager operators that
-//! issues and rotates the catalogue's signers, publishes their CA bundles, re-issues the
-//! kube-apiserver's kubelet client certificate, and keeps the client CA union
-//! (`openshift-config-managed/kube-apiserver-client-ca`) up to date.
+//! issues and rotates the catalogue's signers, publishes their CA bundles, re-issues their
+//! targets (the kube-apiserver's kubelet client certificate, KCM-O's `csr-signer` and its
+//! `csr-signer-ca`), and keeps the unions (`csr-controller-ca`,
+//! `openshift-config-managed/kube-apiserver-client-ca`) up to date. `seed` issues what a
+//! starting state holds at install.
 //!
 //! Everything goes through the API server: signers and targets are `kubernetes.io/tls`
 //! Secrets with library-go's annotations, bundles are ConfigMaps with `ca-bundle.crt`. A forced
@@ -9,15 +11,18 @@
 //! next reconcile sees as a missing annotation. Decisions are the pure rules of `pki`; this
 //! module reads, decides at the simulated clock's now, and writes.
 
+mod seed;
+
 use super::names::{
     CA_BUNDLE_KEY, CLIENT_CA_SOURCES, CSR_CONTROLLER_CA, CSR_CONTROLLER_CA_SOURCES, FIELD_MANAGER,
     KUBE_APISERVER_CLIENT_CA,
 };
 use super::{ClusterError, ClusterLog};
 use crate::pki::{
-    BundleOrder, Catalogue, Clock, IssuedCert, MANAGED_TYPE_LABEL, SignerSpec, SimClock, StartingState,
-    TargetContext, TargetSpec, combine_bundles, manage_ca_bundle, parse_certs, rfc3339, signer_deadline,
-    signer_rotation, subjects, target_deadline, target_rotation, target_validity,
+    BundleOrder, Catalogue, Clock, IssuedCert, MANAGED_TYPE_LABEL, Signer, SignerSpec, SimClock,
+    TargetContext, TargetKind, TargetSpec, append_to_ca_bundle, combine_bundles, expired, manage_ca_bundle,
+    parse_certs, rfc3339, signer_deadline, signer_rotation, subjects, target_deadline, target_rotation,
+    target_validity,
 };
 use crate::profile::Profile;
 use base64::Engine;
@@ -27,7 +32,7 @@ use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use time::{Duration, OffsetDateTime};
+use time::OffsetDateTime;
 
 /// The controller. Cheap to share; `run` drives it, `reconcile` is one pass.
 pub struct SignerRotation {
@@ -163,50 +168,6 @@ impl SignerRotation {
         BundleOrder::for_profile(self.profile)
     }
 
-    /// Issue every signer and target as `state` says: each signer `age` old, with the earlier
-    /// generations a cluster of that age would still carry in its bundle; then publish.
-    pub async fn seed(&self, state: &StartingState) -> Result<(), ClusterError> {
-        let now = self.clock.now();
-        let installed = now - state.cluster_age();
-        let mut bundles: BTreeMap<String, String> = BTreeMap::new();
-        for spec in &self.catalogue.signers {
-            let policy = spec.policy(self.profile);
-            let issued_at = now - state.age_of_signer(spec);
-            let current = self.issue_signer(spec, issued_at)?;
-            let bundle = bundles.entry(spec.bundle.clone()).or_default();
-            if !spec.installer {
-                // Earlier generations, one rotation interval apart, issued since the install
-                // and still valid now.
-                let interval = rotation_interval(&policy);
-                let mut earlier = issued_at - interval;
-                let mut history = Vec::new();
-                while earlier >= installed && earlier + policy.validity > now && interval.is_positive() {
-                    history.push(self.issue_signer(spec, earlier)?);
-                    earlier -= interval;
-                }
-                for old in history.iter().rev() {
-                    *bundle = manage_ca_bundle(&old.pem, bundle, now, self.order())?;
-                }
-            }
-            *bundle = manage_ca_bundle(&current.pem, bundle, now, self.order())?;
-            self.write_cert_secret(&spec.namespace, &spec.name, &current, "signer")
-                .await?;
-        }
-        for (ns_name, bundle) in &bundles {
-            let (ns, name) = split(ns_name);
-            self.write_bundle(ns, name, bundle).await?;
-        }
-        for target in &self.catalogue.targets {
-            let signer = self
-                .read_cert(&signer_of(&self.catalogue, target).namespace, &target.signer)
-                .await?;
-            let signer = signer.ok_or_else(|| ClusterError::Missing(format!("signer {}", target.signer)))?;
-            let issued_at = (now - state.age_of(&target.name)).max(signer.cert.not_before);
-            self.issue_target(target, &signer.cert, issued_at).await?;
-        }
-        self.publish_unions().await.map(|_| ())
-    }
-
     /// One pass at the clock's now. Returns what changed, for the cluster log.
     pub async fn reconcile(&self) -> Result<Vec<String>, ClusterError> {
         self.take_snapshot().await?;
@@ -218,7 +179,7 @@ impl SignerRotation {
     async fn reconcile_snapshot(&self) -> Result<Vec<String>, ClusterError> {
         let now = self.clock.now();
         let mut changes = Vec::new();
-        for spec in self.catalogue.signers.iter().filter(|s| !s.installer) {
+        for spec in self.catalogue.signers.iter().filter(|s| !s.installer_only) {
             let stored = self.read_cert(&spec.namespace, &spec.name).await?;
             let reason = match &stored {
                 None => Some("missing".to_string()),
@@ -228,7 +189,7 @@ impl SignerRotation {
             };
             let current = match reason {
                 Some(reason) => {
-                    let issued = self.issue_signer(spec, now)?;
+                    let issued = self.issue_signer(spec, now, false)?;
                     self.write_cert_secret(&spec.namespace, &spec.name, &issued, "signer")
                         .await?;
                     changes.push(format!(
@@ -247,13 +208,13 @@ impl SignerRotation {
                 changes.push(format!("published {ns}/{name}: {:?}", subjects(&next)?));
             }
         }
-        // Bundles that only installer signers feed just lose what expires.
-        for spec in self.catalogue.signers.iter().filter(|s| s.installer) {
+        // Bundles that only installer-only signers feed just lose what expires.
+        for spec in self.catalogue.signers.iter().filter(|s| s.installer_only) {
             if self
                 .catalogue
                 .signers
                 .iter()
-                .any(|o| !o.installer && o.bundle == spec.bundle)
+                .any(|o| !o.installer_only && o.bundle == spec.bundle)
             {
                 continue;
             }
@@ -261,7 +222,7 @@ impl SignerRotation {
             let existing = self.read_bundle(ns, name).await?;
             let kept: String = parse_certs(&existing)?
                 .into_iter()
-                .filter(|c| c.not_after >= now)
+                .filter(|c| !expired(c.not_after, now))
                 .map(|c| c.pem)
                 .collect();
             if kept != existing {
@@ -286,15 +247,31 @@ impl SignerRotation {
                 Some(s) => target_rotation(&s.annotations, now, &target.policy(self.profile), &context)
                     .map(|r| r.to_string()),
             };
-            if let Some(reason) = reason {
-                let issued = self.issue_target(target, &signer.cert, now).await?;
-                changes.push(format!(
-                    "re-issued {}/{} ({reason}) from {}, valid until {}",
-                    target.namespace,
-                    target.name,
-                    issued.issuer_common_name,
-                    rfc3339(issued.not_after)
-                ));
+            let current = match reason {
+                Some(reason) => {
+                    let issued = self.make_target(target, &signer.cert, now)?;
+                    self.write_cert_secret(&target.namespace, &target.name, &issued, "target")
+                        .await?;
+                    changes.push(format!(
+                        "re-issued {}/{} ({reason}): {} from {}, valid until {}",
+                        target.namespace,
+                        target.name,
+                        issued.common_name,
+                        issued.issuer_common_name,
+                        rfc3339(issued.not_after)
+                    ));
+                    issued
+                }
+                None => stored.expect("no reason means it exists").cert,
+            };
+            if let Some(ns_name) = &target.bundle {
+                let (ns, name) = split(ns_name);
+                let existing = self.read_bundle(ns, name).await?;
+                let next = append_to_ca_bundle(&current.pem, &existing, now)?;
+                if next != existing {
+                    self.write_bundle(ns, name, &next).await?;
+                    changes.push(format!("published {ns}/{name}: {:?}", subjects(&next)?));
+                }
             }
         }
         if self.publish_unions().await? {
@@ -330,10 +307,7 @@ impl SignerRotation {
             if let Some(s) = self.read_cert(&spec.namespace, &spec.name).await? {
                 deadlines.extend(signer_deadline(&s.annotations, &spec.policy(self.profile)));
             }
-            let (ns, name) = split(&spec.bundle);
-            for cert in parse_certs(&self.read_bundle(ns, name).await?)? {
-                deadlines.push(cert.not_after + Duration::SECOND);
-            }
+            deadlines.extend(self.expiries(&spec.bundle).await?);
         }
         for target in &self.catalogue.targets {
             let signer_spec = signer_of(&self.catalogue, target);
@@ -346,6 +320,9 @@ impl SignerRotation {
                     signer.cert.not_before,
                 ));
             }
+            if let Some(bundle) = &target.bundle {
+                deadlines.extend(self.expiries(bundle).await?);
+            }
         }
         deadlines.retain(|d| *d > now);
         deadlines.sort();
@@ -353,34 +330,59 @@ impl SignerRotation {
         Ok(deadlines)
     }
 
-    fn issue_signer(&self, spec: &SignerSpec, at: OffsetDateTime) -> Result<IssuedCert, ClusterError> {
-        let validity = spec.policy(self.profile).validity;
-        let signer = if spec.installer {
-            crate::pki::Signer::issue_named(
-                &format!("{}_{}", spec.namespace, spec.name),
+    /// When each certificate of a bundle leaves it: at its notAfter (`pki::expired`).
+    async fn expiries(&self, ns_name: &str) -> Result<Vec<OffsetDateTime>, ClusterError> {
+        let (ns, name) = split(ns_name);
+        Ok(parse_certs(&self.read_bundle(ns, name).await?)?
+            .into_iter()
+            .map(|c| c.not_after)
+            .collect())
+    }
+
+    /// A signer certificate made at `at`: the installer's own (`by_installer`, for a signer the
+    /// catalogue gives one), or library-go's.
+    fn issue_signer(
+        &self,
+        spec: &SignerSpec,
+        at: OffsetDateTime,
+        by_installer: bool,
+    ) -> Result<IssuedCert, ClusterError> {
+        let signer = match (&spec.installer, spec.installer_validity()) {
+            (Some(installer), Some(validity)) if by_installer => {
+                Signer::issue_named(&installer.common_name, at, validity, self.next_serial())?
+            }
+            _ => Signer::issue(
+                &spec.namespace,
+                &spec.name,
                 at,
-                validity,
+                spec.policy(self.profile).validity,
                 self.next_serial(),
-            )?
-        } else {
-            crate::pki::Signer::issue(&spec.namespace, &spec.name, at, validity, self.next_serial())?
+            )?,
         };
         Ok(signer.cert)
     }
 
-    async fn issue_target(
+    /// A target certificate from `signer` at `at`, its validity capped by the signer's.
+    fn make_target(
         &self,
         target: &TargetSpec,
         signer: &IssuedCert,
         at: OffsetDateTime,
     ) -> Result<IssuedCert, ClusterError> {
         let validity = target_validity(&target.policy(self.profile), signer, at);
-        let orgs: Vec<&str> = target.organizations.iter().map(String::as_str).collect();
-        let issuer = crate::pki::Signer { cert: signer.clone() };
-        let issued = issuer.issue_client(&target.common_name, &orgs, at, validity, self.next_serial())?;
-        self.write_cert_secret(&target.namespace, &target.name, &issued, "target")
-            .await?;
-        Ok(issued)
+        let issuer = Signer { cert: signer.clone() };
+        let serial = self.next_serial();
+        Ok(match target.kind {
+            TargetKind::Client => {
+                let orgs: Vec<&str> = target.organizations.iter().map(String::as_str).collect();
+                issuer.issue_client(&target.common_name, &orgs, at, validity, serial)?
+            }
+            TargetKind::Signer => {
+                issuer
+                    .issue_intermediate(&target.common_name, at, validity, serial)?
+                    .cert
+            }
+        })
     }
 
     /// Rebuild `csr-controller-ca` and `kube-apiserver-client-ca`; true if either changed.
@@ -394,7 +396,7 @@ impl SignerRotation {
             for (ns, name) in sources {
                 texts.push(self.read_bundle(ns, name).await?);
             }
-            let union = combine_bundles(texts.iter().map(String::as_str))?;
+            let union = combine_bundles(texts.iter().map(String::as_str), self.clock.now())?;
             if union != self.read_bundle(target.0, target.1).await? {
                 self.write_bundle(target.0, target.1, &union).await?;
                 changed = true;
@@ -481,54 +483,6 @@ impl SignerRotation {
     }
 }
 
-/// The installer's client CA bundle, in its order (installer `pkg/asset/tls`
-/// `KubeAPIServerCompleteClientCABundle`), which MCO's bootstrap publishes as
-/// `openshift-config/initial-kube-apiserver-server-ca` (release-4.12
-/// `manifests/machineconfigserver/kube-apiserver-serving-ca-configmap.yaml`).
-pub const INSTALLER_CLIENT_CA_BUNDLE: &[&str] = &[
-    "admin-kubeconfig-signer",
-    "kubelet-signer",
-    "kube-control-plane-signer",
-    "kube-apiserver-to-kubelet-signer",
-    "kubelet-bootstrap-kubeconfig-signer",
-];
-
-impl SignerRotation {
-    /// The installer's client CA bundle as it was made at install: each signer's certificate
-    /// of that instant (the one the cluster still holds when it was issued then, else the
-    /// installer's own, with its own validity). Frozen: nothing rotates or prunes it.
-    pub async fn installer_client_ca_bundle(&self, state: &StartingState) -> Result<String, ClusterError> {
-        let installed = self.clock.now() - state.cluster_age();
-        let mut bundle = String::new();
-        for name in INSTALLER_CLIENT_CA_BUNDLE {
-            let spec = self.catalogue.signer(name).ok_or_else(|| {
-                ClusterError::Fixture(format!("fixtures/signers.yaml has no signer {name}"))
-            })?;
-            let from_install =
-                state.age_of_signer(spec) == state.cluster_age() && spec.installer_validity.is_none();
-            let stored = match from_install {
-                true => self.read_cert(&spec.namespace, &spec.name).await?,
-                false => None,
-            };
-            let pem = match stored {
-                Some(s) => s.cert.pem,
-                None => {
-                    let validity = match &spec.installer_validity {
-                        Some(v) => crate::pki::parse_duration(v)
-                            .map_err(|e| ClusterError::Fixture(format!("{name}: installer_validity: {e}")))?,
-                        None => spec.policy(self.profile).validity,
-                    };
-                    crate::pki::Signer::issue_named(name, installed, validity, self.next_serial())?
-                        .cert
-                        .pem
-                }
-            };
-            bundle.push_str(&pem);
-        }
-        Ok(bundle)
-    }
-}
-
 /// MCO's e2e way to force a rotation (`ForceKubeApiserverCertificateRotation`): a JSON patch
 /// nulling `auth.openshift.io/certificate-not-after` on the signer's Secret.
 pub async fn force_rotation(
@@ -551,13 +505,4 @@ fn signer_of<'a>(catalogue: &'a Catalogue, target: &TargetSpec) -> &'a SignerSpe
     catalogue
         .signer(&target.signer)
         .expect("the catalogue checks every target's signer")
-}
-
-/// How long one generation of a signer lasts before the rules replace it.
-fn rotation_interval(policy: &crate::pki::RotationPolicy) -> Duration {
-    if policy.refresh_only_when_expired {
-        return policy.validity;
-    }
-    let eighty = policy.validity - policy.validity / 5;
-    policy.refresh.map_or(eighty, |r| r.min(eighty))
 }
