@@ -31,16 +31,17 @@ Feature: Forcing a signer rotation by removing an annotation
     And no node has rebooted
 
   # What a 4.12 daemon writes to the journal as it applies the rendered config a rotation brings
-  # (release-4.12 update.go and daemon.go `logSystem`: each line goes to its own log and,
-  # through `logger`, to the journal as `root[<pid>]: machine-config-daemon[<pid>]: "<message>"`;
-  # the rows below match only that form): the update starts, systemd reloads as the config's
-  # units are enabled, the action is none ("skipping reboot"), and the uncordon completes it.
+  # (release-4.12 update.go and daemon.go `logSystem`, update.go:2158-2173: each line goes to
+  # its own log and, through `logger`, to the journal as
+  # `root[<pid>]: machine-config-daemon[<pid>]: <message>`; release-4.16 quotes the message):
+  # the update starts, systemd reloads as the config's units are enabled, the action is none
+  # ("skipping reboot"), and the uncordon completes it.
   @ocp-4.12 @mco-logs
-  Scenario: On 4.12 the daemon logs the rotation's update through logger as upstream does
+  Scenario: On 4.12 the daemon's update for a rotation, in upstream's words and order
     Given a fresh cluster with 1 worker node
     When the kube-apiserver-to-kubelet-signer is rotated by force
     Then every node's journal shows, in this order:
-      | ]: "Starting update from           |
-      | systemd[1]: Reloading.             |
-      | ]: "Node has Desired Config        |
-      | ]: "Update completed for config    |
+      | Starting update from           |
+      | systemd[1]: Reloading.         |
+      | Node has Desired Config        |
+      | Update completed for config    |

@@ -107,3 +107,20 @@ Feature: A paused pool during a signer rotation
     Then the kube-apiserver's kubelet client certificate is issued by the current kube-apiserver-to-kubelet-signer
     And every kubelet accepts the kube-apiserver's kubelet client certificate
     And no node has rebooted
+
+  # The KubeletDown symptom MCO-499 names, on 4.16: the certificate writer ignores `paused`, so
+  # a paused pool's nodes get kube-apiserver-client-ca with every new kube-csr-signer (through
+  # csr-controller-ca; KCM-O targetconfigcontroller.go:694-710, KAS-O ManageClientCABundle).
+  # In 40 days csr-signer (30 d, refresh 15 d) is re-issued twice and csr-signer-signer (60 d,
+  # refresh 30 d) once (KCM-O certrotationcontroller.go:84-128), and a client certificate the
+  # CSR API signs with the current one still reaches every kubelet.
+  @ocp-4.16
+  Scenario: On 4.16 a paused pool's kubelets accept the current kube-csr-signer across its rotations
+    Given a fresh cluster with 1 worker node
+    And the worker pool is paused
+    When 40 days pass
+    Then the csr-signer-signer has rotated
+    And every kubelet accepts a client certificate from the current csr-signer
+    And the worker pool has 1 rendered config
+    And every node runs the rendered config it started with
+    And no node has rebooted

@@ -32,9 +32,9 @@ impl AgentHost for NodeHost {
         self.0.log(message);
     }
 
-    fn log_system(&self, message: &str) {
+    fn log_system(&self, message: &str, profile: Profile) {
         self.0.log(message);
-        let line = super::system_log_line(self.0.pid, message);
+        let line = super::system_log_line(profile, self.0.pid, message);
         self.0.log_as("root", &line);
     }
 }

@@ -55,16 +55,21 @@ pub trait AgentHost: Send + Sync {
     async fn systemctl(&self, args: &[&str]) -> Result<CommandOutput, String>;
     /// One line of the daemon's own log (the journal shows it as `machine-config-daemon[pid]`).
     fn log(&self, message: &str);
-    /// A line upstream logs to the journal as well (`logSystem`: its own log, then `logger` with
-    /// `machine-config-daemon[<pid>]: "<message>"` on stdin, which the journal shows under
-    /// logger's default tag, the user's name: `root[<logger pid>]`).
-    fn log_system(&self, message: &str);
+    /// A line upstream logs to the journal as well (`logSystem`: its own log, then `logger`
+    /// with `line` on stdin, which the journal shows under logger's default tag, the user's
+    /// name: `root[<logger pid>]`). `line` is `system_log_line`'s, with the pid left to the host.
+    fn log_system(&self, message: &str, profile: Profile);
 }
 
-/// What upstream's `logSystem` hands `logger`: `machine-config-daemon[<pid>]: <Go %q of it>`.
-pub fn system_log_line(pid: u32, message: &str) -> String {
-    let quoted = serde_json::to_string(message).unwrap_or_else(|_| format!("{message:?}"));
-    format!("machine-config-daemon[{pid}]: {quoted}")
+/// What upstream's `logSystem` hands `logger`: `machine-config-daemon[<pid>]: <message>`,
+/// the message as it is on 4.12 (release-4.12 update.go:2158-2173) and quoted with Go's `%q`
+/// on 4.16 (release-4.16 update.go:2620-2640).
+pub fn system_log_line(profile: Profile, pid: u32, message: &str) -> String {
+    let message = match profile {
+        Profile::Ocp412 => message.to_string(),
+        Profile::Ocp416 => serde_json::to_string(message).unwrap_or_else(|_| format!("{message:?}")),
+    };
+    format!("machine-config-daemon[{pid}]: {message}")
 }
 
 /// Everything the agent contract gives an agent.
@@ -94,7 +99,7 @@ impl AgentEnv {
 
     /// A line upstream writes with `logSystem` (its log and the journal through `logger`).
     pub fn log_system(&self, message: &str) {
-        self.host.log_system(message);
+        self.host.log_system(message, self.profile);
     }
 
     /// Whether this daemon runs as `mutant`.

@@ -60,9 +60,9 @@ impl AgentHost for ProcessHost {
     }
 
     /// As upstream: `logger` from PATH (the node's), the line on its stdin.
-    fn log_system(&self, message: &str) {
+    fn log_system(&self, message: &str, profile: Profile) {
         println!("{message}");
-        let line = super::system_log_line(std::process::id(), message);
+        let line = super::system_log_line(profile, std::process::id(), message);
         let child = std::process::Command::new("logger")
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::null())

@@ -192,6 +192,38 @@ impl Scenario {
         Ok(cc.data["spec"].clone())
     }
 
+    /// The namespace of the Secret that holds a signer or target of the catalogue
+    /// (`fixtures/signers.yaml`); an unknown name is an error that lists the known ones.
+    pub fn secret_namespace(&self, name: &str) -> Result<String, ScenarioError> {
+        if let Some(s) = self.catalogue.signer(name) {
+            return Ok(s.namespace.clone());
+        }
+        if let Some(t) = self.catalogue.target(name) {
+            return Ok(t.namespace.clone());
+        }
+        let mut known: Vec<&str> = self
+            .catalogue
+            .signers
+            .iter()
+            .map(|s| s.name.as_str())
+            .chain(self.catalogue.targets.iter().map(|t| t.name.as_str()))
+            .collect();
+        known.sort();
+        Err(fixture_err(format!(
+            "no signer or target {name:?} in fixtures/signers.yaml; known: {}",
+            known.join(", ")
+        )))
+    }
+
+    /// Every signer of the catalogue: (name, the namespace of its Secret).
+    pub fn catalogue_signers(&self) -> Vec<(String, String)> {
+        self.catalogue
+            .signers
+            .iter()
+            .map(|s| (s.name.clone(), s.namespace.clone()))
+            .collect()
+    }
+
     /// The ControllerConfig's resourceVersion now.
     pub async fn controller_config_resource_version(&self) -> Result<String, ScenarioError> {
         let cc = controller_configs(&self.admin)

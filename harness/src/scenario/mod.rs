@@ -276,6 +276,8 @@ pub struct Scenario {
     pub node_history: node_history::NodeHistory,
     /// The longest the nodes took to reflect a change (wall milliseconds), for the report.
     slowest_sync_ms: std::sync::atomic::AtomicU64,
+    /// The signers and targets the cluster rotates (`fixtures/signers.yaml`).
+    catalogue: Arc<Catalogue>,
 }
 
 fn fixture_err(e: impl std::fmt::Display) -> ScenarioError {
@@ -323,7 +325,13 @@ impl Scenario {
             Arc::new(Templates::load(&options.fixtures.join("templates.yaml")).map_err(fixture_err)?);
         let (clock, log, profile) = (SimClock::default(), ClusterLog::default(), options.profile);
         let side = Arc::new(ClusterSide::new(
-            SignerRotation::new(admin.clone(), catalogue, profile, clock.clone(), log.clone()),
+            SignerRotation::new(
+                admin.clone(),
+                catalogue.clone(),
+                profile,
+                clock.clone(),
+                log.clone(),
+            ),
             Operator::new(admin.clone(), profile, clock.clone(), log.clone()),
             MachineConfigController::new(
                 admin.clone(),
@@ -468,6 +476,7 @@ impl Scenario {
             prometheus: std::sync::Mutex::new(Default::default()),
             node_history,
             slowest_sync_ms: std::sync::atomic::AtomicU64::new(0),
+            catalogue,
         };
         scenario.await_kubelets().await?;
         scenario.await_first_sync().await?;

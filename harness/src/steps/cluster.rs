@@ -32,15 +32,11 @@ async fn start_with(world: &mut ConformanceWorld, mut options: ScenarioOptions) 
             .unwrap_or_default();
         world.configs_at_start.insert(node.name().to_string(), config);
     }
-    world.signers_at_start.insert(
-        "kube-apiserver-to-kubelet-signer".into(),
-        scenario
-            .certificate(
-                "openshift-kube-apiserver-operator",
-                "kube-apiserver-to-kubelet-signer",
-            )
-            .await?,
-    );
+    // Every signer's certificate as the cluster started, for "has (not) rotated".
+    for (name, namespace) in scenario.catalogue_signers() {
+        let cert = scenario.certificate(&namespace, &name).await?;
+        world.signers_at_start.insert(name, cert);
+    }
     world.scenario = Some(scenario);
     Ok(())
 }

@@ -64,14 +64,15 @@ async fn kubelet_ca_loads(world: &mut ConformanceWorld, expected: usize) -> anyh
 }
 
 /// A kubelet client certificate from the signer's current certificate (what the
-/// kube-apiserver holds once its certificate is re-issued) is accepted by every kubelet.
+/// kube-apiserver holds once its certificate is re-issued, or, from kube-csr-signer's
+/// `csr-signer`, a client certificate the CSR API signs) is accepted by every kubelet. Any
+/// signer or target of `fixtures/signers.yaml` that signs.
 #[then(expr = "every kubelet accepts a client certificate from the current {word}")]
 async fn kubelets_accept(world: &mut ConformanceWorld, signer: String) -> anyhow::Result<()> {
     let c = world.cluster()?;
+    let namespace = c.secret_namespace(&signer)?;
     let issuer = Signer {
-        cert: c
-            .certificate("openshift-kube-apiserver-operator", &signer)
-            .await?,
+        cert: c.certificate(&namespace, &signer).await?,
     };
     let client = issuer.issue_client(
         "system:kube-apiserver",

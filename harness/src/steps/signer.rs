@@ -9,7 +9,8 @@ const NAMESPACE: &str = "openshift-kube-apiserver-operator";
 /// MCO's e2e way: a JSON patch nulling `auth.openshift.io/certificate-not-after`.
 #[when(expr = "the {word} is rotated by force")]
 async fn rotate_by_force(world: &mut ConformanceWorld, signer: String) -> anyhow::Result<()> {
-    world.cluster()?.force_rotation(NAMESPACE, &signer).await?;
+    let c = world.cluster()?;
+    c.force_rotation(&c.secret_namespace(&signer)?, &signer).await?;
     Ok(())
 }
 
@@ -23,18 +24,33 @@ async fn remove_annotation(
     signer: String,
     annotation: String,
 ) -> anyhow::Result<()> {
-    world
-        .cluster()?
-        .remove_signer_annotation(NAMESPACE, &signer, &annotation)
+    let c = world.cluster()?;
+    c.remove_signer_annotation(&c.secret_namespace(&signer)?, &signer, &annotation)
         .await?;
     Ok(())
+}
+
+/// A signer's certificate now and when the cluster started; an unknown signer is an error
+/// listing the known ones.
+async fn now_and_at_start(
+    world: &ConformanceWorld,
+    signer: &str,
+) -> anyhow::Result<(harness::pki::IssuedCert, harness::pki::IssuedCert)> {
+    let c = world.cluster()?;
+    let namespace = c.secret_namespace(signer)?;
+    let before = world.signers_at_start.get(signer).cloned().ok_or_else(|| {
+        anyhow::anyhow!(
+            "{signer} is not a signer of fixtures/signers.yaml (a target has no rotation of its own to judge); signers: {}",
+            world.signers_at_start.keys().cloned().collect::<Vec<_>>().join(", ")
+        )
+    })?;
+    Ok((c.certificate(&namespace, signer).await?, before))
 }
 
 /// The signer is another certificate than when the cluster started.
 #[then(expr = "the {word} has rotated")]
 async fn has_rotated(world: &mut ConformanceWorld, signer: String) -> anyhow::Result<()> {
-    let now = world.cluster()?.certificate(NAMESPACE, &signer).await?;
-    let before = &world.signers_at_start[&signer];
+    let (now, before) = now_and_at_start(world, &signer).await?;
     ensure!(
         now.pem != before.pem,
         "{signer} is still {} (since {})",
@@ -47,8 +63,7 @@ async fn has_rotated(world: &mut ConformanceWorld, signer: String) -> anyhow::Re
 /// The signer is the certificate the cluster started with.
 #[then(expr = "the {word} has not rotated")]
 async fn has_not_rotated(world: &mut ConformanceWorld, signer: String) -> anyhow::Result<()> {
-    let now = world.cluster()?.certificate(NAMESPACE, &signer).await?;
-    let before = &world.signers_at_start[&signer];
+    let (now, before) = now_and_at_start(world, &signer).await?;
     ensure!(
         now.pem == before.pem,
         "{signer} rotated: now {} (since {})",
