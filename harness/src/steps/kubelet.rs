@@ -40,7 +40,20 @@ async fn every_node_readiness(world: &mut ConformanceWorld, wanted: String) -> a
 #[then(regex = r"^every kubelet loaded a new kubelet-ca\.crt (\d+) time(?:s|\(s\))?$")]
 async fn kubelet_ca_loads(world: &mut ConformanceWorld, expected: usize) -> anyhow::Result<()> {
     for node in &world.cluster()?.nodes {
-        let lines = node.journal_since(world.marks[node.name()]).await?;
+        // A kubelet in a process of its own logs the load when its file watch fires, which may
+        // come after the agent reported the update done: wait for the loads expected, then count.
+        let mark = world.marks[node.name()];
+        let _ = harness::wait::eventually(world.deadline, || async {
+            let lines = node.journal_since(mark).await.map_err(|e| e.to_string())?;
+            let seen = lines.iter().filter(|l| l.contains(CA_RELOAD_LOG)).count();
+            if seen >= expected {
+                Ok(())
+            } else {
+                Err(format!("{seen} loads"))
+            }
+        })
+        .await;
+        let lines = node.journal_since(mark).await?;
         let loads: Vec<&String> = lines.iter().filter(|l| l.contains(CA_RELOAD_LOG)).collect();
         // Why, where the count says it: the kubelet loads the file whenever its content
         // changes, so more loads than bundle changes means content in between (a file written
