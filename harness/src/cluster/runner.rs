@@ -24,8 +24,8 @@ pub struct ClusterSide {
     pub lifecycle: NodeLifecycle,
     pub log: ClusterLog,
     pub clock: SimClock,
-    /// One pass at a time: two concurrent passes would both rotate a due signer.
-    pass: tokio::sync::Mutex<()>,
+    /// One pass at a time, the clock moving only between them.
+    passes: Passes,
     /// The API state and instant of the last pass that changed nothing.
     quiet: std::sync::Mutex<Option<(String, OffsetDateTime)>>,
     client: kube::Client,
@@ -54,8 +54,8 @@ impl ClusterSide {
             mcc,
             lifecycle,
             log,
+            passes: Passes::new(clock.clone()),
             clock,
-            pass: tokio::sync::Mutex::new(()),
             quiet: std::sync::Mutex::new(None),
             client,
         }
@@ -63,12 +63,18 @@ impl ClusterSide {
 
     /// One pass of every controller; true if any wrote.
     pub async fn reconcile_once(&self) -> Result<bool, ClusterError> {
-        let _one_at_a_time = self.pass.lock().await;
+        let _one_at_a_time = self.passes.begin().await;
         let mut changed = !self.signers.reconcile().await?.is_empty();
         changed |= self.operator.reconcile().await?;
         changed |= self.mcc.reconcile().await?;
         changed |= self.lifecycle.reconcile().await?;
         Ok(changed)
+    }
+
+    /// Move the simulated clock to `to` between passes, and hold passes off until `then` (the
+    /// kubelets' heartbeats at the new instant) is done: see `Passes::move_clock`.
+    pub async fn move_clock<T>(&self, to: OffsetDateTime, then: impl std::future::Future<Output = T>) -> T {
+        self.passes.move_clock(to, then).await
     }
 
     /// Passes until one changes nothing. A pass at the same simulated instant over the same
@@ -180,6 +186,39 @@ impl ClusterSide {
     }
 }
 
+/// The cluster side's passes, one at a time (two concurrent passes would both rotate a due
+/// signer), and the simulated clock, which moves only between them.
+struct Passes {
+    lock: tokio::sync::Mutex<()>,
+    clock: SimClock,
+}
+
+impl Passes {
+    fn new(clock: SimClock) -> Self {
+        Passes {
+            lock: tokio::sync::Mutex::new(()),
+            clock,
+        }
+    }
+
+    /// Wait for the pass in flight, if any; this pass lasts as long as the guard.
+    async fn begin(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.lock.lock().await
+    }
+
+    /// Move the clock to `to` once the pass in flight is done, and begin no pass until `then`
+    /// is done. A pass the watches started (an agent's write, say) so finishes at the instant
+    /// it began: one that read the clock twice would publish the next instant's expiries as
+    /// this one's, and a kubelet would load two bundles where the cluster changed once. And no
+    /// pass judges the heartbeats at the new instant before the kubelets have posted them (the
+    /// node lifecycle controller would mark a healthy node `Unknown`).
+    async fn move_clock<T>(&self, to: OffsetDateTime, then: impl std::future::Future<Output = T>) -> T {
+        let _between_passes = self.lock.lock().await;
+        self.clock.advance(to - self.clock.now());
+        then.await
+    }
+}
+
 /// A Node's hash without its status: what the controllers react to.
 fn node_without_status(node: &Node) -> Option<u64> {
     use std::hash::{Hash, Hasher};
@@ -190,4 +229,49 @@ fn node_without_status(node: &Node) -> Option<u64> {
         .unwrap_or_default()
         .hash(&mut hasher);
     Some(hasher.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pass in flight sees one instant: the clock waits for it, then moves.
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_clock_moves_only_between_passes() {
+        let clock = SimClock::default();
+        let passes = Arc::new(Passes::new(clock.clone()));
+        let start = clock.now();
+        let to = start + time::Duration::days(5);
+        let pass = passes.begin().await;
+        let mover = tokio::spawn({
+            let passes = passes.clone();
+            async move { passes.move_clock(to, async {}).await }
+        });
+        // Let the mover run up to the point where it waits for the pass.
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(clock.now(), start, "the clock moved under a pass in flight");
+        assert!(!mover.is_finished());
+        drop(pass);
+        mover.await.unwrap();
+        assert_eq!(clock.now(), to);
+    }
+
+    /// No pass begins at the new instant until what the mover waits for (the heartbeats) is
+    /// done, and one begins right after.
+    #[tokio::test(flavor = "current_thread")]
+    async fn no_pass_begins_before_the_heartbeats_at_the_new_instant() {
+        let clock = SimClock::default();
+        let passes = Passes::new(clock.clone());
+        let to = clock.now() + time::Duration::minutes(1);
+        let held_off = passes
+            .move_clock(to, async { passes.lock.try_lock().is_err() })
+            .await;
+        assert!(held_off, "a pass could begin while the heartbeats were awaited");
+        assert!(
+            passes.lock.try_lock().is_ok(),
+            "passes resume once the clock has moved"
+        );
+    }
 }

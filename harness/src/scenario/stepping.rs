@@ -63,8 +63,7 @@ impl Scenario {
         let until = self.clock.now() + by;
         loop {
             let stop = self.side.next_stop(until).await?;
-            self.clock.advance(stop - self.clock.now());
-            self.await_heartbeats().await?;
+            self.side.move_clock(stop, self.await_heartbeats()).await?;
             self.side.settle().await?;
             self.converge().await?;
             self.scrape_metrics().await?;

@@ -274,7 +274,7 @@ impl SignerRotation {
                 }
             }
         }
-        if self.publish_unions().await? {
+        if self.publish_unions(now).await? {
             changes.push(format!(
                 "published {}/{}",
                 KUBE_APISERVER_CLIENT_CA.0, KUBE_APISERVER_CLIENT_CA.1
@@ -386,7 +386,7 @@ impl SignerRotation {
     }
 
     /// Rebuild `csr-controller-ca` and `kube-apiserver-client-ca`; true if either changed.
-    async fn publish_unions(&self) -> Result<bool, ClusterError> {
+    async fn publish_unions(&self, now: OffsetDateTime) -> Result<bool, ClusterError> {
         let mut changed = false;
         for (target, sources) in [
             (CSR_CONTROLLER_CA, CSR_CONTROLLER_CA_SOURCES),
@@ -396,7 +396,7 @@ impl SignerRotation {
             for (ns, name) in sources {
                 texts.push(self.read_bundle(ns, name).await?);
             }
-            let union = combine_bundles(texts.iter().map(String::as_str), self.clock.now())?;
+            let union = combine_bundles(texts.iter().map(String::as_str), now)?;
             if union != self.read_bundle(target.0, target.1).await? {
                 self.write_bundle(target.0, target.1, &union).await?;
                 changed = true;

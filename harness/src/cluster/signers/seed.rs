@@ -79,7 +79,7 @@ impl SignerRotation {
             self.write_cert_secret(&target.namespace, &target.name, current, "target")
                 .await?;
         }
-        self.publish_unions().await?;
+        self.publish_unions(now).await?;
         let mut initial = String::new();
         for name in INSTALLER_CLIENT_CA_BUNDLE {
             let cert = installers.get(name).ok_or_else(|| {
