@@ -61,6 +61,38 @@ Feature: What a node does to apply a new config
       | the kernel type realtime                                                    | a reboot        |
       | the extension usbguard                                                      | a reboot        |
 
+  # Two changes in one MachineConfig: the most disruptive action wins, whatever the order.
+  # Any file outside the tables reboots at once; on 4.16 a CRI-O restart (the user CA bundle)
+  # is never lowered to a reload ("Don't override a restart CRIO action", release-4.16
+  # update.go:569-605); on 4.12 the user CA bundle is outside the tables and reboots
+  # (release-4.12 update.go calculatePostConfigChangeActionFromFileDiffs); a kernel argument
+  # reboots before any file is looked at (update.go:483 / :716); SSH keys add nothing. As
+  # upstream's TestCalculatePostConfigChangeAction, whose mixed cases these follow.
+  Scenario Outline: A config that changes <first> and <second> is applied with <action>
+    Given a fresh cluster with 1 worker node
+    When a MachineConfig for the worker pool changes <first> and <second>
+    Then every node applied it with <action>
+
+    @ocp-4.12
+    Examples:
+      | first                                                                       | second                                                                      | action        |
+      | the file /etc/kubernetes/kubelet-ca.crt                                     | the file /etc/mco-conformance/example.conf                                  | a reboot      |
+      | the file /etc/kubernetes/kubelet-ca.crt                                     | the file /etc/containers/registries.conf                                    | a crio reload |
+      | the SSH keys                                                                | the file /etc/containers/policy.json                                        | a crio reload |
+      | the file /etc/containers/registries.conf                                    | the kernel argument nosmt                                                   | a reboot      |
+      | the file /etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt | the file /etc/containers/registries.conf                                  | a reboot      |
+
+    @ocp-4.16
+    Examples:
+      | first                                                                       | second                                                                      | action          |
+      | the file /etc/kubernetes/kubelet-ca.crt                                     | the file /etc/mco-conformance/example.conf                                  | a reboot        |
+      | the file /var/lib/kubelet/config.json                                       | the file /etc/containers/registries.conf                                    | a crio reload   |
+      | the SSH keys                                                                | the file /etc/containers/policy.json                                        | a crio reload   |
+      | the file /etc/containers/registries.conf                                    | the kernel argument nosmt                                                   | a reboot        |
+      | the file /etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt | the file /etc/containers/registries.conf                                  | a crio restart  |
+      | the file /etc/containers/registries.conf                                    | the file /etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt | a crio restart |
+      | the file /etc/nmstate/openshift/worker-0.yml                                | the file /etc/containers/registries.d/example.yaml                          | a crio reload   |
+
   # calculatePostConfigChangeAction looks at /run/machine-config-daemon-force first: it removes
   # the file and reboots, even for a change that needs nothing.
   Scenario: The force file makes any change reboot
@@ -79,3 +111,41 @@ Feature: What a node does to apply a new config
     Then every node applied it with a reboot
     And every node has the file /etc/mco-conformance/example.conf
     And every node is Ready
+
+  # The daemon writes every file of the new config, changed or not (release-4.12 update.go:1233
+  # updateFiles → writeFiles:1673, "Writing file %q" for each; release-4.16 update.go:1799 →
+  # file_writers.go:226, which skips only kubelet-ca.crt, the certificate writer's file), each
+  # through a temporary file renamed over the old one, so a new inode. Only the diff set picks
+  # the action (calculatePostConfigChangeAction, release-4.12 update.go:471, release-4.16
+  # update.go:704). So /etc/kubernetes/ca.crt (root-ca.yaml, in the rendered config on both),
+  # which no change here touches, is written again with the same contents, and the action stays
+  # what the change alone asks for.
+  Scenario: An update writes every file of the config again, changed or not, and reboots for none
+    Given a fresh cluster with 1 worker node
+    And every node's /etc/kubernetes/ca.crt is noted
+    When a MachineConfig for the worker pool changes the file /var/lib/kubelet/config.json
+    Then every node applied it with no reboot
+    And every node's /etc/kubernetes/ca.crt was written again with the same contents
+
+  # On 4.12 a signer rotation reaches the node as a new rendered config (kubelet-ca.crt is in
+  # it), so the same holds: ca.crt is written again and nothing reboots or restarts.
+  @ocp-4.12
+  Scenario: On 4.12 a rotation's update writes the unchanged ca.crt again and reboots for none
+    Given a fresh cluster with 1 worker node
+    And every node's /etc/kubernetes/ca.crt is noted
+    When the kube-apiserver-to-kubelet-signer is rotated by force
+    Then every node's /etc/kubernetes/ca.crt was written again with the same contents
+    And no node has rebooted
+    And no node's journal shows "Stopping kubelet.service"
+
+  # On 4.16 a rotation changes no rendered config: the certificate writer replaces
+  # kubelet-ca.crt alone (release-4.16 daemon.go syncControllerConfigHandler), and the config's
+  # other files stay as they are.
+  @ocp-4.16
+  Scenario: On 4.16 a rotation writes kubelet-ca.crt alone
+    Given a fresh cluster with 1 worker node
+    And every node's /etc/kubernetes/ca.crt is noted
+    When the kube-apiserver-to-kubelet-signer is rotated by force
+    Then every node's kubelet-ca.crt lists the current kube-apiserver-to-kubelet-signer
+    And every node's /etc/kubernetes/ca.crt was not written again
+    And no node has rebooted

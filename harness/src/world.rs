@@ -33,6 +33,8 @@ pub struct ConformanceWorld {
     pub added_serving_ca: Option<String>,
     /// Per (node, path): the contents and mode a step found before it edited the file.
     pub originals: BTreeMap<(String, String), (Vec<u8>, u32)>,
+    /// Per (node, path): the inode and contents a "noted" step found.
+    pub noted: BTreeMap<(String, String), (u64, Vec<u8>)>,
 }
 
 impl std::fmt::Debug for ConformanceWorld {
@@ -57,6 +59,7 @@ impl ConformanceWorld {
             boot_ids: BTreeMap::new(),
             signers_at_start: BTreeMap::new(),
             originals: BTreeMap::new(),
+            noted: BTreeMap::new(),
             added_serving_ca: None,
             history_mark: 0,
             configs_at_start: BTreeMap::new(),

@@ -35,6 +35,8 @@ pub enum Mutant {
     LoseFilesAcrossReboot,
     RebootWithoutDrain,
     SlowSync,
+    WriteChangedFilesOnly,
+    LeastActionWins,
 }
 
 const BOTH: &[Profile] = &[Profile::Ocp412, Profile::Ocp416];
@@ -64,6 +66,8 @@ impl Mutant {
         Mutant::LoseFilesAcrossReboot,
         Mutant::RebootWithoutDrain,
         Mutant::SlowSync,
+        Mutant::WriteChangedFilesOnly,
+        Mutant::LeastActionWins,
     ];
 
     /// The name on the command line and in the self-test table.
@@ -182,6 +186,16 @@ impl Mutant {
             Mutant::SlowSync => (
                 "slow-sync",
                 "acts on a ControllerConfig or Node change only after a 12 s timer instead of on the watch event",
+                BOTH,
+            ),
+            Mutant::WriteChangedFilesOnly => (
+                "write-changed-files-only",
+                "writes only the files whose contents a new config changes, not every file of the config",
+                BOTH,
+            ),
+            Mutant::LeastActionWins => (
+                "least-action-wins",
+                "applies a config that changes several files with the least disruptive of their actions instead of the most",
                 BOTH,
             ),
         }

@@ -12,7 +12,7 @@
 
 use super::common::{
     CURRENT_CONFIG_FILE, FORCE_FILE, PostConfigAction, changed_files, diff, file_entry, post_config_action,
-    write_file_atomically,
+    post_config_action_for_files, write_file_atomically,
 };
 use super::drift::{DriftMonitor, validate_on_disk};
 use super::ocp_4_16::CERTIFICATE_FILES;
@@ -401,6 +401,15 @@ async fn update(env: &AgentEnv, behaviour: Behaviour, current: &str, desired: &s
         let _ = std::fs::remove_file(env.path(FORCE_FILE));
     }
     let mut action = post_config_action(env.profile, &d, &changed_refs, force);
+    if env.mutant_is(Mutant::LeastActionWins)
+        && post_config_action(env.profile, &d, &[], force) != PostConfigAction::Reboot
+        && let Some(least) = changed_refs
+            .iter()
+            .map(|p| post_config_action_for_files(env.profile, &[p]))
+            .min()
+    {
+        action = least;
+    }
     let kubelet_ca_changed = changed.iter().any(|p| p == KUBELET_CA_PATH);
     if kubelet_ca_changed && env.mutant_is(Mutant::RebootOnCertificateChange) {
         action = PostConfigAction::Reboot;
@@ -463,6 +472,11 @@ fn write_files(env: &AgentEnv, behaviour: Behaviour, new: &Value) -> Result<(), 
     for file in new["config"]["storage"]["files"].as_array().into_iter().flatten() {
         let (path, data, mode) = file_entry(file);
         if behaviour.skip_certificate_files && CERTIFICATE_FILES.iter().any(|(p, _)| *p == path) {
+            continue;
+        }
+        if env.mutant_is(Mutant::WriteChangedFilesOnly)
+            && std::fs::read(env.path(&path)).ok() == Some(data.clone())
+        {
             continue;
         }
         env.log(&format!("Writing file {path:?}"));

@@ -77,17 +77,52 @@ fn change_spec(change: &str) -> anyhow::Result<Value> {
     }
 }
 
+/// The spec of a MachineConfig changing everything the words list: one change, or several
+/// joined by "and" ("the file /etc/a and the SSH keys"), merged into one MachineConfig.
+fn changes_spec(changes: &str) -> anyhow::Result<Value> {
+    let mut spec = json!({});
+    for (i, change) in changes.split(" and the ").enumerate() {
+        let change = if i == 0 {
+            change.to_string()
+        } else {
+            format!("the {change}")
+        };
+        merge_spec(&mut spec, change_spec(&change)?);
+    }
+    Ok(spec)
+}
+
+/// Merge `more` into `spec`: objects key by key, lists one after the other (two files, two
+/// kernel arguments), anything else replaced.
+fn merge_spec(spec: &mut Value, more: Value) {
+    match (spec, more) {
+        (Value::Object(into), Value::Object(from)) => {
+            for (key, value) in from {
+                match into.get_mut(&key) {
+                    Some(existing) => merge_spec(existing, value),
+                    None => {
+                        into.insert(key, value);
+                    }
+                }
+            }
+        }
+        (Value::Array(into), Value::Array(from)) => into.extend(from),
+        (slot, value) => *slot = value,
+    }
+}
+
 /// A new MachineConfig for the pool that changes one thing ("the file /etc/foo", "the file
 /// /etc/foo with mode 0600", "the unit foo.service", "the kernel argument nosmt", "the kernel
-/// type realtime", "the extension usbguard", "the OS image", "the SSH keys"); the step ends
-/// when every node of the pool runs the new rendered config.
+/// type realtime", "the extension usbguard", "the OS image", "the SSH keys"), or several at
+/// once joined by "and" ("the file /etc/foo and the kernel argument nosmt"); the step ends when
+/// every node of the pool runs the new rendered config.
 #[when(regex = r"^a MachineConfig for the (\w+) pool changes (.+)$")]
 async fn machine_config_changes(
     world: &mut ConformanceWorld,
     pool: String,
     change: String,
 ) -> anyhow::Result<()> {
-    let spec = change_spec(&change)?;
+    let spec = changes_spec(&change)?;
     world.history_mark = world.cluster()?.node_history.mark();
     world.cluster()?.add_machine_config(&pool, spec).await?;
     Ok(())
@@ -195,4 +230,39 @@ async fn no_force_file(world: &mut ConformanceWorld) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+// The steps are compiled into targets without the test harness too (the conformance runner,
+// the scenario bench), where this module is built but never run.
+#[cfg(test)]
+#[allow(unused_imports, dead_code)]
+mod tests {
+    use super::*;
+
+    /// Two changes make one MachineConfig holding both: files listed one after the other, other
+    /// fields side by side.
+    #[test]
+    fn changes_joined_by_and_merge_into_one_machine_config() {
+        let spec = changes_spec(
+            "the file /etc/kubernetes/kubelet-ca.crt and the file /etc/containers/registries.conf and the kernel argument nosmt",
+        )
+        .unwrap();
+        let paths: Vec<&str> = spec["config"]["storage"]["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["path"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                "/etc/kubernetes/kubelet-ca.crt",
+                "/etc/containers/registries.conf"
+            ]
+        );
+        assert_eq!(spec["config"]["ignition"]["version"], "3.2.0");
+        assert_eq!(spec["kernelArguments"], json!(["nosmt"]));
+        let err = changes_spec("the file /etc/a and the moon").unwrap_err();
+        assert!(err.to_string().contains("unknown change \"the moon\""), "{err}");
+    }
 }

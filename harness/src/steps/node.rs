@@ -2,7 +2,7 @@
 
 use super::oracle;
 use anyhow::{Context, ensure};
-use cucumber::{then, when};
+use cucumber::{given, then, when};
 use harness::mco::KUBELET_CA_PATH;
 use harness::wait::eventually;
 use harness::world::ConformanceWorld;
@@ -306,6 +306,81 @@ async fn still_has_written(world: &mut ConformanceWorld, path: String) -> anyhow
             "{}: {path} holds {:?}",
             node.name(),
             String::from_utf8_lossy(&contents)
+        );
+    }
+    Ok(())
+}
+
+/// Note every node's file as it is now (its inode and contents), for a later step that asks
+/// whether it was written again.
+#[given(regex = r"^every node's (/\S+) is noted$")]
+async fn file_noted(world: &mut ConformanceWorld, path: String) -> anyhow::Result<()> {
+    let mut noted = Vec::new();
+    for node in &world.cluster()?.nodes {
+        let stat = node
+            .stat(&path)
+            .await?
+            .with_context(|| format!("{}: {path} does not exist, so it cannot be noted", node.name()))?;
+        let contents = node.read(&path).await?;
+        noted.push(((node.name().to_string(), path.clone()), (stat.inode, contents)));
+    }
+    world.noted.extend(noted);
+    Ok(())
+}
+
+/// The inode and contents a "noted" step found for the file on this node.
+fn noted<'w>(world: &'w ConformanceWorld, node: &str, path: &str) -> anyhow::Result<&'w (u64, Vec<u8>)> {
+    world
+        .noted
+        .get(&(node.to_string(), path.to_string()))
+        .with_context(|| {
+            format!("{node}: {path} was not noted (add \"Given every node's {path} is noted\" first)")
+        })
+}
+
+/// The file was written again since it was noted (a writer that replaces files, as MCO's
+/// atomic writes do, leaves a new inode), with the contents it had: written, not changed.
+#[then(regex = r"^every node's (/\S+) was written again with the same contents$")]
+async fn file_written_again(world: &mut ConformanceWorld, path: String) -> anyhow::Result<()> {
+    for node in &world.cluster()?.nodes {
+        let (inode, contents) = noted(world, node.name(), &path)?;
+        let now = node
+            .stat(&path)
+            .await?
+            .with_context(|| format!("{}: {path} is gone", node.name()))?;
+        ensure!(
+            now.inode != *inode,
+            "{}: {path} was not written again: it is the same file (inode {inode}) as when it was noted",
+            node.name()
+        );
+        let read = node.read(&path).await?;
+        ensure!(
+            read == *contents,
+            "{}: {path} was written with other contents: {:?}, noted {:?}",
+            node.name(),
+            String::from_utf8_lossy(&read),
+            String::from_utf8_lossy(contents)
+        );
+    }
+    Ok(())
+}
+
+/// The file is the very one that was noted: not replaced, not changed.
+#[then(regex = r"^every node's (/\S+) was not written again$")]
+async fn file_not_written_again(world: &mut ConformanceWorld, path: String) -> anyhow::Result<()> {
+    for node in &world.cluster()?.nodes {
+        let (inode, contents) = noted(world, node.name(), &path)?;
+        let now = node
+            .stat(&path)
+            .await?
+            .with_context(|| format!("{}: {path} is gone", node.name()))?;
+        let read = node.read(&path).await?;
+        ensure!(
+            now.inode == *inode && read == *contents,
+            "{}: {path} was written again (inode {} now, {inode} when noted; contents {})",
+            node.name(),
+            now.inode,
+            if read == *contents { "the same" } else { "changed" }
         );
     }
     Ok(())
