@@ -93,6 +93,20 @@ Feature: What a node does to apply a new config
       | the file /etc/containers/registries.conf                                    | the file /etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt | a crio restart |
       | the file /etc/nmstate/openshift/worker-0.yml                                | the file /etc/containers/registries.d/example.yaml                          | a crio reload   |
 
+  # FIPS is chosen at install. The daemon compares a new config's `fips` with the kernel's
+  # switch (/proc/sys/crypto/fips_enabled) and refuses a difference before it writes or drains
+  # anything: release-4.12 update.go:901 reconcilable → checkFIPS:942 ("detected change to FIPS
+  # flag; refusing to modify FIPS on a running cluster"), wrapped as "can't reconcile config %s
+  # with %s: %w" (:533) in an unreconcilableErr, which daemon.go:421 updateErrorState turns
+  # into the Unreconcilable state; release-4.16 update.go:1493, :1530, :854 and daemon.go:625
+  # alike. The nodes here run without FIPS.
+  Scenario: A config that turns FIPS on is refused as unreconcilable
+    Given a fresh cluster with 1 worker node
+    When a MachineConfig for the worker pool turns FIPS on
+    Then every node is Unreconcilable with the reason "detected change to FIPS flag; refusing to modify FIPS on a running cluster"
+    And every node is Ready
+    And no node has rebooted
+
   # calculatePostConfigChangeAction looks at /run/machine-config-daemon-force first: it removes
   # the file and reboots, even for a change that needs nothing.
   Scenario: The force file makes any change reboot

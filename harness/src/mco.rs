@@ -28,5 +28,9 @@ pub const STATE_DEGRADED: &str = "Degraded";
 pub const STATE_UNRECONCILABLE: &str = "Unreconcilable";
 pub const STATE_REBOOTING: &str = "Rebooting";
 
+/// Where the kernel says whether it runs in FIPS mode ("0" or "1"); the daemon refuses a
+/// config whose `fips` differs (upstream `checkFIPS`).
+pub const FIPS_PATH: &str = "/proc/sys/crypto/fips_enabled";
+
 /// The kubelet's clientCAFile (not the API server CA, despite the seeds).
 pub const KUBELET_CA_PATH: &str = "/etc/kubernetes/kubelet-ca.crt";

@@ -37,6 +37,7 @@ pub enum Mutant {
     SlowSync,
     WriteChangedFilesOnly,
     LeastActionWins,
+    FipsChangeApplied,
 }
 
 const BOTH: &[Profile] = &[Profile::Ocp412, Profile::Ocp416];
@@ -68,6 +69,7 @@ impl Mutant {
         Mutant::SlowSync,
         Mutant::WriteChangedFilesOnly,
         Mutant::LeastActionWins,
+        Mutant::FipsChangeApplied,
     ];
 
     /// The name on the command line and in the self-test table.
@@ -196,6 +198,11 @@ impl Mutant {
             Mutant::LeastActionWins => (
                 "least-action-wins",
                 "applies a config that changes several files with the least disruptive of their actions instead of the most",
+                BOTH,
+            ),
+            Mutant::FipsChangeApplied => (
+                "fips-change-applied",
+                "applies a config whose FIPS mode differs from the node's kernel (with a reboot) instead of refusing it as unreconcilable",
                 BOTH,
             ),
         }

@@ -10,6 +10,7 @@
 //!   container node, where the init runs this same service with `MCO_NODE_ROOT=/`.
 
 use super::{AgentEnv, AgentHost, CommandOutput};
+use crate::mco::FIPS_PATH;
 use crate::node::control::{self, NODE_SOCKET_ENV, Scope};
 use crate::node::seed::AGENT_KUBECONFIG;
 use crate::node::{Node, Service, ServiceContext};
@@ -224,21 +225,53 @@ pub const BOOT_ID_PATH: &str = "/proc/sys/kernel/random/boot_id";
 /// Where a container node keeps the simulated boot's id for the agent's mount namespace.
 const BOOT_ID_FILE: &str = "/run/mco-conformance/boot_id";
 
+/// Where a container node builds the agent's `/proc/sys` when the host kernel has no FIPS switch.
+const PROC_SYS_STAND_IN: &str = "/run/mco-conformance/proc-sys";
+const PROC_SYS: &str = "/proc/sys";
+
 /// Spawn `command` in a mount namespace of its own (needs CAP_SYS_ADMIN, which a node container
 /// has, as the daemon's privileged pod on a real node does) where `BOOT_ID_PATH` reads `id`:
-/// a simulated reboot is a new boot to the agent, as a real one is. The rest of the node's
-/// mounts are shared, so its files are the node's.
+/// a simulated reboot is a new boot to the agent, as a real one is. Where the host kernel has
+/// no FIPS switch (`FIPS_PATH`; RHCOS's kernel always has one, many hosts' do not), the
+/// agent's `/proc/sys` is the host's with `crypto/fips_enabled` added, reading "0" (FIPS off,
+/// as on a node installed without it), so upstream's `checkFIPS` runs instead of being skipped.
+/// The rest of the node's mounts are shared, so its files are the node's.
 fn own_boot_id(mut command: Command, id: &str) -> std::io::Result<tokio::process::Child> {
     use std::ffi::CString;
+    let cstr = |s: &str| CString::new(s).map_err(std::io::Error::other);
     let file = std::path::Path::new(BOOT_ID_FILE);
     if let Some(dir) = file.parent() {
         std::fs::create_dir_all(dir)?;
     }
     // The kernel's form: a UUID with dashes and a newline.
     std::fs::write(file, format!("{}\n", uuid_form(id)))?;
-    let source = CString::new(BOOT_ID_FILE).map_err(std::io::Error::other)?;
-    let target = CString::new(BOOT_ID_PATH).map_err(std::io::Error::other)?;
-    let slash = CString::new("/").map_err(std::io::Error::other)?;
+    let source = cstr(BOOT_ID_FILE)?;
+    let target = cstr(BOOT_ID_PATH)?;
+    let slash = cstr("/")?;
+    // (source, target) binds that build the stand-in /proc/sys, then the stand-in over it.
+    let mut proc_sys_binds: Vec<(CString, CString)> = Vec::new();
+    if !std::path::Path::new(FIPS_PATH).exists() {
+        let stand_in = std::path::Path::new(PROC_SYS_STAND_IN);
+        for entry in std::fs::read_dir(PROC_SYS)? {
+            let entry = entry?;
+            let at = stand_in.join(entry.file_name());
+            if entry.file_type()?.is_dir() {
+                std::fs::create_dir_all(&at)?;
+            } else if !at.exists() {
+                std::fs::write(&at, "")?;
+            }
+            proc_sys_binds.push((
+                cstr(&entry.path().to_string_lossy())?,
+                cstr(&at.to_string_lossy())?,
+            ));
+        }
+        let fips = stand_in.join(FIPS_PATH.trim_start_matches(PROC_SYS).trim_start_matches('/'));
+        if let Some(dir) = fips.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(&fips, "0\n")?;
+        proc_sys_binds.push((cstr(PROC_SYS_STAND_IN)?, cstr(PROC_SYS)?));
+    }
     // SAFETY: between fork and exec the closure makes only async-signal-safe system calls
     // (unshare, mount) on strings allocated before the fork.
     unsafe {
@@ -250,6 +283,15 @@ fn own_boot_id(mut command: Command, id: &str) -> std::io::Result<tokio::process
                     Err(std::io::Error::last_os_error())
                 }
             };
+            let bind = |from: &CString, to: &CString| {
+                check(libc::mount(
+                    from.as_ptr(),
+                    to.as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_BIND | libc::MS_REC,
+                    std::ptr::null(),
+                ))
+            };
             check(libc::unshare(libc::CLONE_NEWNS))?;
             check(libc::mount(
                 std::ptr::null(),
@@ -258,13 +300,10 @@ fn own_boot_id(mut command: Command, id: &str) -> std::io::Result<tokio::process
                 libc::MS_REC | libc::MS_SLAVE,
                 std::ptr::null(),
             ))?;
-            check(libc::mount(
-                source.as_ptr(),
-                target.as_ptr(),
-                std::ptr::null(),
-                libc::MS_BIND,
-                std::ptr::null(),
-            ))
+            for (from, to) in &proc_sys_binds {
+                bind(from, to)?;
+            }
+            bind(&source, &target)
         });
     }
     command.spawn()

@@ -18,11 +18,11 @@ use super::drift::{DriftMonitor, validate_on_disk};
 use super::ocp_4_16::CERTIFICATE_FILES;
 use super::{AgentEnv, Behaviour, Mutant};
 use crate::cluster::mcc::{machine_config_pools, machine_configs};
-use crate::mco::KUBELET_CA_PATH;
 use crate::mco::{
     CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN, REASON, STATE, STATE_DEGRADED,
     STATE_DONE, STATE_UNRECONCILABLE, STATE_WORKING,
 };
+use crate::mco::{FIPS_PATH, KUBELET_CA_PATH};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, Patch, PatchParams};
@@ -342,13 +342,42 @@ async fn report(env: &AgentEnv, failure: Failure) {
     let _ = annotate(env, json!({STATE: state, REASON: reason})).await;
 }
 
-/// The parts of a config a running node cannot change (`reconcilable()`).
-fn reconcilable(old: &Value, new: &Value) -> Result<(), Failure> {
-    if old["fips"].as_bool().unwrap_or(false) != new["fips"].as_bool().unwrap_or(false) {
+/// The node's FIPS mode (`checkFIPS`: release-4.12 update.go:942, release-4.16 update.go:1530
+/// `processFips`): `Ok(None)` on a kernel without the switch, where the check is skipped.
+fn node_fips(env: &AgentEnv) -> Result<Option<bool>, Failure> {
+    let text = match std::fs::read_to_string(env.path(FIPS_PATH)) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            env.log(&format!("no {FIPS_PATH} on this system, skipping FIPS check"));
+            return Ok(None);
+        }
+        Err(e) => {
+            return Err(Failure::Unreconcilable(format!(
+                "error reading FIPS file at {FIPS_PATH}: {e}"
+            )));
+        }
+    };
+    match text.trim_end_matches('\n') {
+        "1" | "t" | "T" | "true" | "TRUE" | "True" => Ok(Some(true)),
+        "0" | "f" | "F" | "false" | "FALSE" | "False" => Ok(Some(false)),
+        other => Err(Failure::Unreconcilable(format!(
+            "error parsing FIPS file at {FIPS_PATH}: {other:?} is not a boolean"
+        ))),
+    }
+}
+
+/// The parts of a config a running node cannot change (`reconcilable()`). FIPS is compared
+/// with the node's kernel, not with the old config: a config may not ask for a mode the node
+/// does not run.
+fn reconcilable(old: &Value, new: &Value, node_fips: Option<bool>) -> Result<(), Failure> {
+    if let Some(node_fips) = node_fips
+        && new["fips"].as_bool().unwrap_or(false) != node_fips
+    {
         return Err(Failure::Unreconcilable(
             "detected change to FIPS flag; refusing to modify FIPS on a running cluster".into(),
         ));
     }
+
     for field in ["disks", "filesystems", "raid", "directories"] {
         if old["config"]["storage"][field] != new["config"]["storage"][field] {
             return Err(Failure::Unreconcilable(format!(
@@ -388,7 +417,23 @@ async fn update(env: &AgentEnv, behaviour: Behaviour, current: &str, desired: &s
         spec_of(env, current).await?
     };
     let new = spec_of(env, desired).await?;
-    reconcilable(&old, &new)?;
+    let node_fips = if env.mutant_is(Mutant::FipsChangeApplied) {
+        None
+    } else {
+        node_fips(env)?
+    };
+    reconcilable(&old, &new, node_fips).map_err(|f| match f {
+        Failure::Unreconcilable(why) => {
+            Failure::Unreconcilable(format!("can't reconcile config {current} with {desired}: {why}"))
+        }
+        other => other,
+    })?;
+    // The old config's FIPS is the node's, once checked (upstream sets it so): the diff shows
+    // a FIPS change only where the check was skipped.
+    let mut old = old;
+    if let (Some(fips), Some(spec)) = (node_fips, old.as_object_mut()) {
+        spec.insert("fips".into(), Value::Bool(fips));
+    }
     let d = diff(&old, &new);
     env.log_system(&format!("Starting update from {current} to {desired}: {d}"));
     let changed = changed_files(&old, &new);

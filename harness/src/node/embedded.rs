@@ -7,6 +7,7 @@
 
 use super::services::{Effect, Outcome, ServiceManager, unit_name};
 use super::{FileStat, Journal, JournalMark, NOW_FILE, Node, NodeError};
+use crate::mco::FIPS_PATH;
 use crate::pki::{Clock, SimClock};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -131,6 +132,17 @@ impl EmbeddedNode {
             source: std::io::Error::other(e.to_string()),
         })?;
         let root = dir.path().to_path_buf();
+        // The kernel's FIPS switch, off, as on a node installed without FIPS (a container
+        // node's agent sees the same through `agent::process`).
+        let fips = root.join(FIPS_PATH.trim_start_matches('/'));
+        if let Some(parent) = fips.parent() {
+            let _ = std::fs::create_dir_all(parent);
+        }
+        std::fs::write(&fips, "0\n").map_err(|source| NodeError::Io {
+            node: name.into(),
+            path: FIPS_PATH.into(),
+            source,
+        })?;
         Ok(Self::with_root(
             name,
             root,

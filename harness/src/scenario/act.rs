@@ -59,6 +59,28 @@ impl Scenario {
         pool: &str,
         spec: serde_json::Value,
     ) -> Result<String, ScenarioError> {
+        let name = self.create_machine_config(pool, spec).await?;
+        self.advance(time::Duration::ZERO).await?;
+        Ok(name)
+    }
+
+    /// Create a MachineConfig for the pool and let the cluster side render it and give it to
+    /// the pool's nodes, without waiting for the nodes to apply it (they may refuse it).
+    pub async fn give_machine_config(
+        &self,
+        pool: &str,
+        spec: serde_json::Value,
+    ) -> Result<String, ScenarioError> {
+        let name = self.create_machine_config(pool, spec).await?;
+        self.side.settle().await?;
+        Ok(name)
+    }
+
+    async fn create_machine_config(
+        &self,
+        pool: &str,
+        spec: serde_json::Value,
+    ) -> Result<String, ScenarioError> {
         let api = machine_configs(&self.admin);
         let existing = api
             .list(&ListParams::default())
@@ -79,7 +101,6 @@ impl Scenario {
         api.create(&kube::api::PostParams::default(), &object)
             .await
             .map_err(|e| ClusterError::kube(format!("machineconfig {name}"), e))?;
-        self.advance(time::Duration::ZERO).await?;
         Ok(name)
     }
 

@@ -128,6 +128,19 @@ async fn machine_config_changes(
     Ok(())
 }
 
+/// A new MachineConfig for the pool with `fips: true`, which a running node may not apply
+/// (FIPS is chosen at install). The step ends once the cluster has rendered it and given it to
+/// the pool's nodes; what they do with it is for the next steps.
+#[when(regex = r"^a MachineConfig for the (\w+) pool turns FIPS on$")]
+async fn machine_config_turns_fips_on(world: &mut ConformanceWorld, pool: String) -> anyhow::Result<()> {
+    world.history_mark = world.cluster()?.node_history.mark();
+    world
+        .cluster()?
+        .give_machine_config(&pool, json!({"fips": true}))
+        .await?;
+    Ok(())
+}
+
 /// `/run/machine-config-daemon-force` on every node: the next update reboots, whatever changed.
 #[given("every node has the force file")]
 async fn force_file(world: &mut ConformanceWorld) -> anyhow::Result<()> {

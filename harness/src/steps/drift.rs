@@ -100,13 +100,15 @@ async fn every_node_state(
     Ok(())
 }
 
-/// Every node's `machineconfiguration.openshift.io/state` becomes Degraded with a reason that
-/// contains the text (the text runs to the last quote, so it may itself contain quotes).
-#[then(regex = r#"^every node is Degraded with the reason "(.+)"$"#)]
-async fn degraded_with(world: &mut ConformanceWorld, text: String) -> anyhow::Result<()> {
-    let what = format!("Degraded with the reason {text:?}");
+/// Every node's `machineconfiguration.openshift.io/state` becomes Degraded (an update that
+/// failed and is retried) or Unreconcilable (a config a running node may not apply), with a
+/// reason that contains the text (the text runs to the last quote, so it may itself contain
+/// quotes).
+#[then(regex = r#"^every node is (Degraded|Unreconcilable) with the reason "(.+)"$"#)]
+async fn degraded_with(world: &mut ConformanceWorld, wanted: String, text: String) -> anyhow::Result<()> {
+    let what = format!("{wanted} with the reason {text:?}");
     every_node_state(world, &what, |state, reason| {
-        state == "Degraded" && reason.contains(&text)
+        state == wanted && reason.contains(&text)
     })
     .await
 }
