@@ -14,6 +14,7 @@
 //! - `node_history`: each Node's cordon and drain annotations over the scenario, from a watch.
 
 mod act;
+mod join;
 pub mod node_history;
 mod observe;
 mod stepping;
@@ -35,7 +36,6 @@ use crate::mco::{
 };
 use crate::node::container::{ContainerNode, ContainerSpec};
 use crate::node::kubelet::FakeKubelet;
-use crate::node::seed::{NodeSeed, seed_node};
 use crate::node::{AGENT_UNIT, CRIO_UNIT, EmbeddedNode, HEARTBEAT_FILE, KUBELET_UNIT, Node, Service};
 use crate::pki::{Catalogue, Clock, IssuedCert, SimClock, StartingState, parse_certs, rfc3339};
 use crate::profile::Profile;
@@ -278,6 +278,8 @@ pub struct Scenario {
     slowest_sync_ms: std::sync::atomic::AtomicU64,
     /// The signers and targets the cluster rotates (`fixtures/signers.yaml`).
     catalogue: Arc<Catalogue>,
+    /// The serving CAs the agents' kubeconfigs trust (a joining node's agent trusts them too).
+    agent_trust: String,
 }
 
 fn fixture_err(e: impl std::fmt::Display) -> ScenarioError {
@@ -361,45 +363,14 @@ impl Scenario {
             bootstrap_renders(&admin, &templates, profile, &side.operator).await?
         };
         side.settle().await?;
-        let cc = controller_configs(&admin)
-            .get("machine-config-controller")
-            .await
-            .map_err(|e| ClusterError::kube("controllerconfig".into(), e))?;
-        let bundle = base64::engine::general_purpose::STANDARD
-            .decode(
-                cc.data["spec"]["kubeAPIServerServingCAData"]
-                    .as_str()
-                    .unwrap_or(""),
-            )
-            .map_err(fixture_err)?;
-        let agent = server
-            .identity(
-                "system:serviceaccount:openshift-machine-config-operator:machine-config-daemon",
-                &["system:serviceaccounts"],
-            )
-            .map_err(fixture_err)?;
+        let bundle = join::served_kubelet_ca(&admin).await?;
+        let agent = join::agent_identity(&server)?;
         let mut planned = Vec::new();
         for (role, count) in &options.nodes {
-            let pool = machine_config_pools(&admin)
-                .get(role)
-                .await
-                .map_err(|e| ClusterError::kube(format!("machineconfigpool {role}"), e))?;
             let (rendered, spec) = match bootstrap.get(role) {
                 // Nodes boot with what the bootstrap MCO served, whatever the cluster renders.
                 Some((name, spec)) => (name.clone(), spec.clone()),
-                None => {
-                    let rendered = pool.data["spec"]["configuration"]["name"]
-                        .as_str()
-                        .unwrap_or("")
-                        .to_string();
-                    let spec = machine_configs(&admin)
-                        .get(&rendered)
-                        .await
-                        .map_err(|e| ClusterError::kube(format!("machineconfig {rendered}"), e))?
-                        .data["spec"]
-                        .clone();
-                    (rendered, spec)
-                }
+                None => join::pool_config(&admin, role).await?,
             };
             for i in 0..*count {
                 planned.push((
@@ -412,41 +383,18 @@ impl Scenario {
         }
         // Every node starts, is seeded and boots at once (container nodes take their turn at
         // the start limit); the scenario's nodes keep the order they were asked for in.
-        let (trusted, bundle) = (&trusted, &bundle);
+        let start = join::NodeStart {
+            options: &options,
+            server: &server,
+            admin: &admin,
+            agent: &agent,
+            clock: clock.clone(),
+            agent_trust: &trusted,
+            kubelet_ca: &bundle,
+        };
         let starts: Vec<_> = planned
             .iter()
-            .map(|(name, role, rendered, spec)| {
-                let (options, server, admin, agent, clock) =
-                    (&options, &server, &admin, &agent, clock.clone());
-                async move {
-                    let failed = |message: String| ScenarioError::Node {
-                        node: name.clone(),
-                        message,
-                    };
-                    let node = start_node(name, options, clock)
-                        .await
-                        .map_err(|e| failed(e.to_string()))?;
-                    let kubelet = server
-                        .identity(&format!("system:node:{name}"), &["system:nodes"])
-                        .map_err(fixture_err)?;
-                    let seed = NodeSeed {
-                        role,
-                        api_url: server.url(),
-                        agent_ca_pem: trusted,
-                        kubelet_ca_pem: &server.ca_pem(),
-                        agent,
-                        kubelet: &kubelet,
-                        rendered,
-                        rendered_spec: spec,
-                        kubelet_ca: bundle,
-                    };
-                    seed_node(admin, node.as_ref(), &seed)
-                        .await
-                        .map_err(|e| failed(e.to_string()))?;
-                    node.boot().await.map_err(|e| failed(e.to_string()))?;
-                    Ok::<_, ScenarioError>(node)
-                }
-            })
+            .map(|(name, role, rendered, spec)| start.start(name, role, rendered, spec))
             .collect();
         let nodes = futures::future::try_join_all(starts).await?;
         let stop = CancellationToken::new();
@@ -477,6 +425,7 @@ impl Scenario {
             node_history,
             slowest_sync_ms: std::sync::atomic::AtomicU64::new(0),
             catalogue,
+            agent_trust: trusted,
         };
         scenario.await_kubelets().await?;
         scenario.await_first_sync().await?;

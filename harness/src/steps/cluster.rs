@@ -18,19 +18,7 @@ async fn start_with(world: &mut ConformanceWorld, mut options: ScenarioOptions) 
     options.deadline = world.deadline;
     let scenario = Scenario::start(options).await?;
     for node in &scenario.nodes {
-        world
-            .marks
-            .insert(node.name().to_string(), node.journal_mark().await?);
-        world
-            .boot_ids
-            .insert(node.name().to_string(), node.boot_id().await?);
-        let config = scenario
-            .node_annotations(node.name())
-            .await?
-            .get(harness::mco::CURRENT_CONFIG)
-            .cloned()
-            .unwrap_or_default();
-        world.configs_at_start.insert(node.name().to_string(), config);
+        record_node_start(world, &scenario, node.as_ref()).await?;
     }
     // Every signer's certificate as the cluster started, for "has (not) rotated".
     for (name, namespace) in scenario.catalogue_signers() {
@@ -39,6 +27,49 @@ async fn start_with(world: &mut ConformanceWorld, mut options: ScenarioOptions) 
     }
     world.scenario = Some(scenario);
     Ok(())
+}
+
+/// Where a node stood once it was up: its journal position, boot id and config, which the
+/// steps after judge it against.
+async fn record_node_start(
+    world: &mut ConformanceWorld,
+    scenario: &Scenario,
+    node: &dyn harness::node::Node,
+) -> anyhow::Result<()> {
+    let name = node.name().to_string();
+    world.marks.insert(name.clone(), node.journal_mark().await?);
+    world.boot_ids.insert(name.clone(), node.boot_id().await?);
+    let config = scenario
+        .node_annotations(&name)
+        .await?
+        .get(harness::mco::CURRENT_CONFIG)
+        .cloned()
+        .unwrap_or_default();
+    world.configs_at_start.insert(name, config);
+    Ok(())
+}
+
+/// A new node joins the pool, as a machine scaled into it does: it boots what the
+/// machine-config server serves now (the pool's current rendered config; on 4.16 kubelet-ca.crt
+/// from the ControllerConfig beside it). The step ends when its kubelet posts status and the
+/// cluster and every node have caught up; every "every node" step after it includes it.
+#[when(regex = r"^a (\w+) node joins the cluster$")]
+async fn node_joins(world: &mut ConformanceWorld, role: String) -> anyhow::Result<()> {
+    let mut scenario = world
+        .scenario
+        .take()
+        .context("no cluster yet: start one with a Given step")?;
+    let joined = scenario.join_node(&role).await;
+    let recorded = match &joined {
+        Ok(name) => match scenario.nodes.iter().find(|n| n.name() == name) {
+            Some(node) => record_node_start(world, &scenario, node.as_ref()).await,
+            None => Err(anyhow::anyhow!("{name} joined but is not among the nodes")),
+        },
+        Err(_) => Ok(()),
+    };
+    world.scenario = Some(scenario);
+    joined?;
+    recorded
 }
 
 /// A freshly installed cluster (every signer new) with that many worker nodes.

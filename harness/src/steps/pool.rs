@@ -18,6 +18,36 @@ async fn rendered_configs(world: &mut ConformanceWorld, pool: String, count: usi
     Ok(())
 }
 
+/// The pool's newest rendered config (the one its `spec.configuration` names, which the
+/// controller sets to each config it renders) lists the file among its Ignition files, or not.
+#[then(regex = r"^the newest rendered config of the (\w+) pool (has|lacks) the file (/\S+)$")]
+async fn newest_rendered_has_file(
+    world: &mut ConformanceWorld,
+    pool: String,
+    has: String,
+    path: String,
+) -> anyhow::Result<()> {
+    let c = world.cluster()?;
+    let spec = c.pool_spec(&pool).await?;
+    let name = spec["configuration"]["name"]
+        .as_str()
+        .filter(|n| !n.is_empty())
+        .with_context(|| format!("pool {pool} names no rendered config in spec.configuration"))?;
+    let config = c.machine_config_spec(name).await?;
+    let paths: Vec<&str> = config["config"]["storage"]["files"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f["path"].as_str())
+        .collect();
+    ensure!(
+        paths.contains(&path.as_str()) == (has == "has"),
+        "{name}, the newest rendered config of pool {pool}, {} {path}; its files: {paths:?}",
+        if has == "has" { "lacks" } else { "has" }
+    );
+    Ok(())
+}
+
 /// The pool's `spec.paused` is true before anything else happens.
 #[given(regex = r"^the (\w+) pool is paused$")]
 async fn pool_is_paused(world: &mut ConformanceWorld, pool: String) -> anyhow::Result<()> {

@@ -1,0 +1,44 @@
+# Encodes: a machine scaled into a pool boots the Ignition the machine-config server serves it
+# (MCO pkg/server/cluster_server.go GetConfig): the pool's current rendered config
+# (spec.configuration). On 4.16 the server appends kubelet-ca.crt and the cloud provider CA
+# from the ControllerConfig (release-4.16 cluster_server.go:164-165 →
+# server.go:235 addDataAndMaybeAppendToIgnition), since the rendered config holds no
+# kubelet-ca.crt there (the template went in 4.14, PR #3787); release-4.12's server appends
+# nothing, as its rendered config carries the file. Either way the new node's daemon finds it
+# up to date at its first sync: no update, no reboot.
+@scale-up
+Feature: A node that joins the cluster
+  A machine scaled into the worker pool boots what the machine-config server serves it now.
+  Its kubelet trusts the current signer from its first boot, and its daemon's first sync finds
+  nothing to do.
+
+  Scenario: A node that joins after a rotation boots with the current kubelet CA bundle
+    Given a fresh cluster with 1 worker node
+    When the kube-apiserver-to-kubelet-signer is rotated by force
+    And a worker node joins the cluster
+    Then every node's kubelet-ca.crt lists the current kube-apiserver-to-kubelet-signer
+    And every kubelet accepts a client certificate from the current kube-apiserver-to-kubelet-signer
+    And every node is Done
+    And no node has rebooted
+
+  # 4.12: the rotation made a second rendered config holding the new bundle, and the new node
+  # boots that one.
+  @ocp-4.12
+  Scenario: On 4.12 a joining node's kubelet-ca.crt comes with the pool's newest rendered config
+    Given a fresh cluster with 1 worker node
+    When the kube-apiserver-to-kubelet-signer is rotated by force
+    And a worker node joins the cluster
+    Then every node's kubelet-ca.crt equals "the initial bundle with the kubelet signer's bundle merged in"
+    And the worker pool has 2 rendered configs
+    And the newest rendered config of the worker pool has the file /etc/kubernetes/kubelet-ca.crt
+
+  # 4.16: no new rendered config; the bundle the new node boots with is the ControllerConfig's,
+  # which is kube-apiserver-client-ca.
+  @ocp-4.16
+  Scenario: On 4.16 a joining node's kubelet-ca.crt comes from the ControllerConfig, outside the rendered config
+    Given a fresh cluster with 1 worker node
+    When the kube-apiserver-to-kubelet-signer is rotated by force
+    And a worker node joins the cluster
+    Then every node's kubelet-ca.crt equals "kube-apiserver-client-ca"
+    And the worker pool has 1 rendered config
+    And the newest rendered config of the worker pool lacks the file /etc/kubernetes/kubelet-ca.crt
