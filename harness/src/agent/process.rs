@@ -338,11 +338,21 @@ pub(crate) async fn until_exit_or_stop(
     loop {
         tokio::select! {
             _ = ctx.stop.cancelled() => return None,
-            status = child.wait() => return Some(status),
+            status = child.wait() => {
+                // Its last words are still in the pipes, which close with the process (a child
+                // of its own may hold them open longer: that is bounded).
+                if !output_done {
+                    let _ = tokio::time::timeout(OUTPUT_DRAIN, &mut output).await;
+                }
+                return Some(status);
+            }
             () = &mut output, if !output_done => output_done = true,
         }
     }
 }
+
+/// How long the output of a process that exited is read for after its exit.
+const OUTPUT_DRAIN: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Every line a service's process prints goes to the journal under the service's name and
 /// pid, and to `on_line`.

@@ -372,7 +372,19 @@ impl EmbeddedNode {
             stop: stop.clone(),
         };
         let run_ctx = ctx.clone();
-        let task = tokio::spawn(async move { service.run(run_ctx).await });
+        let node = self.clone();
+        let (unit_name, stopped) = (unit.to_string(), stop.clone());
+        let task = tokio::spawn(async move {
+            service.run(run_ctx).await;
+            // Ended without being asked to: its main process exited, and systemd says so.
+            if !stopped.is_cancelled() {
+                let lines = lock(&node.inner.manager).main_process_exited(&unit_name);
+                let now = node.inner.clock.now();
+                for line in lines {
+                    node.inner.journal.systemd(now, &line);
+                }
+            }
+        });
         lock(&self.inner.running).insert(unit.to_string(), Running { stop, task, ctx });
     }
 

@@ -9,6 +9,9 @@ use std::collections::BTreeMap;
 pub struct UnitState {
     pub enabled: bool,
     pub active: bool,
+    /// Its main process exited while it was meant to run (systemd's "failed" state), until
+    /// it is started again.
+    pub failed: bool,
 }
 
 /// What the backend must do to its services after a command.
@@ -71,6 +74,7 @@ impl ServiceManager {
                         UnitState {
                             enabled: true,
                             active: false,
+                            failed: false,
                         },
                     )
                 })
@@ -84,7 +88,23 @@ impl ServiceManager {
         self.units.entry(unit_name(unit)).or_insert(UnitState {
             enabled: false,
             active: false,
+            failed: false,
         });
+    }
+
+    /// The unit's main process exited on its own while the unit was active: the unit is
+    /// failed (`is-active` says "failed") until something starts it again. The lines systemd
+    /// logs, none if the unit was not active (it was being stopped).
+    pub fn main_process_exited(&mut self, unit: &str) -> Vec<String> {
+        let Some(state) = self.units.get_mut(&unit_name(unit)) else {
+            return Vec::new();
+        };
+        if !state.active {
+            return Vec::new();
+        }
+        state.active = false;
+        state.failed = true;
+        vec![format!("{}: Failed with result 'exit-code'.", unit_name(unit))]
     }
 
     pub fn state(&self, unit: &str) -> Option<UnitState> {
@@ -237,10 +257,10 @@ impl ServiceManager {
             "is-active" => {
                 let active = units.iter().all(|u| self.units[u].active);
                 for u in &units {
-                    out.stdout.push_str(if self.units[u].active {
-                        "active\n"
-                    } else {
-                        "inactive\n"
+                    out.stdout.push_str(match self.units[u] {
+                        UnitState { active: true, .. } => "active\n",
+                        UnitState { failed: true, .. } => "failed\n",
+                        _ => "inactive\n",
                     });
                 }
                 out.exit_code = if active { 0 } else { 3 };
@@ -284,6 +304,7 @@ impl ServiceManager {
             return;
         }
         state.active = true;
+        state.failed = false;
         out.journal.push(format!("Starting {unit}..."));
         out.journal.push(format!("Started {unit}."));
         out.effects.push(Effect::Start(unit.to_string()));
@@ -370,6 +391,28 @@ mod tests {
                 Effect::Start("kubelet.service".into())
             ]
         );
+    }
+
+    #[test]
+    fn a_unit_whose_process_exits_is_failed_until_started_again() {
+        let mut m = ServiceManager::new(&["agent"]);
+        assert!(
+            m.main_process_exited("agent").is_empty(),
+            "not active: nothing to fail"
+        );
+        m.boot();
+        assert_eq!(
+            m.main_process_exited("agent"),
+            ["agent.service: Failed with result 'exit-code'."]
+        );
+        let out = m.systemctl(&["is-active", "agent"]);
+        assert_eq!((out.stdout.as_str(), out.exit_code), ("failed\n", 3));
+        m.systemctl(&["start", "agent"]);
+        let out = m.systemctl(&["is-active", "agent"]);
+        assert_eq!((out.stdout.as_str(), out.exit_code), ("active\n", 0));
+        m.systemctl(&["stop", "agent"]);
+        assert!(m.main_process_exited("agent").is_empty(), "stopped, not failed");
+        assert_eq!(m.systemctl(&["is-active", "agent"]).stdout, "inactive\n");
     }
 
     #[test]

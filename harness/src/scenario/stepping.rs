@@ -57,6 +57,9 @@ struct Rollout {
     slowest_node: String,
 }
 
+/// How much of a node's journal a failure for a gone agent shows.
+const AGENT_GONE_LINES: usize = 15;
+
 impl Scenario {
     /// Move the clock by `by`, stopping at every rule deadline on the way.
     pub async fn advance(&self, by: time::Duration) -> Result<(), ScenarioError> {
@@ -280,9 +283,40 @@ impl Scenario {
     /// What is still out of step, if anything. It only observes: reacting is the running
     /// cluster side's job.
     async fn pending(&self) -> Look {
+        if let Some(why) = self.agent_gone().await {
+            return Look {
+                pending: Some(Pending::Failed(why)),
+                unstarted: Vec::new(),
+            };
+        }
         let mut unstarted = Vec::new();
         let pending = self.pending_noting(&mut unstarted).await;
         Look { pending, unstarted }
+    }
+
+    /// A node whose agent is no longer running (its process exited, or never started: the
+    /// service manager says the unit failed), with the end of its journal: waiting for such an
+    /// agent to act is waiting for nothing.
+    async fn agent_gone(&self) -> Option<String> {
+        for node in &self.nodes {
+            let Ok(out) = node.systemctl(&["is-active", AGENT_UNIT]).await else {
+                continue;
+            };
+            if out.stdout.trim() != "failed" {
+                continue;
+            }
+            let journal = node
+                .journal_since(crate::node::JournalMark(0))
+                .await
+                .unwrap_or_default();
+            let tail = &journal[journal.len().saturating_sub(AGENT_GONE_LINES)..];
+            return Some(format!(
+                "node {}: the agent is not running: {AGENT_UNIT} failed (its process exited or never started); the node's journal ends:\n{}",
+                node.name(),
+                tail.join("\n")
+            ));
+        }
+        None
     }
 
     /// What is still out of step, noting in `unstarted` every node given a new config that is

@@ -138,3 +138,102 @@ async fn faulty_fails_reference_passes(nodes: Nodes) {
         "{timeliness:?}"
     );
 }
+
+/// Run forced_rotation.feature on 4.16 with `agent` as the agent binary, a long agent timeout
+/// (a run that waited for a dead agent would show it as "not reached within"); the report.
+async fn run_with_dead_agent(agent: &Path, nodes: Nodes, dir: &Path) -> Value {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let mut config = RunConfig::new(
+        vec![root.join("features/forced_rotation.feature")],
+        dir.join("reports"),
+    );
+    config.profiles = vec![harness::profile::Profile::Ocp416];
+    config.nodes = nodes;
+    config.agent_timeout = std::time::Duration::from_secs(120);
+    config.agent = AgentKind::Binary {
+        path: agent.to_path_buf(),
+        args: Vec::new(),
+        node_tools: binary("mco-node-tools"),
+    };
+    let report = dir.join("report.yaml");
+    config.report = Some(report.clone());
+    let summary = run(&config).await.expect("the run itself works");
+    assert!(summary.passed == 0 && summary.failed > 0, "{summary:?}");
+    serde_yaml::from_str(&std::fs::read_to_string(&report).expect("the report")).expect("YAML")
+}
+
+/// Every scenario failed at its first step, on the dead agent, with `evidence` in the message.
+fn every_scenario_failed_on_the_dead_agent(report: &Value, evidence: &[&str]) {
+    let mut seen = 0;
+    for profile in report["results"].as_sequence().into_iter().flatten() {
+        for feature in profile["features"].as_sequence().into_iter().flatten() {
+            for s in feature["scenarios"].as_sequence().into_iter().flatten() {
+                seen += 1;
+                let message = s["failure"]["message"].as_str().unwrap_or("");
+                assert_eq!(
+                    s["failure"]["step"].as_str(),
+                    Some("Given a fresh cluster with 1 worker node"),
+                    "{s:?}"
+                );
+                assert!(
+                    message.contains("the agent is not running: machine-config-daemon.service failed"),
+                    "failed at once on the dead agent, not after the timeout: {message}"
+                );
+                for e in evidence {
+                    assert!(message.contains(e), "the failure shows {e:?}: {message}");
+                }
+            }
+        }
+    }
+    assert!(seen > 0, "{report:?}");
+}
+
+/// An agent that exits fails the first step at once, with its exit status and its last words
+/// (what it printed just before it exited is in the journal the failure shows).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_that_exits_fails_at_once_with_its_exit_status_and_last_words() {
+    agent_that_exits(Nodes::Embedded).await;
+}
+
+/// The same on container nodes, where the node's init supervises the agent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_that_exits_on_a_container_node_fails_at_once_too() {
+    let _turn = crate::take_turn().await;
+    if let Some(why) = harness::node::image::docker_unavailable() {
+        fake_apiserver::testing::skip(&format!("no Docker engine ({why})"));
+        return;
+    }
+    agent_that_exits(Nodes::Container).await;
+}
+
+async fn agent_that_exits(nodes: Nodes) {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = dir.path().join("dying-agent");
+    std::fs::write(
+        &agent,
+        "#!/bin/sh\necho 'agent: cannot load its config: boom' >&2\nexit 3\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let report = run_with_dead_agent(&agent, nodes, dir.path()).await;
+    every_scenario_failed_on_the_dead_agent(
+        &report,
+        &["agent: cannot load its config: boom", "exited: exit status: 3"],
+    );
+}
+
+/// An agent that cannot start (a file that is not executable, a directory) fails the first
+/// step at once, saying why it could not start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_that_cannot_start_fails_at_once_saying_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let not_executable = dir.path().join("not-executable");
+    std::fs::write(&not_executable, "not a program\n").unwrap();
+    let report = run_with_dead_agent(&not_executable, Nodes::Embedded, dir.path()).await;
+    every_scenario_failed_on_the_dead_agent(&report, &["cannot start", "Permission denied"]);
+    let directory = dir.path().join("a-directory");
+    std::fs::create_dir(&directory).unwrap();
+    let report = run_with_dead_agent(&directory, Nodes::Embedded, dir.path()).await;
+    every_scenario_failed_on_the_dead_agent(&report, &["cannot start"]);
+}
