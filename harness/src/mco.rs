@@ -28,6 +28,11 @@ pub const STATE_DEGRADED: &str = "Degraded";
 pub const STATE_UNRECONCILABLE: &str = "Unreconcilable";
 pub const STATE_REBOOTING: &str = "Rebooting";
 
+/// The Node's first annotations (currentConfig, desiredConfig, state Done) as the
+/// machine-config server writes them on a new node's disk; the daemon's first run applies them
+/// (upstream `constants.InitialNodeAnnotationsFilePath`).
+pub const INITIAL_NODE_ANNOTATIONS: &str = "/etc/machine-config-daemon/node-annotations.json";
+
 /// Where the kernel says whether it runs in FIPS mode ("0" or "1"); the daemon refuses a
 /// config whose `fips` differs (upstream `checkFIPS`).
 pub const FIPS_PATH: &str = "/proc/sys/crypto/fips_enabled";

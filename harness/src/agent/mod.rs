@@ -15,6 +15,7 @@
 pub mod common;
 pub mod drift;
 mod embedded;
+pub mod first_run;
 pub mod mutant;
 mod ocp_4_12;
 pub mod ocp_4_16;

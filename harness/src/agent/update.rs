@@ -79,6 +79,19 @@ pub async fn node_loop(env: &AgentEnv, behaviour: Behaviour, stop: CancellationT
         .default_backoff()
         .applied_objects()
         .boxed();
+    // The first run sets the Node's annotations from the node's disk, retried until it can.
+    loop {
+        match super::first_run::load_node_annotations(env).await {
+            Ok(()) => break,
+            Err(e) => {
+                env.log(&format!("Error loading initial node annotations: {e}"));
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                }
+            }
+        }
+    }
     if let Some(pending) = std::fs::read_to_string(env.path(PENDING_CONFIG_FILE))
         .ok()
         .map(|s| s.trim().to_string())

@@ -18,7 +18,8 @@ use crate::agent::common::{CURRENT_CONFIG_FILE, file_entry};
 use crate::agent::ocp_4_16::REGISTRY_CA_DIR;
 use crate::cluster::mcc::mco_api;
 use crate::mco::{
-    CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, KUBELET_CA_PATH, LAST_APPLIED_DRAIN, STATE, STATE_DONE,
+    CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, INITIAL_NODE_ANNOTATIONS, KUBELET_CA_PATH,
+    LAST_APPLIED_DRAIN, STATE, STATE_DONE,
 };
 use fake_apiserver::ClientIdentity;
 use k8s_openapi::api::core::v1::Node as NodeObject;
@@ -94,14 +95,19 @@ pub async fn seed_node(admin: &kube::Client, node: &dyn Node, seed: &NodeSeed<'_
     let current = json!({"metadata": {"name": seed.rendered}, "spec": seed.rendered_spec});
     node.write(CURRENT_CONFIG_FILE, current.to_string().as_bytes(), 0o644)
         .await?;
+    // The machine-config server puts the Node's first annotations on the node's disk
+    // (release-4.12/4.16 pkg/server/server.go appendNodeAnnotations); the agent's first run
+    // sets them on the Node, which until then has none of MCO's.
+    let initial = json!({CURRENT_CONFIG: seed.rendered, DESIRED_CONFIG: seed.rendered, STATE: STATE_DONE});
+    node.write(INITIAL_NODE_ANNOTATIONS, initial.to_string().as_bytes(), 0o644)
+        .await?;
     let uncordoned = format!("uncordon-{}", seed.rendered);
     let object = json!({
         "apiVersion": "v1", "kind": "Node",
         "metadata": {
             "name": name,
             "labels": {format!("node-role.kubernetes.io/{}", seed.role): "", "kubernetes.io/hostname": name, "kubernetes.io/os": "linux"},
-            "annotations": {CURRENT_CONFIG: seed.rendered, DESIRED_CONFIG: seed.rendered, STATE: STATE_DONE,
-                DESIRED_DRAIN: uncordoned, LAST_APPLIED_DRAIN: uncordoned},
+            "annotations": {DESIRED_DRAIN: uncordoned, LAST_APPLIED_DRAIN: uncordoned},
         },
     });
     let api: Api<NodeObject> = Api::all(admin.clone());

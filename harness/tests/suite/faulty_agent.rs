@@ -142,15 +142,32 @@ async fn faulty_fails_reference_passes(nodes: Nodes) {
 /// Run forced_rotation.feature on 4.16 with `agent` as the agent binary, a long agent timeout
 /// (a run that waited for a dead agent would show it as "not reached within"); the report.
 async fn run_with_dead_agent(agent: &Path, nodes: Nodes, dir: &Path) -> Value {
+    run_with_idle_or_dead_agent(
+        agent,
+        nodes,
+        dir,
+        harness::profile::Profile::Ocp416,
+        std::time::Duration::from_secs(120),
+    )
+    .await
+}
+
+async fn run_with_idle_or_dead_agent(
+    agent: &Path,
+    nodes: Nodes,
+    dir: &Path,
+    profile: harness::profile::Profile,
+    timeout: std::time::Duration,
+) -> Value {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let mut config = RunConfig::new(
         vec![root.join("features/forced_rotation.feature")],
         dir.join("reports"),
     );
-    config.profiles = vec![harness::profile::Profile::Ocp416];
+    config.profiles = vec![profile];
     config.nodes = nodes;
-    config.agent_timeout = std::time::Duration::from_secs(120);
+    config.agent_timeout = timeout;
     config.agent = AgentKind::Binary {
         path: agent.to_path_buf(),
         args: Vec::new(),
@@ -236,4 +253,26 @@ async fn an_agent_that_cannot_start_fails_at_once_saying_why() {
     std::fs::create_dir(&directory).unwrap();
     let report = run_with_dead_agent(&directory, Nodes::Embedded, dir.path()).await;
     every_scenario_failed_on_the_dead_agent(&report, &["cannot start"]);
+}
+
+/// An agent that runs and never acts passes nothing, on 4.12 too, where no ControllerConfig
+/// sync shows that an agent runs: a new node's Node has none of MCO's annotations until its
+/// agent's first run sets them from the node's disk, and the cluster waits for that.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_that_never_acts_passes_no_scenario() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = dir.path().join("idle-agent");
+    std::fs::write(&agent, "#!/bin/sh\nexec sleep 100000\n").unwrap();
+    std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    for profile in [harness::profile::Profile::Ocp412, harness::profile::Profile::Ocp416] {
+        let report = run_with_idle_or_dead_agent(
+            &agent,
+            Nodes::Embedded,
+            &dir.path().join(profile.as_str()),
+            profile,
+            std::time::Duration::from_secs(3),
+        )
+        .await;
+        assert_eq!(report["verdict"].as_str(), Some("failed"), "{profile}: {report:?}");
+    }
 }
