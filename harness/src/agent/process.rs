@@ -12,12 +12,12 @@
 use super::{AgentEnv, AgentHost, CommandOutput};
 use crate::mco::FIPS_PATH;
 use crate::node::control::{self, NODE_SOCKET_ENV, Scope};
+use crate::node::journal::{escape_output, split_records};
 use crate::node::seed::AGENT_KUBECONFIG;
 use crate::node::{Node, Service, ServiceContext};
 use crate::profile::Profile;
 use std::path::PathBuf;
 use std::sync::Arc;
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::UnixListener;
 use tokio::process::Command;
 
@@ -362,14 +362,30 @@ async fn forward_output(
     stderr: Option<tokio::process::ChildStderr>,
     on_line: &(dyn Fn(&str) + Send + Sync),
 ) {
+    // Records as journald makes them from a stream (newline, NUL, or LINE_MAX bytes), any
+    // bytes at all: output that is not UTF-8 is kept, escaped.
     async fn lines(
         ctx: &ServiceContext,
         stream: Option<impl tokio::io::AsyncRead + Unpin>,
         on_line: &(dyn Fn(&str) + Send + Sync),
     ) {
-        let Some(stream) = stream else { return };
-        let mut lines = BufReader::new(stream).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
+        use tokio::io::AsyncReadExt;
+        let Some(mut stream) = stream else { return };
+        let (mut pending, mut chunk) = (Vec::new(), vec![0u8; 8192]);
+        loop {
+            let read = stream.read(&mut chunk).await.unwrap_or(0);
+            if read == 0 {
+                break;
+            }
+            pending.extend_from_slice(&chunk[..read]);
+            for record in split_records(&mut pending) {
+                let line = escape_output(&record);
+                ctx.log(&line);
+                on_line(&line);
+            }
+        }
+        if !pending.is_empty() {
+            let line = escape_output(&pending);
             ctx.log(&line);
             on_line(&line);
         }

@@ -40,6 +40,49 @@ pub struct Journal {
     /// A node part in a process of its own prints its messages on stdout, where its service
     /// manager puts them in the node's journal, instead of keeping them.
     to_stdout: bool,
+    /// How many bytes of lines the journal keeps, and how many it has kept: a flood of output
+    /// costs neither memory nor a report of gigabytes (journald caps its files likewise,
+    /// `SystemMaxUse=`).
+    budget: usize,
+    kept: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+/// What a node's journal keeps, in bytes of lines, over a scenario.
+pub const JOURNAL_BUDGET: usize = 64 << 20;
+
+/// journald's `LineMax=` default (48K): a stream line longer than this is cut into records of
+/// this many bytes.
+pub const LINE_MAX: usize = 48 * 1024;
+
+/// Bytes of a process's output as journal text: UTF-8 as it is, every byte that is not valid
+/// UTF-8 escaped as `\xNN`, so binary output is kept and shown rather than lost.
+pub fn escape_output(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(chunk.valid());
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
+}
+
+/// Cut a process's output into journal records as journald does: at newlines and NULs, and
+/// every `LINE_MAX` bytes of a line without one. Returns the complete records and leaves what
+/// follows the last delimiter in `pending` (flushed by the caller at end of stream).
+pub fn split_records(pending: &mut Vec<u8>) -> Vec<Vec<u8>> {
+    let mut records = Vec::new();
+    loop {
+        match pending.iter().position(|b| *b == b'\n' || *b == 0) {
+            Some(at) if at <= LINE_MAX => {
+                let mut record: Vec<u8> = pending.drain(..=at).collect();
+                record.pop();
+                records.push(record);
+            }
+            _ if pending.len() > LINE_MAX => records.push(pending.drain(..LINE_MAX).collect()),
+            _ => return records,
+        }
+    }
 }
 
 const MONTHS: [&str; 12] = [
@@ -67,6 +110,16 @@ impl Journal {
             boot_id: Arc::new(Mutex::new(String::new())),
             appended: Arc::new(appended),
             to_stdout: false,
+            budget: JOURNAL_BUDGET,
+            kept: Arc::default(),
+        }
+    }
+
+    /// A journal that keeps at most `budget` bytes of lines.
+    pub fn with_budget(host: &str, budget: usize) -> Self {
+        Journal {
+            budget,
+            ..Journal::new(host)
         }
     }
 
@@ -79,6 +132,35 @@ impl Journal {
     }
 
     fn push(&self, entry: Entry) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let size = entry.line.len();
+        let before = self.kept.fetch_add(size, Relaxed);
+        if before + size > self.budget {
+            // Said once, when the budget runs out; the note itself is not counted.
+            if before <= self.budget {
+                self.kept.fetch_add(self.budget + 1, Relaxed);
+                let message = format!(
+                    "this node's journal reached its budget of {} bytes; later messages are not kept",
+                    self.budget
+                );
+                let stamp = entry
+                    .line
+                    .split_once(&format!(" {} ", self.host))
+                    .map_or("", |(stamp, _)| stamp);
+                let mut fields = entry.fields.clone();
+                fields.insert("MESSAGE".into(), message.clone());
+                fields.insert("SYSLOG_IDENTIFIER".into(), "mco-conformance".into());
+                fields.insert("_PID".into(), "1".into());
+                let note = Entry {
+                    line: format!("{stamp} {} mco-conformance[1]: {message}", self.host),
+                    fields,
+                };
+                let mut lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+                lines.push(note);
+                self.appended.send_replace(lines.len());
+            }
+            return;
+        }
         let len = {
             let mut lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
             lines.push(entry);
@@ -192,6 +274,55 @@ impl Journal {
 mod tests {
     use super::*;
     use time::macros::datetime;
+
+    /// Output is cut as journald cuts a stream: at newlines and NULs, and every LINE_MAX bytes
+    /// of a line without one; the rest waits for more.
+    #[test]
+    fn output_is_cut_into_records_as_journald_does() {
+        let mut pending = b"one\ntwo\0three".to_vec();
+        assert_eq!(split_records(&mut pending), [b"one".to_vec(), b"two".to_vec()]);
+        assert_eq!(pending, b"three");
+        let mut long = vec![b'a'; LINE_MAX * 2 + 10];
+        long.push(b'\n');
+        let records = split_records(&mut long);
+        assert_eq!(
+            records.iter().map(Vec::len).collect::<Vec<_>>(),
+            [LINE_MAX, LINE_MAX, 10]
+        );
+        assert!(long.is_empty());
+    }
+
+    /// Bytes that are not UTF-8 are kept, escaped; UTF-8 stays as it is.
+    #[test]
+    fn binary_output_is_kept_escaped() {
+        assert_eq!(escape_output(b"ok \xff\xfe caf\xc3\xa9"), "ok \\xff\\xfe café");
+    }
+
+    /// A journal keeps lines up to its budget, says once that it reached it, and keeps
+    /// nothing after.
+    #[test]
+    fn a_flood_stops_at_the_budget_with_a_note() {
+        let j = Journal::with_budget("node-1", 200);
+        let mark = j.mark();
+        let at = datetime!(2026-02-26 07:21:44 UTC);
+        for i in 0..1000 {
+            j.log(at, "agent", 7, &format!("line {i}"));
+        }
+        let lines = j.since(mark);
+        let kept: usize = lines
+            .iter()
+            .filter(|l| l.contains("agent[7]"))
+            .map(|l| l.len())
+            .sum();
+        assert!(kept <= 200, "{kept} bytes kept");
+        assert!(lines.len() < 10, "{lines:?}");
+        let notes: Vec<&String> = lines.iter().filter(|l| l.contains("budget")).collect();
+        assert_eq!(notes.len(), 1, "{lines:?}");
+        assert_eq!(
+            notes[0],
+            "Feb 26 07:21:44 node-1 mco-conformance[1]: this node's journal reached its budget of 200 bytes; later messages are not kept"
+        );
+    }
 
     #[test]
     fn lines_are_journald_short_format() {

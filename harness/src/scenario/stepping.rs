@@ -59,6 +59,8 @@ struct Rollout {
 
 /// How much of a node's journal a failure for a gone agent shows.
 const AGENT_GONE_LINES: usize = 15;
+/// How much of each of those lines it shows.
+const AGENT_GONE_LINE_CHARS: usize = 400;
 
 impl Scenario {
     /// Move the clock by `by`, stopping at every rule deadline on the way.
@@ -310,10 +312,17 @@ impl Scenario {
                 .await
                 .unwrap_or_default();
             let tail = &journal[journal.len().saturating_sub(AGENT_GONE_LINES)..];
+            let shown: Vec<String> = tail
+                .iter()
+                .map(|line| match line.char_indices().nth(AGENT_GONE_LINE_CHARS) {
+                    Some((cut, _)) => format!("{}… ({} bytes)", &line[..cut], line.len()),
+                    None => line.clone(),
+                })
+                .collect();
             return Some(format!(
                 "node {}: the agent is not running: {AGENT_UNIT} failed (its process exited or never started); the node's journal ends:\n{}",
                 node.name(),
-                tail.join("\n")
+                shown.join("\n")
             ));
         }
         None

@@ -225,6 +225,11 @@ async fn an_agent_that_exits_on_a_container_node_fails_at_once_too() {
 }
 
 async fn agent_that_exits(nodes: Nodes) {
+    let _turn = if matches!(nodes, Nodes::Embedded) {
+        Some(crate::take_turn().await)
+    } else {
+        None
+    };
     let dir = tempfile::tempdir().unwrap();
     let agent = dir.path().join("dying-agent");
     std::fs::write(
@@ -244,6 +249,7 @@ async fn agent_that_exits(nodes: Nodes) {
 /// step at once, saying why it could not start.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_that_cannot_start_fails_at_once_saying_why() {
+    let _turn = crate::take_turn().await;
     let dir = tempfile::tempdir().unwrap();
     let not_executable = dir.path().join("not-executable");
     std::fs::write(&not_executable, "not a program\n").unwrap();
@@ -260,11 +266,15 @@ async fn an_agent_that_cannot_start_fails_at_once_saying_why() {
 /// agent's first run sets them from the node's disk, and the cluster waits for that.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_that_never_acts_passes_no_scenario() {
+    let _turn = crate::take_turn().await;
     let dir = tempfile::tempdir().unwrap();
     let agent = dir.path().join("idle-agent");
     std::fs::write(&agent, "#!/bin/sh\nexec sleep 100000\n").unwrap();
     std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    for profile in [harness::profile::Profile::Ocp412, harness::profile::Profile::Ocp416] {
+    for profile in [
+        harness::profile::Profile::Ocp412,
+        harness::profile::Profile::Ocp416,
+    ] {
         let report = run_with_idle_or_dead_agent(
             &agent,
             Nodes::Embedded,
@@ -273,6 +283,35 @@ async fn an_agent_that_never_acts_passes_no_scenario() {
             std::time::Duration::from_secs(3),
         )
         .await;
-        assert_eq!(report["verdict"].as_str(), Some("failed"), "{profile}: {report:?}");
+        assert_eq!(
+            report["verdict"].as_str(),
+            Some("failed"),
+            "{profile}: {report:?}"
+        );
+    }
+}
+
+/// What an agent prints is kept whatever it is: bytes that are not UTF-8 escaped, a line
+/// longer than journald's LineMax cut into records of 48 KiB, and the failure shows each line
+/// shortened.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binary_and_endless_output_is_kept_escaped_and_cut() {
+    let _turn = crate::take_turn().await;
+    let dir = tempfile::tempdir().unwrap();
+    let agent = dir.path().join("noisy-agent");
+    std::fs::write(
+        &agent,
+        "#!/bin/sh\nprintf 'bin \\377\\376 end\\n'\nhead -c 100000 /dev/zero | tr '\\0' a\necho\nexit 3\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let report = run_with_dead_agent(&agent, Nodes::Embedded, dir.path()).await;
+    every_scenario_failed_on_the_dead_agent(&report, &["bin \\xff\\xfe end", "… (", "exit status: 3"]);
+    let text = serde_yaml::to_string(&report).unwrap();
+    // 100,000 bytes without a newline: records of 49,152, 49,152 and 1,696 bytes, each shown
+    // shortened with its length as a journal line (after the 54 bytes of
+    // "Jan 05 08:00:00 worker-0 machine-config-daemon[1001]: ").
+    for length in ["(49206 bytes)", "(1750 bytes)"] {
+        assert!(text.contains(length), "a record {length}: {text}");
     }
 }
