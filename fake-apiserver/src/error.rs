@@ -193,6 +193,27 @@ pub fn reason_for_code(code: u16) -> &'static str {
     }
 }
 
+/// The start of a body as kube-apiserver quotes it in decode errors (apiserver
+/// `endpoints/handlers/rest.go`, `summarizeData`): 30 bytes then " ...", as text when it opens
+/// with `{`, else in hex.
+pub fn summarize_data(body: &[u8]) -> String {
+    const SHOWN: usize = 30;
+    if body.is_empty() {
+        return "<empty>".into();
+    }
+    let head = &body[..body.len().min(SHOWN)];
+    let shown = if body[0] == b'{' {
+        String::from_utf8_lossy(head).into_owned()
+    } else {
+        head.iter().map(|b| format!("{b:02x}")).collect()
+    };
+    if body.len() > SHOWN {
+        format!("{shown} ...")
+    } else {
+        shown
+    }
+}
+
 /// The `Success` Status a DELETE of a built-in object answers with.
 pub fn success_status(resource: &str, name: &str, uid: &str) -> Value {
     json!({
@@ -240,6 +261,17 @@ mod tests {
         assert_eq!(s["details"]["causes"][0]["reason"], "FieldValueRequired");
         assert!(s["details"].get("name").is_none());
         assert_eq!(s["code"], 422);
+    }
+
+    #[test]
+    fn summaries_are_kube_apiservers() {
+        assert_eq!(summarize_data(b""), "<empty>");
+        assert_eq!(summarize_data(b"{not json"), "{not json");
+        assert_eq!(summarize_data(b"[1]"), "5b315d");
+        assert_eq!(
+            summarize_data(br#"{"apiVersion":"a/b/c","metadata":{}}"#),
+            r#"{"apiVersion":"a/b/c","metadat ..."#
+        );
     }
 
     #[test]

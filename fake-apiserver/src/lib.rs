@@ -19,11 +19,13 @@
 //! - `store`: objects, resourceVersions, history and the watch feed; all semantics live here.
 //! - `resource`: the registry of built-in and CRD-defined resources.
 //! - `patch`, `selector`, `validation`: pure functions the store and handlers use.
+//! - `depth`: the nesting bound, and handling deep documents without recursion on small stacks.
 //! - `auth`, `tls`, `pki`: identities, authorization (with NodeRestriction), TLS configuration.
 //! - `faults`: fault injection.
 //! - `error`: every failure as a Kubernetes `Status`.
 
 pub mod auth;
+pub mod depth;
 pub mod error;
 pub mod faults;
 mod handle;

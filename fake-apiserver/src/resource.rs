@@ -215,6 +215,17 @@ impl Registry {
     }
 }
 
+/// `(group, version)` of an `apiVersion` (apimachinery `schema.ParseGroupVersion`): `""`,
+/// `version` or `group/version`; `None` for more than one slash.
+pub fn parse_group_version(api_version: &str) -> Option<(String, String)> {
+    match api_version.split('/').collect::<Vec<_>>().as_slice() {
+        [""] => Some((String::new(), String::new())),
+        [version] => Some((String::new(), version.to_string())),
+        [group, version] => Some((group.to_string(), version.to_string())),
+        _ => None,
+    }
+}
+
 /// One `ResourceInfo` per served version of a CRD.
 pub fn resources_from_crd(crd: &Value) -> Vec<ResourceInfo> {
     let spec = &crd["spec"];

@@ -4,7 +4,8 @@
 //! # Layout
 //! - `route`: URL path to route.
 //! - `query`: query parameters.
-//! - `objects`: resource verbs (get, list, create, update, patch, delete, deletecollection).
+//! - `objects`: resource verbs (get, list, watch, delete, deletecollection) and dispatch.
+//! - `write`: the verbs that carry a body (create, update, patch, apply), on a deep stack.
 //! - `watch`: watch streams.
 //! - `discovery`, `openapi`: what clients read to find resources and validate.
 //! - `table`: server-side printing for kubectl.
@@ -16,6 +17,7 @@ mod query;
 mod route;
 mod table;
 mod watch;
+mod write;
 
 pub use query::IGNORED_PARAMETERS;
 

@@ -58,7 +58,7 @@ impl Store {
         mut value: Value,
         dry_run: bool,
     ) -> Result<Arc<StoredObject>, ApiError> {
-        check_kind(info, &value)?;
+        check_kind(info, &mut value)?;
         check_namespace(info, ns, &mut value)?;
         normalise_string_maps(&mut value);
         let m = meta(&mut value);

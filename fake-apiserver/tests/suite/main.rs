@@ -9,5 +9,7 @@ mod bad_input;
 mod binary;
 mod faults;
 mod kubectl;
+mod nesting;
+mod object_type;
 mod tls;
 mod watch;
