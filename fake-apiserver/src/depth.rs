@@ -100,6 +100,30 @@ pub fn dismantle(value: Value) {
     }
 }
 
+/// A value that may nest to the bound and outlive the deep stack it was built on: compared,
+/// and dropped, by loops.
+#[derive(Debug)]
+pub struct DeepValue(pub Value);
+
+impl std::ops::Deref for DeepValue {
+    type Target = Value;
+    fn deref(&self) -> &Value {
+        &self.0
+    }
+}
+
+impl PartialEq for DeepValue {
+    fn eq(&self, other: &Self) -> bool {
+        to_vec(&self.0) == to_vec(&other.0)
+    }
+}
+
+impl Drop for DeepValue {
+    fn drop(&mut self) {
+        dismantle(std::mem::take(&mut self.0));
+    }
+}
+
 /// The compact JSON of `value`, byte for byte what `serde_json::to_vec` writes, written by a
 /// loop.
 pub fn to_vec(value: &Value) -> Vec<u8> {

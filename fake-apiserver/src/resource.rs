@@ -5,8 +5,10 @@
 //! appear together). It knows names, scope, subresources and printer columns; it never holds
 //! objects.
 
+use crate::depth::DeepValue;
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// `(group, resource)`: the key objects are stored under, whatever version a client used.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -44,8 +46,9 @@ pub struct ResourceInfo {
     /// Whether `metadata.generation` counts spec changes (custom resources and CRDs do).
     pub tracks_generation: bool,
     pub printer_columns: Vec<PrinterColumn>,
-    /// The CRD's `openAPIV3Schema`, served under `/openapi/v3` for kubectl.
-    pub schema: Option<Value>,
+    /// The CRD's `openAPIV3Schema`, served under `/openapi/v3` for kubectl. Shared, so cloning
+    /// a `ResourceInfo` (every request does) never copies a schema that may nest deep.
+    pub schema: Option<Arc<DeepValue>>,
 }
 
 impl ResourceInfo {
@@ -274,7 +277,9 @@ pub fn resources_from_crd(crd: &Value) -> Vec<ResourceInfo> {
             builtin: false,
             tracks_generation: true,
             printer_columns,
-            schema: version.pointer("/schema/openAPIV3Schema").cloned(),
+            schema: version
+                .pointer("/schema/openAPIV3Schema")
+                .map(|s| Arc::new(DeepValue(s.clone()))),
         });
     }
     out

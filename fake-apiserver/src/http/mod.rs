@@ -55,7 +55,7 @@ fn value_response(code: StatusCode, value: &Value) -> Response<Body> {
 }
 
 fn objects_bytes(value: &Value) -> Bytes {
-    Bytes::from(serde_json::to_vec(value).expect("serialises"))
+    Bytes::from(crate::depth::to_vec(value))
 }
 
 pub(crate) fn status_response(error: &ApiError) -> Response<Body> {
@@ -198,9 +198,23 @@ async fn dispatch(
             &group,
             &version,
         )?),
-        Route::OpenApiV3Root => ok(openapi::v3_root(&shared.store.registry())),
+        // A CRD's schema may nest as deep as any stored document: built, hashed and dropped on
+        // a deep stack.
+        Route::OpenApiV3Root => {
+            let registry = shared.store.registry();
+            let bytes = crate::depth::on_deep_stack(move || objects_bytes(&openapi::v3_root(&registry)))
+                .await
+                .map_err(ApiError::Internal)?;
+            Ok(json_response(StatusCode::OK, bytes))
+        }
         Route::OpenApiV3 { group, version } => {
-            ok(openapi::v3_group(&shared.store.registry(), &group, &version)?)
+            let registry = shared.store.registry();
+            let bytes = crate::depth::on_deep_stack(move || {
+                openapi::v3_group(&registry, &group, &version).map(|doc| objects_bytes(&doc))
+            })
+            .await
+            .map_err(ApiError::Internal)??;
+            Ok(json_response(StatusCode::OK, bytes))
         }
         Route::OpenApiV2 => {
             let accept = req

@@ -293,3 +293,44 @@ async fn every_write_path_refuses_past_the_bound_and_keeps_objects_at_it() {
     }
     still_serving(&client).await;
 }
+
+#[tokio::test]
+async fn a_crd_schema_at_the_bound_is_served_and_removed() {
+    let (_server, client) = server().await;
+    // The schema sits five levels down in the CRD: spec, versions, [0], schema, openAPIV3Schema.
+    let schema = nested(MAX_DEPTH - 6, "1");
+    let crd = format!(
+        r#"{{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{{"name":"gadgets.conformance.mco.test"}},"spec":{{"group":"conformance.mco.test","scope":"Cluster","names":{{"plural":"gadgets","singular":"gadget","kind":"Gadget"}},"versions":[{{"name":"v1","served":true,"storage":true,"schema":{{"openAPIV3Schema":{schema}}}}}]}}}}"#
+    );
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    let created = send(&client, "POST", crds, JSON, crd.into_bytes()).await;
+    assert_eq!(created.code, 201, "{}", created.body);
+    for path in [
+        "/openapi/v3",
+        "/openapi/v3/apis/conformance.mco.test/v1",
+        "/apis",
+        "/apis/conformance.mco.test/v1/gadgets",
+    ] {
+        let r = send(&client, "GET", path, None, vec![]).await;
+        assert_eq!(r.code, 200, "{path}");
+    }
+    let deleted = send(
+        &client,
+        "DELETE",
+        &format!("{crds}/gadgets.conformance.mco.test"),
+        None,
+        vec![],
+    )
+    .await;
+    assert_eq!(deleted.code, 200);
+    still_serving(&client).await;
+    let gone = send(
+        &client,
+        "GET",
+        "/openapi/v3/apis/conformance.mco.test/v1",
+        None,
+        vec![],
+    )
+    .await;
+    assert_eq!(gone.code, 200, "widgets still serve the group");
+}
