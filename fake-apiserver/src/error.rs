@@ -78,12 +78,20 @@ pub enum ApiError {
     Injected { code: u16, message: String },
 }
 
+/// The causes as apimachinery's `utilerrors.Aggregate` prints them: one alone, several
+/// (without repeats) in brackets.
 fn causes_text(causes: &[Cause]) -> String {
-    causes
-        .iter()
-        .map(|c| format!("{}: {}", c.field, c.message))
-        .collect::<Vec<_>>()
-        .join(", ")
+    let mut seen: Vec<String> = Vec::new();
+    for c in causes {
+        let text = format!("{}: {}", c.field, c.message);
+        if !seen.contains(&text) {
+            seen.push(text);
+        }
+    }
+    match seen.len() {
+        1 => seen.remove(0),
+        _ => format!("[{}]", seen.join(", ")),
+    }
 }
 
 impl ApiError {
@@ -139,9 +147,14 @@ impl ApiError {
                     .iter()
                     .map(|c| json!({ "reason": c.reason, "message": c.message, "field": c.field }))
                     .collect();
-                let mut d = json!({ "kind": kind, "causes": causes });
+                // `metav1.StatusDetails` omits empty fields: a patch that does not decode is
+                // Invalid for no kind and no name.
+                let mut d = json!({ "causes": causes });
                 if !name.is_empty() {
                     d["name"] = json!(name);
+                }
+                if !kind.is_empty() {
+                    d["kind"] = json!(kind);
                 }
                 Some(d)
             }

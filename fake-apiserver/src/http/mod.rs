@@ -5,11 +5,13 @@
 //! - `route`: URL path to route.
 //! - `query`: query parameters.
 //! - `objects`: resource verbs (get, list, watch, delete, deletecollection) and dispatch.
+//! - `decode`: how each body shape decodes or fails, per verb.
 //! - `write`: the verbs that carry a body (create, update, patch, apply), on a deep stack.
 //! - `watch`: watch streams.
 //! - `discovery`, `openapi`: what clients read to find resources and validate.
 //! - `table`: server-side printing for kubectl.
 
+mod decode;
 mod discovery;
 mod objects;
 mod openapi;

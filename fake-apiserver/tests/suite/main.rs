@@ -7,6 +7,7 @@ mod common;
 mod api_semantics;
 mod bad_input;
 mod binary;
+mod body_shapes;
 mod faults;
 mod kubectl;
 mod nesting;
