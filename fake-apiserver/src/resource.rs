@@ -68,6 +68,16 @@ impl ResourceInfo {
         }
     }
 
+    /// The verbs the resource serves: every one, but a namespace is deleted one at a time
+    /// (kube-apiserver's namespace storage implements no `deletecollection`).
+    pub fn verbs(&self) -> &'static [&'static str] {
+        if self.builtin && self.group.is_empty() && self.resource == "namespaces" {
+            NAMESPACE_VERBS
+        } else {
+            VERBS
+        }
+    }
+
     /// `configmaps` or `machineconfigpools.machineconfiguration.openshift.io`: how
     /// kube-apiserver names a resource in messages.
     pub fn qualified_name(&self) -> String {
@@ -78,6 +88,19 @@ impl ResourceInfo {
         }
     }
 }
+
+/// What a resource serves, in the order discovery lists them.
+const VERBS: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
+const NAMESPACE_VERBS: &[&str] = &["create", "delete", "get", "list", "patch", "update", "watch"];
 
 /// `(group, version, resource, kind, namespaced, status subresource)`
 type Builtin = (&'static str, &'static str, &'static str, &'static str, bool, bool);

@@ -58,6 +58,9 @@ pub async fn handle(
     };
     let query = Query::parse(req.uri().query())?;
     let verb = verb(req.method(), path.name.is_some(), query.watch)?;
+    if !info.verbs().contains(&verb) {
+        return Err(ApiError::MethodNotAllowed);
+    }
     if sub == Subresource::Status && !matches!(verb, "get" | "update" | "patch") {
         return Err(ApiError::MethodNotAllowed);
     }

@@ -7,7 +7,8 @@
 //! - With a status subresource, writes to the object keep the stored status and writes to
 //!   `/status` change only the status; `metadata.generation` counts the other changes.
 //! - An object with finalizers is marked for deletion and removed when the last one goes.
-//! - Deleting a namespace deletes what is in it; deleting a CRD deletes its objects and stops
+//! - Deleting a namespace deletes what is in it (`default`, `kube-system` and `kube-public` are
+//!   never deleted); deleting a CRD deletes its objects and stops
 //!   serving its resource; creating one starts serving it, Established at once.
 //!
 //! Each function builds the new object before touching the maps, so a rejected request leaves
@@ -24,6 +25,10 @@ use crate::resource::ResourceInfo;
 use crate::validation::{validate_crd, validate_name};
 use serde_json::{Value, json};
 use std::sync::Arc;
+
+/// Namespaces the NamespaceLifecycle admission plugin never lets go (apiserver
+/// `admission/plugin/namespace/lifecycle/admission.go`); `kube-node-lease` is not one of them.
+const IMMORTAL_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public"];
 
 /// Which part of an object a write addresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -205,6 +210,18 @@ impl Store {
         dry_run: bool,
     ) -> Result<DeleteOutcome, ApiError> {
         let mut state = self.lock();
+        if is_namespace(info)
+            && IMMORTAL_NAMESPACES.contains(&name)
+            && state
+                .objects_of(info)?
+                .contains_key(&(String::new(), name.to_string()))
+        {
+            return Err(ApiError::Forbidden {
+                message: format!("namespaces {name:?} is forbidden: this namespace may not be deleted"),
+                resource: "namespaces".into(),
+                name: Some(name.to_string()),
+            });
+        }
         self.delete_locked(&mut state, info, ns, name, preconditions, dry_run)
     }
 

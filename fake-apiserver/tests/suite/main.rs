@@ -10,6 +10,7 @@ mod binary;
 mod body_shapes;
 mod faults;
 mod kubectl;
+mod namespaces;
 mod nesting;
 mod object_type;
 mod tls;
