@@ -60,9 +60,11 @@ pub enum ApiError {
     /// 415: a patch or body type this resource does not take.
     #[error("{0}")]
     UnsupportedMediaType(String),
-    /// 422 with field causes (`Kind "name" is invalid: ...`).
-    #[error("{kind} \"{name}\" is invalid: {}", causes_text(.causes))]
+    /// 422 with field causes (`Kind.group "name" is invalid: ...`; an empty group is the core
+    /// group's, an empty kind a patch that does not decode).
+    #[error("{} \"{name}\" is invalid: {}", qualified_kind(.group, .kind), causes_text(.causes))]
     Invalid {
+        group: String,
         kind: String,
         name: String,
         causes: Vec<Cause>,
@@ -76,6 +78,15 @@ pub enum ApiError {
     /// Any code, from fault injection.
     #[error("{message}")]
     Injected { code: u16, message: String },
+}
+
+/// `schema.GroupKind.String()`: `Kind`, or `Kind.group`.
+fn qualified_kind(group: &str, kind: &str) -> String {
+    if group.is_empty() {
+        kind.to_string()
+    } else {
+        format!("{kind}.{group}")
+    }
 }
 
 /// The causes as apimachinery's `utilerrors.Aggregate` prints them: one alone, several
@@ -142,7 +153,12 @@ impl ApiError {
                 Some(name) => json!({ "name": name, "kind": resource }),
                 None => json!({ "kind": resource }),
             }),
-            ApiError::Invalid { kind, name, causes } => {
+            ApiError::Invalid {
+                group,
+                kind,
+                name,
+                causes,
+            } => {
                 let causes: Vec<Value> = causes
                     .iter()
                     .map(|c| json!({ "reason": c.reason, "message": c.message, "field": c.field }))
@@ -155,6 +171,9 @@ impl ApiError {
                 }
                 if !kind.is_empty() {
                     d["kind"] = json!(kind);
+                }
+                if !group.is_empty() {
+                    d["group"] = json!(group);
                 }
                 Some(d)
             }
@@ -170,9 +189,25 @@ impl ApiError {
         status
     }
 
+    /// A 422 for one field of a request's options (`ListOptions`, `PatchOptions`), which
+    /// kube-apiserver reports in group `meta.k8s.io` with no name.
+    pub fn invalid_options(kind: &str, reason: &'static str, field: &str, message: String) -> Self {
+        ApiError::Invalid {
+            group: "meta.k8s.io".into(),
+            kind: kind.to_string(),
+            name: String::new(),
+            causes: vec![Cause {
+                reason,
+                message,
+                field: field.to_string(),
+            }],
+        }
+    }
+
     /// A 422 for one field.
     pub fn invalid(kind: &str, name: &str, reason: &'static str, field: &str, message: String) -> Self {
         ApiError::Invalid {
+            group: String::new(),
             kind: kind.to_string(),
             name: name.to_string(),
             causes: vec![Cause {

@@ -214,13 +214,25 @@ impl Registry {
             .collect()
     }
 
-    /// Serve what a stored CRD declares. An established CRD replaces its earlier versions.
+    /// Serve what a stored CRD declares. An established CRD replaces its earlier versions. A
+    /// CRD never shadows a built-in resource: kube-apiserver serves its own groups before any
+    /// CRD's, so a CRD naming a built-in group and resource (approved, in a protected group)
+    /// serves nothing here, and its objects never share a built-in's storage.
     pub fn register_crd(&mut self, crd: &Value) {
         let Some(crd_name) = crd.pointer("/metadata/name").and_then(Value::as_str) else {
             return;
         };
         self.unregister_crd(crd_name);
-        for info in resources_from_crd(crd) {
+        let resources = resources_from_crd(crd);
+        let shadows = resources.iter().any(|r| {
+            self.by_gvr
+                .values()
+                .any(|b| b.builtin && b.group_resource() == r.group_resource())
+        });
+        if shadows {
+            return;
+        }
+        for info in resources {
             self.by_gvr.insert(
                 (info.group.clone(), info.version.clone(), info.resource.clone()),
                 info,

@@ -251,6 +251,7 @@ pub(super) fn patched(info: &ResourceInfo, mut next: Value) -> Result<Value, Api
 /// words it for a kind-less `schema.GroupKind{}`.
 fn patch_invalid(patched: &str, why: &str) -> ApiError {
     ApiError::Invalid {
+        group: String::new(),
         kind: String::new(),
         name: String::new(),
         causes: vec![Cause {

@@ -200,9 +200,8 @@ fn list(
     if let Some(matching) = query.resource_version_match.as_deref() {
         let Some(rv) = query.resource_version_number()? else {
             if query.resource_version.is_none() {
-                return Err(ApiError::invalid(
+                return Err(ApiError::invalid_options(
                     "ListOptions",
-                    "",
                     "FieldValueForbidden",
                     "resourceVersionMatch",
                     "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided".into(),
@@ -220,9 +219,8 @@ fn list(
             }
             "NotOlderThan" | "Exact" => return Err(too_large(rv, current)),
             other => {
-                return Err(ApiError::invalid(
+                return Err(ApiError::invalid_options(
                     "ListOptions",
-                    "",
                     "FieldValueNotSupported",
                     "resourceVersionMatch",
                     format!("Unsupported value: {other:?}: supported values: \"Exact\", \"NotOlderThan\""),

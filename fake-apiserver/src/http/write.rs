@@ -90,9 +90,8 @@ impl Write {
             }
             "application/apply-patch+yaml" => {
                 if self.query.field_manager.is_none() {
-                    return Err(ApiError::invalid(
-                        &info.kind,
-                        &self.name,
+                    return Err(ApiError::invalid_options(
+                        "PatchOptions",
                         "FieldValueRequired",
                         "fieldManager",
                         "Required value: is required for apply patch".into(),

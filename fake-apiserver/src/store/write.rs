@@ -72,9 +72,11 @@ impl Store {
             m.insert("name".into(), json!(name));
         }
         let name = text_of(m, "name");
-        validate_name(&info.kind, &name)?;
         if is_crd(info) {
+            // A CRD's name rules are part of its own.
             validate_crd(&value)?;
+        } else {
+            validate_name(&info.group, &info.kind, &name)?;
         }
         let now = now_rfc3339();
         let m = meta(&mut value);
@@ -174,6 +176,9 @@ impl Store {
             .ok_or_else(|| not_found(info, name))?;
         let proposed = change(&old.value)?;
         let new = prepare_update(info, ns, name, &old, proposed, sub)?;
+        if is_crd(info) {
+            validate_crd(&new)?;
+        }
         if new == old.value {
             return Ok(old);
         }
