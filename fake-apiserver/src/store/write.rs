@@ -22,7 +22,7 @@ use super::prepare::{
 use super::{Event, EventType, Objects, State, Store, StoredObject, not_found};
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
-use crate::validation::{validate_crd, validate_name};
+use crate::validation::validate_object;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -72,12 +72,7 @@ impl Store {
             m.insert("name".into(), json!(name));
         }
         let name = text_of(m, "name");
-        if is_crd(info) {
-            // A CRD's name rules are part of its own.
-            validate_crd(&value)?;
-        } else {
-            validate_name(&info.group, &info.kind, &name)?;
-        }
+        validate_object(info, &value, true)?;
         let now = now_rfc3339();
         let m = meta(&mut value);
         m.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
@@ -176,9 +171,7 @@ impl Store {
             .ok_or_else(|| not_found(info, name))?;
         let proposed = change(&old.value)?;
         let new = prepare_update(info, ns, name, &old, proposed, sub)?;
-        if is_crd(info) {
-            validate_crd(&new)?;
-        }
+        validate_object(info, &new, false)?;
         if new == old.value {
             return Ok(old);
         }

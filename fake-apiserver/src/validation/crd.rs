@@ -65,13 +65,12 @@ impl Causes {
     }
 }
 
-/// A CRD's static rules; every broken one is a cause of one 422.
-pub fn validate_crd(crd: &Value) -> Result<(), ApiError> {
+/// `ValidateObjectMeta`'s name rule, with the CRD's own added to the usual one.
+pub(super) fn name_causes(crd: &Value) -> Vec<Cause> {
     let text = |p: &str| crd.pointer(p).and_then(Value::as_str).unwrap_or("");
     let name = text("/metadata/name");
     let (plural, group) = (text("/spec/names/plural"), text("/spec/group"));
     let mut causes = Causes(Vec::new());
-
     // ValidateObjectMeta, with the CRD's name rule added to the usual one.
     if name.is_empty() {
         causes.required("metadata.name", "name or generateName is required");
@@ -90,6 +89,14 @@ pub fn validate_crd(crd: &Value) -> Result<(), ApiError> {
             );
         }
     }
+    causes.0
+}
+
+/// The spec's rules and the approval a protected group needs, after the metadata's.
+pub(super) fn spec_causes(crd: &Value) -> Vec<Cause> {
+    let text = |p: &str| crd.pointer(p).and_then(Value::as_str).unwrap_or("");
+    let (plural, group) = (text("/spec/names/plural"), text("/spec/group"));
+    let mut causes = Causes(Vec::new());
     // validateCustomResourceDefinitionSpec.
     if group.is_empty() {
         causes.required("spec.group", "");
@@ -170,15 +177,16 @@ pub fn validate_crd(crd: &Value) -> Result<(), ApiError> {
             );
         }
     }
-    if causes.0.is_empty() {
-        return Ok(());
-    }
-    Err(ApiError::Invalid {
-        group: "apiextensions.k8s.io".into(),
-        kind: "CustomResourceDefinition".into(),
-        name: name.into(),
-        causes: causes.0,
-    })
+    causes.0
+}
+
+/// A CRD's rules, metadata's included; every broken one is a cause of one 422.
+pub fn validate_crd(crd: &Value) -> Result<(), ApiError> {
+    let registry = crate::resource::Registry::default();
+    let info = registry
+        .get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+        .expect("CRDs are built in");
+    super::validate_object(info, crd, true)
 }
 
 #[cfg(test)]

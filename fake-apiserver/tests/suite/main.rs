@@ -8,6 +8,7 @@ mod api_semantics;
 mod bad_input;
 mod binary;
 mod body_shapes;
+mod built_in_types;
 mod crd_rules;
 mod faults;
 mod kubectl;
