@@ -41,6 +41,9 @@ pub enum ApiError {
     /// 405 (PUT on a collection, POST on an object, ...).
     #[error("the server does not allow this method on the requested resource")]
     MethodNotAllowed,
+    /// 406: the Accept header names no media type the server writes.
+    #[error("only the following media types are accepted: {0}")]
+    NotAcceptable(String),
     /// 409 on create of an existing name.
     #[error("{resource} \"{name}\" already exists")]
     AlreadyExists { resource: String, name: String },
@@ -113,6 +116,7 @@ impl ApiError {
             ApiError::Forbidden { .. } => 403,
             ApiError::NotFound { .. } | ApiError::NoSuchResource => 404,
             ApiError::MethodNotAllowed => 405,
+            ApiError::NotAcceptable(_) => 406,
             ApiError::AlreadyExists { .. } | ApiError::Conflict { .. } => 409,
             ApiError::Gone(_) => 410,
             ApiError::TooLarge(_) => 413,

@@ -16,7 +16,6 @@ use crate::server::Shared;
 use crate::store::{DeleteOutcome, Filter, Preconditions, StoredObject, Subresource};
 use bytes::{BufMut, Bytes, BytesMut};
 use http::{Method, Request, Response, StatusCode};
-use hyper::body::Incoming;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -40,7 +39,7 @@ pub async fn handle(
     shared: &Arc<Shared>,
     who: &Identity,
     path: ResourcePath,
-    req: Request<Incoming>,
+    req: Request<super::PendingBody>,
 ) -> Result<Response<Body>, ApiError> {
     let info = shared
         .store
@@ -75,11 +74,15 @@ pub async fn handle(
             name: path.name.clone(),
         },
     )?;
+    check_accept(req.headers())?;
     let ns = path.namespace.as_deref();
     let name = path.name.as_deref().unwrap_or("");
     let wants_table = table::wanted(req.headers());
     match verb {
         "get" => {
+            // Parsed only to refuse a malformed one, as a list does (the fake serves the
+            // newest version of an object whatever version is asked for).
+            query.resource_version_number()?;
             let object = shared.store.get(&info, ns, name)?;
             if wants_table {
                 return Ok(json_response(
@@ -159,6 +162,34 @@ pub async fn handle(
             ))
         }
         _ => Err(ApiError::MethodNotAllowed),
+    }
+}
+
+/// What kube-apiserver writes (apiserver `endpoints/handlers/negotiation`); this server answers
+/// all of them in JSON.
+const SERVED_MEDIA_TYPES: &[&str] = &[
+    "application/json",
+    "application/yaml",
+    "application/vnd.kubernetes.protobuf",
+];
+
+/// Output negotiation (`NegotiateOutputMediaType`): an Accept header none of whose media
+/// ranges covers a served media type is 406 NotAcceptable.
+fn check_accept(headers: &http::HeaderMap) -> Result<(), ApiError> {
+    let Some(accept) = headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok()) else {
+        return Ok(());
+    };
+    if accept.trim().is_empty() {
+        return Ok(());
+    }
+    let covered = accept.split(',').any(|range| {
+        let media = range.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+        media == "*/*" || media == "application/*" || SERVED_MEDIA_TYPES.contains(&media.as_str())
+    });
+    if covered {
+        Ok(())
+    } else {
+        Err(ApiError::NotAcceptable(SERVED_MEDIA_TYPES.join(", ")))
     }
 }
 

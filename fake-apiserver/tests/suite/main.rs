@@ -11,6 +11,7 @@ mod body_shapes;
 mod built_in_types;
 mod crd_rules;
 mod faults;
+mod http_edges;
 mod kubectl;
 mod namespaces;
 mod nesting;
