@@ -6,7 +6,8 @@
 //! Only what the tables below name is checked; anything else passes untouched (an unknown field
 //! is the real server's to drop and this server's to keep). `null` is always accepted, as Go
 //! leaves the zero value. Custom resources are unstructured: only their `metadata` is coerced
-//! ([`coerce_custom_metadata`]). Pure functions; callers word the failure for their verb.
+//! ([`coerce_custom_metadata`]). Every kind's metadata keeps only what `ObjectMeta` declares
+//! ([`prune_metadata`]). Pure functions; callers word the failure for their verb.
 
 use base64::Engine;
 use serde_json::{Map, Value};
@@ -400,6 +401,22 @@ pub fn coerce_custom_metadata(object: &mut Value) -> Result<(), String> {
     Ok(())
 }
 
+/// Keep only what `metav1.ObjectMeta` (and each `OwnerReference` in it) declares: the typed
+/// decode a built-in object goes through, and the coercion a custom resource's metadata goes
+/// through, drop every other field. Call after the types check.
+pub fn prune_metadata(object: &mut Value) {
+    let Some(Value::Object(meta)) = object.get_mut("metadata") else {
+        return;
+    };
+    let known = |fields: &[(&str, Ty)], key: &str| fields.iter().any(|(name, _)| *name == key);
+    meta.retain(|key, _| known(OBJECT_META.fields, key));
+    if let Some(Value::Array(refs)) = meta.get_mut("ownerReferences") {
+        for r in refs.iter_mut().filter_map(Value::as_object_mut) {
+            r.retain(|key, _| known(OWNER_REFERENCE.fields, key));
+        }
+    }
+}
+
 /// `%T` of a decoded JSON value in Go.
 fn go_dynamic_type(value: &Value) -> &'static str {
     match value {
@@ -472,6 +489,17 @@ mod tests {
             "finalizers": ["a/b"], "generation": 3}, "data": {"k": "v"}, "binaryData": {"b": "aGk="}, "extra": {"anything": [1]}});
         check_builtin("ConfigMap", &cm).unwrap();
         check_builtin("Widget", &json!({"metadata": 1})).unwrap();
+    }
+
+    #[test]
+    fn metadata_keeps_only_what_object_meta_declares() {
+        let mut o = json!({"metadata": {"name": "a", "clusterName": "x", "deep": {"a": {"b": 1}},
+            "ownerReferences": [{"uid": "u", "junk": 1}]}, "data": {"k": "v"}});
+        prune_metadata(&mut o);
+        assert_eq!(
+            o,
+            json!({"metadata": {"name": "a", "ownerReferences": [{"uid": "u"}]}, "data": {"k": "v"}})
+        );
     }
 
     #[test]

@@ -93,15 +93,19 @@ pub(super) fn object(info: &ResourceInfo, body: &RequestBody) -> Result<Value, A
 
 /// Decode `value` as the URL's type: a built-in kind's Go types (when the body does not name
 /// another kind, which the store refuses on its own), or a custom resource's coerced metadata.
+/// Unknown `metadata` fields are dropped either way, as the typed `ObjectMeta` drops them.
 fn typed(info: &ResourceInfo, value: &mut Value) -> Result<(), String> {
     if !info.builtin {
-        return typecheck::coerce_custom_metadata(value);
+        typecheck::coerce_custom_metadata(value)?;
+    } else {
+        let kind = value.get("kind").and_then(Value::as_str).unwrap_or("");
+        if !kind.is_empty() && kind != info.kind {
+            return Ok(());
+        }
+        typecheck::check_builtin(&info.kind, value).map_err(|TypeError { message, .. }| message)?;
     }
-    let kind = value.get("kind").and_then(Value::as_str).unwrap_or("");
-    if !kind.is_empty() && kind != info.kind {
-        return Ok(());
-    }
-    typecheck::check_builtin(&info.kind, value).map_err(|TypeError { message, .. }| message)
+    typecheck::prune_metadata(value);
+    Ok(())
 }
 
 /// A body bounded as Go's decoder bounds it; `prefix` is how the patch type's handler words

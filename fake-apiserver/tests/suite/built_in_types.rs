@@ -234,3 +234,33 @@ async fn the_rules_hold_on_every_update_path_and_stored_objects_decode() {
         "no refused write changed it"
     );
 }
+
+#[tokio::test]
+async fn metadata_keeps_only_what_object_meta_declares() {
+    // A typed decode drops what ObjectMeta does not declare, however deep it nests.
+    let (_server, client) = client().await;
+    let deep = format!("{}1{}", "{\"a\":".repeat(5000), "}".repeat(5000));
+    let body = format!(
+        r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"m","extra":{deep},"ownerReferences":[{{"apiVersion":"v1","kind":"Node","name":"n","uid":"u","junk":{deep}}}]}}}}"#
+    );
+    let r = send(&client, "POST", CMS, Some("application/json"), body.into_bytes()).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert!(r.body["metadata"].get("extra").is_none());
+    assert_eq!(
+        r.body["metadata"]["ownerReferences"],
+        json!([{"apiVersion": "v1", "kind": "Node", "name": "n", "uid": "u"}])
+    );
+    let widget = format!(
+        r#"{{"apiVersion":"conformance.mco.test/v1","kind":"Widget","metadata":{{"name":"w","extra":{deep}}}}}"#
+    );
+    let r = send(
+        &client,
+        "POST",
+        "/apis/conformance.mco.test/v1/widgets",
+        Some("application/json"),
+        widget.into_bytes(),
+    )
+    .await;
+    assert_eq!(r.code, 201);
+    assert!(r.body["metadata"].get("extra").is_none());
+}
