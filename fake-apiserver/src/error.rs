@@ -57,9 +57,10 @@ pub enum ApiError {
     /// 410 on a list whose resourceVersion or continue token is gone.
     #[error("{0}")]
     Gone(String),
-    /// 413: the body is over the configured limit.
-    #[error("the request entity is too large: limit is {0} bytes")]
-    TooLarge(usize),
+    /// 413 (`errors.NewRequestEntityTooLargeError`): a body over the limit ("limit is
+    /// 3145728"), a JSON patch of too many operations.
+    #[error("Request entity too large: {0}")]
+    TooLarge(String),
     /// 415: a patch or body type this resource does not take.
     #[error("{0}")]
     UnsupportedMediaType(String),

@@ -20,6 +20,9 @@ pub enum PatchError {
     /// The patch is well formed but cannot be applied (422): a failed `test`, a bad path.
     #[error("{0}")]
     NotApplicable(String),
+    /// A JSON patch of more operations than kube-apiserver applies (413).
+    #[error("The allowed maximum operations in a JSON patch is {max}, got {0}", max = MAX_JSON_PATCH_OPERATIONS)]
+    TooManyOperations(usize),
 }
 
 /// RFC 7386.
@@ -41,12 +44,41 @@ pub fn merge_patch(target: &mut Value, patch: &Value) {
     }
 }
 
-/// RFC 6902. A body that is not an array of operations is `Malformed`; an operation that fails
-/// (including `test`) is `NotApplicable`, and the document is left as it was.
+/// kube-apiserver's bounds on a JSON patch (apiserver `endpoints/handlers/patch.go`
+/// `maxJSONPatchOperations`, `server/config.go` `JSONPatchMaxCopyBytes`): they keep a patch of
+/// `copy` operations from doubling a document into exhaustion.
+pub const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
+pub const MAX_JSON_PATCH_COPY_BYTES: usize = 3 * 1024 * 1024;
+
+/// RFC 6902. A body that is not an array of operations, or an operation that fails (including
+/// `test`), is `NotApplicable`, and the document is left as it was. Over
+/// `MAX_JSON_PATCH_OPERATIONS` operations is `TooManyOperations`; `copy` operations that copy
+/// more than `MAX_JSON_PATCH_COPY_BYTES` in all are `NotApplicable`.
 pub fn json_patch(target: &mut Value, patch: &Value) -> Result<(), PatchError> {
     let ops: json_patch::Patch = serde_json::from_value(patch.clone())
         .map_err(|e| PatchError::NotApplicable(format!("invalid JSON patch: {e}")))?;
-    json_patch::patch(target, &ops).map_err(|e| PatchError::NotApplicable(e.to_string()))
+    if ops.0.len() > MAX_JSON_PATCH_OPERATIONS {
+        return Err(PatchError::TooManyOperations(ops.0.len()));
+    }
+    let mut work = target.clone();
+    let mut copied = 0usize;
+    for op in &ops.0 {
+        if let json_patch::PatchOperation::Copy(copy) = op {
+            let source = work
+                .pointer(copy.from.as_str())
+                .map_or(0, |v| crate::depth::to_vec(v).len());
+            copied += source;
+            if copied > MAX_JSON_PATCH_COPY_BYTES {
+                return Err(PatchError::NotApplicable(format!(
+                    "Unable to copy, accumulated size of {copied} exceeds the limit of {MAX_JSON_PATCH_COPY_BYTES}"
+                )));
+            }
+        }
+        json_patch::patch(&mut work, std::slice::from_ref(op))
+            .map_err(|e| PatchError::NotApplicable(e.to_string()))?;
+    }
+    *target = work;
+    Ok(())
 }
 
 /// Lists that strategic merge patch merges by a key instead of replacing
@@ -228,6 +260,25 @@ mod tests {
         assert_eq!(doc, json!({"a": 1}));
         json_patch(&mut doc, &json!([{"op": "replace", "path": "/a", "value": null}])).unwrap();
         assert_eq!(doc, json!({"a": null}));
+    }
+
+    #[test]
+    fn json_patches_are_bounded_as_kube_apiserver_bounds_them() {
+        let mut doc = json!({"a": "x".repeat(1024 * 1024)});
+        let copies: Vec<Value> = (0..4)
+            .map(|i| json!({"op": "copy", "from": "/a", "path": format!("/c{i}")}))
+            .collect();
+        let err = json_patch(&mut doc, &Value::Array(copies)).unwrap_err();
+        assert!(
+            matches!(err, PatchError::NotApplicable(ref m) if m.starts_with("Unable to copy")),
+            "{err}"
+        );
+        assert_eq!(doc.as_object().unwrap().len(), 1, "left as it was");
+        let many = Value::Array(vec![json!({"op": "test", "path": "/a", "value": 1}); 10_001]);
+        assert_eq!(
+            json_patch(&mut doc, &many).unwrap_err().to_string(),
+            "The allowed maximum operations in a JSON patch is 10000, got 10001"
+        );
     }
 
     #[test]

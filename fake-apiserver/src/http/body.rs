@@ -61,7 +61,7 @@ pub(crate) async fn read_body(req: Request<PendingBody>, limit: usize) -> Result
         .and_then(|v| v.parse::<usize>().ok());
     if declared.is_some_and(|n| n > limit) {
         // Left unread: the reply settles it.
-        return Err(ApiError::TooLarge(limit));
+        return Err(ApiError::TooLarge(format!("limit is {limit}")));
     }
     let pending = req.into_body();
     let State::Unread(mut body) = pending.replace(State::Read) else {
@@ -82,7 +82,7 @@ pub(crate) async fn read_body(req: Request<PendingBody>, limit: usize) -> Result
         if let Ok(data) = frame.into_data() {
             if bytes.len() + data.len() > limit {
                 pending.replace(State::Unread(body));
-                return Err(ApiError::TooLarge(limit));
+                return Err(ApiError::TooLarge(format!("limit is {limit}")));
             }
             bytes.extend_from_slice(&data);
         }

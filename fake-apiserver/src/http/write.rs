@@ -3,8 +3,8 @@
 //! document nested up to kube-apiserver's bound is parsed, patched, compared and dropped
 //! without overflowing.
 //!
-//! Decoding, the patch types' parsing and their error wording live here; semantics are the
-//! store's. Every message names the upstream code it follows.
+//! How bodies decode and how that fails is `decode`'s; semantics are the store's. What is left
+//! here is the flow: which patch type applies how, and apply's create-or-merge.
 
 use super::decode;
 use super::query::Query;
@@ -159,9 +159,10 @@ impl Write {
 }
 
 fn patch_error(e: PatchError) -> ApiError {
-    match e {
-        PatchError::Malformed(m) => ApiError::BadRequest(m),
+    match &e {
+        PatchError::Malformed(m) => ApiError::BadRequest(m.clone()),
         PatchError::NotApplicable(_) => ApiError::InvalidRequest,
+        PatchError::TooManyOperations(_) => ApiError::TooLarge(e.to_string()),
     }
 }
 

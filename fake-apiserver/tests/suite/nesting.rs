@@ -334,3 +334,62 @@ async fn a_crd_schema_at_the_bound_is_served_and_removed() {
     .await;
     assert_eq!(gone.code, 200, "widgets still serve the group");
 }
+
+#[tokio::test]
+async fn json_patch_copies_cannot_grow_a_document_without_bound() {
+    // kube-apiserver applies at most 10,000 operations and copies at most 3 MiB in one JSON
+    // patch; within those, a copy into its own subtree still meets the depth bound.
+    let (_server, client) = server().await;
+    assert_eq!(post_widget(&client, "c", 5_000).await, 201);
+    let path = format!("{WIDGETS}/c");
+    let leaf = format!("/spec{}", "/a".repeat(4_999));
+    let copy = json!([{"op": "copy", "from": "/spec", "path": format!("{leaf}/a")},
+                      {"op": "copy", "from": "/spec", "path": "/spec/b"}]);
+    let r = send(&client, "PATCH", &path, JSON_PATCH, copy.to_string().into_bytes()).await;
+    assert_eq!(
+        (r.code, r.body["details"]["causes"][0]["field"].as_str()),
+        (422, Some("patch"))
+    );
+    let doubling: Vec<_> = (0..12)
+        .map(|i| json!({"op": "copy", "from": "/spec", "path": format!("/spec/c{i}")}))
+        .collect();
+    let r = send(
+        &client,
+        "PATCH",
+        &path,
+        JSON_PATCH,
+        json!(doubling).to_string().into_bytes(),
+    )
+    .await;
+    assert_eq!(
+        (r.code, r.body["reason"].as_str()),
+        (422, Some("Invalid")),
+        "3 MiB of copies"
+    );
+    let many = vec![json!({"op": "test", "path": "/kind", "value": "Widget"}); 10_001];
+    let r = send(
+        &client,
+        "PATCH",
+        &path,
+        JSON_PATCH,
+        json!(many).to_string().into_bytes(),
+    )
+    .await;
+    assert_eq!(
+        (r.code, r.body["reason"].as_str(), r.body["message"].as_str()),
+        (
+            413,
+            Some("RequestEntityTooLarge"),
+            Some(
+                "Request entity too large: The allowed maximum operations in a JSON patch is 10000, got 10001"
+            )
+        )
+    );
+    still_serving(&client).await;
+}
+
+async fn post_widget(client: &kube::Client, name: &str, levels: usize) -> u16 {
+    send(client, "POST", WIDGETS, JSON, widget(name, levels))
+        .await
+        .code
+}
