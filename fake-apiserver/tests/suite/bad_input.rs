@@ -415,6 +415,9 @@ fn request_strategy() -> impl Strategy<Value = (String, String, Option<String>, 
             "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"UPPER\"}}",
             "- a\n- b\n",
             "{\"a\":1e999}",
+            "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":\"x\"}",
+            "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"n\",\"labels\":[1]}}",
+            "{\"metadata\":{\"name\":\"n\"},\"data\":{\"k\":1}}",
         ])
         .prop_map(|s| s.as_bytes().to_vec()),
     ];
