@@ -21,10 +21,11 @@ use serde_json::Value;
 /// The deepest nesting kube-apiserver's JSON decoder accepts.
 pub const MAX_DEPTH: usize = 10_000;
 
-/// Stack for work on a document near [`MAX_DEPTH`]: a patch can nest a `MAX_DEPTH`-deep value
-/// inside a `MAX_DEPTH`-deep object, and a debug build spends over a kilobyte per level when it
-/// parses. Only the pages used are ever committed.
-const DEEP_STACK: usize = 512 * 1024 * 1024;
+/// Stack for work on a document near [`MAX_DEPTH`]. The deepest any document gets is a JSON
+/// patch's midway result, which `patch::json_patch` refuses once past twice the bound: at most
+/// about four times `MAX_DEPTH` levels, with over a kilobyte per level to spare. Only the pages
+/// used are committed.
+const DEEP_STACK: usize = 64 * 1024 * 1024;
 
 /// The opening character of the first container nested deeper than [`MAX_DEPTH`] in a JSON
 /// text, as Go's scanner reports it; `None` when the text stays within the bound. Brackets

@@ -228,13 +228,7 @@ pub(super) fn applied(
 pub(super) fn patched(info: &ResourceInfo, mut next: Value) -> Result<Value, ApiError> {
     let text = |v: &Value| String::from_utf8_lossy(&depth::to_vec(v)).into_owned();
     if depth::value_depth(&next) > depth::MAX_DEPTH {
-        return Err(patch_invalid(
-            &text(&next),
-            &format!(
-                "couldn't get version/kind; json parse error: {}",
-                depth::too_deep_message(b'{')
-            ),
-        ));
+        return Err(too_deep_patch(&text(&next)));
     }
     if !next.is_object() {
         return Err(patch_invalid(
@@ -249,6 +243,17 @@ pub(super) fn patched(info: &ResourceInfo, mut next: Value) -> Result<Value, Api
         return Err(patch_invalid(&text(&next), &why));
     }
     Ok(next)
+}
+
+/// A patched object nested past the bound, as `patched` answers for one.
+pub(super) fn too_deep_patch(text: &str) -> ApiError {
+    patch_invalid(
+        text,
+        &format!(
+            "couldn't get version/kind; json parse error: {}",
+            depth::too_deep_message(b'{')
+        ),
+    )
 }
 
 /// `"" is invalid: patch: Invalid value: "<patched object>": <why>`, as `errors.NewInvalid`

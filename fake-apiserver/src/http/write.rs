@@ -163,6 +163,7 @@ fn patch_error(e: PatchError) -> ApiError {
         PatchError::Malformed(m) => ApiError::BadRequest(m.clone()),
         PatchError::NotApplicable(_) => ApiError::InvalidRequest,
         PatchError::TooManyOperations(_) => ApiError::TooLarge(e.to_string()),
+        PatchError::TooDeep(text) => decode::too_deep_patch(text),
     }
 }
 
