@@ -41,6 +41,9 @@ pub enum ApiError {
     /// 405 (PUT on a collection, POST on an object, ...).
     #[error("the server does not allow this method on the requested resource")]
     MethodNotAllowed,
+    /// 406: the Accept header names no media type the server writes.
+    #[error("only the following media types are accepted: {0}")]
+    NotAcceptable(String),
     /// 409 on create of an existing name.
     #[error("{resource} \"{name}\" already exists")]
     AlreadyExists { resource: String, name: String },
@@ -54,15 +57,18 @@ pub enum ApiError {
     /// 410 on a list whose resourceVersion or continue token is gone.
     #[error("{0}")]
     Gone(String),
-    /// 413: the body is over the configured limit.
-    #[error("the request entity is too large: limit is {0} bytes")]
-    TooLarge(usize),
+    /// 413 (`errors.NewRequestEntityTooLargeError`): a body over the limit ("limit is
+    /// 3145728"), a JSON patch of too many operations.
+    #[error("Request entity too large: {0}")]
+    TooLarge(String),
     /// 415: a patch or body type this resource does not take.
     #[error("{0}")]
     UnsupportedMediaType(String),
-    /// 422 with field causes (`Kind "name" is invalid: ...`).
-    #[error("{kind} \"{name}\" is invalid: {}", causes_text(.causes))]
+    /// 422 with field causes (`Kind.group "name" is invalid: ...`; an empty group is the core
+    /// group's, an empty kind a patch that does not decode).
+    #[error("{} \"{name}\" is invalid: {}", qualified_kind(.group, .kind), causes_text(.causes))]
     Invalid {
+        group: String,
         kind: String,
         name: String,
         causes: Vec<Cause>,
@@ -78,12 +84,29 @@ pub enum ApiError {
     Injected { code: u16, message: String },
 }
 
+/// `schema.GroupKind.String()`: `Kind`, or `Kind.group`.
+fn qualified_kind(group: &str, kind: &str) -> String {
+    if group.is_empty() {
+        kind.to_string()
+    } else {
+        format!("{kind}.{group}")
+    }
+}
+
+/// The causes as apimachinery's `utilerrors.Aggregate` prints them: one alone, several
+/// (without repeats) in brackets.
 fn causes_text(causes: &[Cause]) -> String {
-    causes
-        .iter()
-        .map(|c| format!("{}: {}", c.field, c.message))
-        .collect::<Vec<_>>()
-        .join(", ")
+    let mut seen: Vec<String> = Vec::new();
+    for c in causes {
+        let text = format!("{}: {}", c.field, c.message);
+        if !seen.contains(&text) {
+            seen.push(text);
+        }
+    }
+    match seen.len() {
+        1 => seen.remove(0),
+        _ => format!("[{}]", seen.join(", ")),
+    }
 }
 
 impl ApiError {
@@ -94,6 +117,7 @@ impl ApiError {
             ApiError::Forbidden { .. } => 403,
             ApiError::NotFound { .. } | ApiError::NoSuchResource => 404,
             ApiError::MethodNotAllowed => 405,
+            ApiError::NotAcceptable(_) => 406,
             ApiError::AlreadyExists { .. } | ApiError::Conflict { .. } => 409,
             ApiError::Gone(_) => 410,
             ApiError::TooLarge(_) => 413,
@@ -134,14 +158,27 @@ impl ApiError {
                 Some(name) => json!({ "name": name, "kind": resource }),
                 None => json!({ "kind": resource }),
             }),
-            ApiError::Invalid { kind, name, causes } => {
+            ApiError::Invalid {
+                group,
+                kind,
+                name,
+                causes,
+            } => {
                 let causes: Vec<Value> = causes
                     .iter()
                     .map(|c| json!({ "reason": c.reason, "message": c.message, "field": c.field }))
                     .collect();
-                let mut d = json!({ "kind": kind, "causes": causes });
+                // `metav1.StatusDetails` omits empty fields: a patch that does not decode is
+                // Invalid for no kind and no name.
+                let mut d = json!({ "causes": causes });
                 if !name.is_empty() {
                     d["name"] = json!(name);
+                }
+                if !kind.is_empty() {
+                    d["kind"] = json!(kind);
+                }
+                if !group.is_empty() {
+                    d["group"] = json!(group);
                 }
                 Some(d)
             }
@@ -157,9 +194,25 @@ impl ApiError {
         status
     }
 
+    /// A 422 for one field of a request's options (`ListOptions`, `PatchOptions`), which
+    /// kube-apiserver reports in group `meta.k8s.io` with no name.
+    pub fn invalid_options(kind: &str, reason: &'static str, field: &str, message: String) -> Self {
+        ApiError::Invalid {
+            group: "meta.k8s.io".into(),
+            kind: kind.to_string(),
+            name: String::new(),
+            causes: vec![Cause {
+                reason,
+                message,
+                field: field.to_string(),
+            }],
+        }
+    }
+
     /// A 422 for one field.
     pub fn invalid(kind: &str, name: &str, reason: &'static str, field: &str, message: String) -> Self {
         ApiError::Invalid {
+            group: String::new(),
             kind: kind.to_string(),
             name: name.to_string(),
             causes: vec![Cause {
@@ -190,6 +243,27 @@ pub fn reason_for_code(code: u16) -> &'static str {
         503 => "ServiceUnavailable",
         504 => "Timeout",
         _ => "Unknown",
+    }
+}
+
+/// The start of a body as kube-apiserver quotes it in decode errors (apiserver
+/// `endpoints/handlers/rest.go`, `summarizeData`): 30 bytes then " ...", as text when it opens
+/// with `{`, else in hex.
+pub fn summarize_data(body: &[u8]) -> String {
+    const SHOWN: usize = 30;
+    if body.is_empty() {
+        return "<empty>".into();
+    }
+    let head = &body[..body.len().min(SHOWN)];
+    let shown = if body[0] == b'{' {
+        String::from_utf8_lossy(head).into_owned()
+    } else {
+        head.iter().map(|b| format!("{b:02x}")).collect()
+    };
+    if body.len() > SHOWN {
+        format!("{shown} ...")
+    } else {
+        shown
     }
 }
 
@@ -240,6 +314,17 @@ mod tests {
         assert_eq!(s["details"]["causes"][0]["reason"], "FieldValueRequired");
         assert!(s["details"].get("name").is_none());
         assert_eq!(s["code"], 422);
+    }
+
+    #[test]
+    fn summaries_are_kube_apiservers() {
+        assert_eq!(summarize_data(b""), "<empty>");
+        assert_eq!(summarize_data(b"{not json"), "{not json");
+        assert_eq!(summarize_data(b"[1]"), "5b315d");
+        assert_eq!(
+            summarize_data(br#"{"apiVersion":"a/b/c","metadata":{}}"#),
+            r#"{"apiVersion":"a/b/c","metadat ..."#
+        );
     }
 
     #[test]

@@ -18,12 +18,14 @@
 //! - `http`: per-request handling: routing, verbs, watch streams, discovery, OpenAPI, tables.
 //! - `store`: objects, resourceVersions, history and the watch feed; all semantics live here.
 //! - `resource`: the registry of built-in and CRD-defined resources.
-//! - `patch`, `selector`, `validation`: pure functions the store and handlers use.
+//! - `patch`, `selector`, `typecheck`, `validation`: pure functions the store and handlers use.
+//! - `depth`: the nesting bound, and handling deep documents without recursion on small stacks.
 //! - `auth`, `tls`, `pki`: identities, authorization (with NodeRestriction), TLS configuration.
 //! - `faults`: fault injection.
 //! - `error`: every failure as a Kubernetes `Status`.
 
 pub mod auth;
+pub mod depth;
 pub mod error;
 pub mod faults;
 mod handle;
@@ -37,6 +39,7 @@ pub mod server;
 pub mod store;
 pub mod testing;
 pub mod tls;
+pub mod typecheck;
 pub mod validation;
 
 pub use auth::{Authorizer, Identity, RequestAttributes};

@@ -20,6 +20,13 @@ pub enum PatchError {
     /// The patch is well formed but cannot be applied (422): a failed `test`, a bad path.
     #[error("{0}")]
     NotApplicable(String),
+    /// A JSON patch that nests the document too deep to finish applying it; the document as
+    /// far as it got (422, as a patched object that does not decode).
+    #[error("exceeded max depth")]
+    TooDeep(String),
+    /// A JSON patch of more operations than kube-apiserver applies (413).
+    #[error("The allowed maximum operations in a JSON patch is {max}, got {0}", max = MAX_JSON_PATCH_OPERATIONS)]
+    TooManyOperations(usize),
 }
 
 /// RFC 7386.
@@ -41,12 +48,63 @@ pub fn merge_patch(target: &mut Value, patch: &Value) {
     }
 }
 
-/// RFC 6902. A body that is not an array of operations is `Malformed`; an operation that fails
-/// (including `test`) is `NotApplicable`, and the document is left as it was.
+/// kube-apiserver's bounds on a JSON patch (apiserver `endpoints/handlers/patch.go`
+/// `maxJSONPatchOperations`, `server/config.go` `JSONPatchMaxCopyBytes`): they keep a patch of
+/// `copy` operations from doubling a document into exhaustion.
+pub const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
+pub const MAX_JSON_PATCH_COPY_BYTES: usize = 3 * 1024 * 1024;
+
+/// RFC 6902. A body that is not an array of operations, or an operation that fails (including
+/// `test`), is `NotApplicable`, and the document is left as it was. Over
+/// `MAX_JSON_PATCH_OPERATIONS` operations is `TooManyOperations`; `copy` operations that copy
+/// more than `MAX_JSON_PATCH_COPY_BYTES` in all are `NotApplicable`.
 pub fn json_patch(target: &mut Value, patch: &Value) -> Result<(), PatchError> {
     let ops: json_patch::Patch = serde_json::from_value(patch.clone())
         .map_err(|e| PatchError::NotApplicable(format!("invalid JSON patch: {e}")))?;
-    json_patch::patch(target, &ops).map_err(|e| PatchError::NotApplicable(e.to_string()))
+    if ops.0.len() > MAX_JSON_PATCH_OPERATIONS {
+        return Err(PatchError::TooManyOperations(ops.0.len()));
+    }
+    use crate::depth::{MAX_DEPTH, value_depth};
+    use json_patch::PatchOperation as Op;
+    let mut work = target.clone();
+    let mut copied = 0usize;
+    // An upper bound on the document's depth, kept as operations apply: a value put at a path of
+    // k segments nests k levels below the root's. Only the final document must meet
+    // `MAX_DEPTH` (the caller checks); a document midway past twice that is refused at once,
+    // before a chain of copies can nest it deeper than any stack holds.
+    let mut depth_bound = value_depth(&work);
+    for op in &ops.0 {
+        let at = |path: &str| path.matches('/').count();
+        let added = match op {
+            Op::Add(o) => at(o.path.as_str()) + value_depth(&o.value),
+            Op::Replace(o) => at(o.path.as_str()) + value_depth(&o.value),
+            Op::Move(o) => at(o.path.as_str()) + work.pointer(o.from.as_str()).map_or(0, value_depth),
+            Op::Copy(o) => {
+                let source = work.pointer(o.from.as_str());
+                copied += source.map_or(0, |v| crate::depth::to_vec(v).len());
+                if copied > MAX_JSON_PATCH_COPY_BYTES {
+                    return Err(PatchError::NotApplicable(format!(
+                        "Unable to copy, accumulated size of {copied} exceeds the limit of {MAX_JSON_PATCH_COPY_BYTES}"
+                    )));
+                }
+                at(o.path.as_str()) + source.map_or(0, value_depth)
+            }
+            _ => 0,
+        };
+        json_patch::patch(&mut work, std::slice::from_ref(op))
+            .map_err(|e| PatchError::NotApplicable(e.to_string()))?;
+        depth_bound = depth_bound.max(added);
+        if depth_bound > 2 * MAX_DEPTH {
+            depth_bound = value_depth(&work);
+            if depth_bound > 2 * MAX_DEPTH {
+                let text = String::from_utf8_lossy(&crate::depth::to_vec(&work)).into_owned();
+                crate::depth::dismantle(work);
+                return Err(PatchError::TooDeep(text));
+            }
+        }
+    }
+    *target = work;
+    Ok(())
 }
 
 /// Lists that strategic merge patch merges by a key instead of replacing
@@ -228,6 +286,48 @@ mod tests {
         assert_eq!(doc, json!({"a": 1}));
         json_patch(&mut doc, &json!([{"op": "replace", "path": "/a", "value": null}])).unwrap();
         assert_eq!(doc, json!({"a": null}));
+    }
+
+    #[test]
+    fn json_patches_are_bounded_as_kube_apiserver_bounds_them() {
+        let mut doc = json!({"a": "x".repeat(1024 * 1024)});
+        let copies: Vec<Value> = (0..4)
+            .map(|i| json!({"op": "copy", "from": "/a", "path": format!("/c{i}")}))
+            .collect();
+        let err = json_patch(&mut doc, &Value::Array(copies)).unwrap_err();
+        assert!(
+            matches!(err, PatchError::NotApplicable(ref m) if m.starts_with("Unable to copy")),
+            "{err}"
+        );
+        assert_eq!(doc.as_object().unwrap().len(), 1, "left as it was");
+        let many = Value::Array(vec![json!({"op": "test", "path": "/a", "value": 1}); 10_001]);
+        assert_eq!(
+            json_patch(&mut doc, &many).unwrap_err().to_string(),
+            "The allowed maximum operations in a JSON patch is 10000, got 10001"
+        );
+    }
+
+    #[test]
+    fn chains_of_copies_stop_at_twice_the_depth_bound() {
+        use crate::depth::MAX_DEPTH;
+        // Each copy into the deepest leaf doubles the depth; the patch stops past 2 x MAX_DEPTH.
+        let outcome = std::thread::Builder::new()
+            .stack_size(64 * 1024 * 1024)
+            .spawn(|| {
+                let quarter = MAX_DEPTH / 4;
+                let nested = format!("{}1{}", "{\"a\":".repeat(quarter), "}".repeat(quarter));
+                let mut doc = json!({"s": crate::depth::parse(nested.as_bytes()).unwrap()});
+                let ops: Vec<Value> = (0..8)
+                    .map(|i| json!({"op": "copy", "from": "/s", "path": format!("/s{}", "/a".repeat(quarter << i))}))
+                    .collect();
+                let outcome = json_patch(&mut doc, &Value::Array(ops));
+                crate::depth::dismantle(doc);
+                outcome.map_err(|e| matches!(e, PatchError::TooDeep(_)))
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(outcome, Err(true));
     }
 
     #[test]

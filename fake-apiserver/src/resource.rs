@@ -5,8 +5,10 @@
 //! appear together). It knows names, scope, subresources and printer columns; it never holds
 //! objects.
 
+use crate::depth::DeepValue;
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// `(group, resource)`: the key objects are stored under, whatever version a client used.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -44,8 +46,9 @@ pub struct ResourceInfo {
     /// Whether `metadata.generation` counts spec changes (custom resources and CRDs do).
     pub tracks_generation: bool,
     pub printer_columns: Vec<PrinterColumn>,
-    /// The CRD's `openAPIV3Schema`, served under `/openapi/v3` for kubectl.
-    pub schema: Option<Value>,
+    /// The CRD's `openAPIV3Schema`, served under `/openapi/v3` for kubectl. Shared, so cloning
+    /// a `ResourceInfo` (every request does) never copies a schema that may nest deep.
+    pub schema: Option<Arc<DeepValue>>,
 }
 
 impl ResourceInfo {
@@ -65,6 +68,16 @@ impl ResourceInfo {
         }
     }
 
+    /// The verbs the resource serves: every one, but a namespace is deleted one at a time
+    /// (kube-apiserver's namespace storage implements no `deletecollection`).
+    pub fn verbs(&self) -> &'static [&'static str] {
+        if self.builtin && self.group.is_empty() && self.resource == "namespaces" {
+            NAMESPACE_VERBS
+        } else {
+            VERBS
+        }
+    }
+
     /// `configmaps` or `machineconfigpools.machineconfiguration.openshift.io`: how
     /// kube-apiserver names a resource in messages.
     pub fn qualified_name(&self) -> String {
@@ -75,6 +88,19 @@ impl ResourceInfo {
         }
     }
 }
+
+/// What a resource serves, in the order discovery lists them.
+const VERBS: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
+const NAMESPACE_VERBS: &[&str] = &["create", "delete", "get", "list", "patch", "update", "watch"];
 
 /// `(group, version, resource, kind, namespaced, status subresource)`
 type Builtin = (&'static str, &'static str, &'static str, &'static str, bool, bool);
@@ -188,13 +214,25 @@ impl Registry {
             .collect()
     }
 
-    /// Serve what a stored CRD declares. An established CRD replaces its earlier versions.
+    /// Serve what a stored CRD declares. An established CRD replaces its earlier versions. A
+    /// CRD never shadows a built-in resource: kube-apiserver serves its own groups before any
+    /// CRD's, so a CRD naming a built-in group and resource (approved, in a protected group)
+    /// serves nothing here, and its objects never share a built-in's storage.
     pub fn register_crd(&mut self, crd: &Value) {
         let Some(crd_name) = crd.pointer("/metadata/name").and_then(Value::as_str) else {
             return;
         };
         self.unregister_crd(crd_name);
-        for info in resources_from_crd(crd) {
+        let resources = resources_from_crd(crd);
+        let shadows = resources.iter().any(|r| {
+            self.by_gvr
+                .values()
+                .any(|b| b.builtin && b.group_resource() == r.group_resource())
+        });
+        if shadows {
+            return;
+        }
+        for info in resources {
             self.by_gvr.insert(
                 (info.group.clone(), info.version.clone(), info.resource.clone()),
                 info,
@@ -212,6 +250,17 @@ impl Registry {
             group: group.to_string(),
             resource: plural.to_string(),
         })
+    }
+}
+
+/// `(group, version)` of an `apiVersion` (apimachinery `schema.ParseGroupVersion`): `""`,
+/// `version` or `group/version`; `None` for more than one slash.
+pub fn parse_group_version(api_version: &str) -> Option<(String, String)> {
+    match api_version.split('/').collect::<Vec<_>>().as_slice() {
+        [""] => Some((String::new(), String::new())),
+        [version] => Some((String::new(), version.to_string())),
+        [group, version] => Some((group.to_string(), version.to_string())),
+        _ => None,
     }
 }
 
@@ -263,7 +312,9 @@ pub fn resources_from_crd(crd: &Value) -> Vec<ResourceInfo> {
             builtin: false,
             tracks_generation: true,
             printer_columns,
-            schema: version.pointer("/schema/openAPIV3Schema").cloned(),
+            schema: version
+                .pointer("/schema/openAPIV3Schema")
+                .map(|s| Arc::new(DeepValue(s.clone()))),
         });
     }
     out

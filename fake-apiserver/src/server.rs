@@ -128,7 +128,7 @@ pub enum StartError {
     Seed {
         index: usize,
         what: String,
-        error: ApiError,
+        error: Box<ApiError>,
     },
 }
 
@@ -324,7 +324,7 @@ fn seed(store: &Store, objects: Vec<Value>) -> Result<(), StartError> {
         let fail = |error: ApiError| StartError::Seed {
             index,
             what: what.clone(),
-            error,
+            error: Box::new(error),
         };
         let api_version = object["apiVersion"].as_str().unwrap_or("");
         let kind = object["kind"].as_str().unwrap_or("");

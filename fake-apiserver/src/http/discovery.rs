@@ -24,16 +24,6 @@ pub fn version() -> Value {
     })
 }
 
-const VERBS: &[&str] = &[
-    "create",
-    "delete",
-    "deletecollection",
-    "get",
-    "list",
-    "patch",
-    "update",
-    "watch",
-];
 const STATUS_VERBS: &[&str] = &["get", "patch", "update"];
 
 /// Which discovery document shape the client asked for.
@@ -126,7 +116,7 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Result<
     for r in resources {
         let mut entry = json!({
             "name": r.resource, "singularName": r.singular, "namespaced": r.namespaced,
-            "kind": r.kind, "verbs": VERBS,
+            "kind": r.kind, "verbs": r.verbs(),
         });
         if !r.short_names.is_empty() {
             entry["shortNames"] = json!(r.short_names);
@@ -154,7 +144,7 @@ fn aggregated_resource(r: &ResourceInfo) -> Value {
         "responseKind": kind,
         "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
         "singularResource": r.singular,
-        "verbs": VERBS,
+        "verbs": r.verbs(),
     });
     if !r.short_names.is_empty() {
         entry["shortNames"] = json!(r.short_names);

@@ -2,13 +2,18 @@
 //! injected faults, routes, and turns every error into a `Status` reply.
 //!
 //! # Layout
+//! - `body`: reading request bodies, and settling the ones no handler read.
 //! - `route`: URL path to route.
 //! - `query`: query parameters.
-//! - `objects`: resource verbs (get, list, create, update, patch, delete, deletecollection).
+//! - `objects`: resource verbs (get, list, watch, delete, deletecollection) and dispatch.
+//! - `decode`: how each body shape decodes or fails, per verb.
+//! - `write`: the verbs that carry a body (create, update, patch, apply), on a deep stack.
 //! - `watch`: watch streams.
 //! - `discovery`, `openapi`: what clients read to find resources and validate.
 //! - `table`: server-side printing for kubectl.
 
+mod body;
+mod decode;
 mod discovery;
 mod objects;
 mod openapi;
@@ -16,6 +21,7 @@ mod query;
 mod route;
 mod table;
 mod watch;
+mod write;
 
 pub use query::IGNORED_PARAMETERS;
 
@@ -23,10 +29,11 @@ use crate::auth::{CertAuth, Identity};
 use crate::error::ApiError;
 use crate::faults::Fault;
 use crate::server::Shared;
+pub(crate) use body::{PendingBody, RequestBody, read_body};
 use bytes::Bytes;
-use http::{Method, Request, Response, StatusCode, header};
+use http::{Method, Request, Response, StatusCode, Version, header};
 use http_body_util::combinators::BoxBody;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use route::Route;
 use serde_json::Value;
@@ -53,44 +60,12 @@ fn value_response(code: StatusCode, value: &Value) -> Response<Body> {
 }
 
 fn objects_bytes(value: &Value) -> Bytes {
-    Bytes::from(serde_json::to_vec(value).expect("serialises"))
+    Bytes::from(crate::depth::to_vec(value))
 }
 
 pub(crate) fn status_response(error: &ApiError) -> Response<Body> {
     let code = StatusCode::from_u16(error.code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     value_response(code, &error.status())
-}
-
-/// A request body, read whole under the size limit.
-pub(crate) struct RequestBody {
-    pub content_type: Option<String>,
-    pub bytes: Bytes,
-}
-
-pub(crate) async fn read_body(req: Request<Incoming>, limit: usize) -> Result<RequestBody, ApiError> {
-    let content_type = req
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
-    let declared = req
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok());
-    if declared.is_some_and(|n| n > limit) {
-        return Err(ApiError::TooLarge(limit));
-    }
-    match Limited::new(req.into_body(), limit).collect().await {
-        Ok(collected) => Ok(RequestBody {
-            content_type,
-            bytes: collected.to_bytes(),
-        }),
-        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
-            Err(ApiError::TooLarge(limit))
-        }
-        Err(e) => Err(ApiError::BadRequest(format!("reading the request body: {e}"))),
-    }
 }
 
 /// Serve one request. Never fails: errors become Status replies.
@@ -101,10 +76,20 @@ pub(crate) async fn serve(
 ) -> Result<Response<Body>, Infallible> {
     let started = Instant::now();
     let (method, path) = (req.method().clone(), req.uri().path().to_string());
-    let response = match dispatch(&shared, &cert, req).await {
+    let (version, headers) = (req.version(), req.headers().clone());
+    let (parts, incoming) = req.into_parts();
+    let pending = PendingBody::new(incoming);
+    let req = Request::from_parts(parts, pending.clone());
+    let mut response = match dispatch(&shared, &cert, req).await {
         Ok(r) => r,
         Err(e) => status_response(&e),
     };
+    let keep_alive = body::settle(&pending, &headers).await;
+    if !keep_alive && version <= Version::HTTP_11 {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, header::HeaderValue::from_static("close"));
+    }
     if shared.log_requests {
         eprintln!(
             "{method} {path} {} {:?}",
@@ -130,9 +115,9 @@ fn fault_target(method: &Method, route: &Route, raw_query: Option<&str>) -> (Str
 async fn dispatch(
     shared: &Arc<Shared>,
     cert: &CertAuth,
-    req: Request<Incoming>,
+    req: Request<PendingBody>,
 ) -> Result<Response<Body>, ApiError> {
-    let route = route::parse(req.uri().path());
+    let route = route::parse(&route::decode_path(req.uri().path()));
     let authorization = req
         .headers()
         .get(header::AUTHORIZATION)
@@ -196,9 +181,23 @@ async fn dispatch(
             &group,
             &version,
         )?),
-        Route::OpenApiV3Root => ok(openapi::v3_root(&shared.store.registry())),
+        // A CRD's schema may nest as deep as any stored document: built, hashed and dropped on
+        // a deep stack.
+        Route::OpenApiV3Root => {
+            let registry = shared.store.registry();
+            let bytes = crate::depth::on_deep_stack(move || objects_bytes(&openapi::v3_root(&registry)))
+                .await
+                .map_err(ApiError::Internal)?;
+            Ok(json_response(StatusCode::OK, bytes))
+        }
         Route::OpenApiV3 { group, version } => {
-            ok(openapi::v3_group(&shared.store.registry(), &group, &version)?)
+            let registry = shared.store.registry();
+            let bytes = crate::depth::on_deep_stack(move || {
+                openapi::v3_group(&registry, &group, &version).map(|doc| objects_bytes(&doc))
+            })
+            .await
+            .map_err(ApiError::Internal)??;
+            Ok(json_response(StatusCode::OK, bytes))
         }
         Route::OpenApiV2 => {
             let accept = req
@@ -225,7 +224,7 @@ async fn dispatch(
 async fn faults(
     shared: &Arc<Shared>,
     who: &Identity,
-    req: Request<Incoming>,
+    req: Request<PendingBody>,
 ) -> Result<Response<Body>, ApiError> {
     if !who.in_group("system:masters") {
         return Err(ApiError::Forbidden {

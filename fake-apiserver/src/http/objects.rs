@@ -5,17 +5,17 @@
 
 use super::query::Query;
 use super::route::ResourcePath;
+use super::write::Write;
 use super::{Body, json_response, read_body, table, watch};
 use crate::auth::{Identity, RequestAttributes};
+use crate::depth;
 use crate::error::{ApiError, success_status};
-use crate::patch::{self, PatchError};
 use crate::resource::ResourceInfo;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::server::Shared;
 use crate::store::{DeleteOutcome, Filter, Preconditions, StoredObject, Subresource};
 use bytes::{BufMut, Bytes, BytesMut};
 use http::{Method, Request, Response, StatusCode};
-use hyper::body::Incoming;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -39,7 +39,7 @@ pub async fn handle(
     shared: &Arc<Shared>,
     who: &Identity,
     path: ResourcePath,
-    req: Request<Incoming>,
+    req: Request<super::PendingBody>,
 ) -> Result<Response<Body>, ApiError> {
     let info = shared
         .store
@@ -57,6 +57,9 @@ pub async fn handle(
     };
     let query = Query::parse(req.uri().query())?;
     let verb = verb(req.method(), path.name.is_some(), query.watch)?;
+    if !info.verbs().contains(&verb) {
+        return Err(ApiError::MethodNotAllowed);
+    }
     if sub == Subresource::Status && !matches!(verb, "get" | "update" | "patch") {
         return Err(ApiError::MethodNotAllowed);
     }
@@ -71,11 +74,15 @@ pub async fn handle(
             name: path.name.clone(),
         },
     )?;
+    check_accept(req.headers())?;
     let ns = path.namespace.as_deref();
     let name = path.name.as_deref().unwrap_or("");
     let wants_table = table::wanted(req.headers());
     match verb {
         "get" => {
+            // Parsed only to refuse a malformed one, as a list does (the fake serves the
+            // newest version of an object whatever version is asked for).
+            query.resource_version_number()?;
             let object = shared.store.get(&info, ns, name)?;
             if wants_table {
                 return Ok(json_response(
@@ -90,28 +97,42 @@ pub async fn handle(
             let filter = filter_for(&info, ns, path.name.as_deref(), &query)?;
             watch::start(shared, &info, filter, &query, wants_table)
         }
-        "create" => {
+        "create" | "update" | "patch" => {
             let body = read_body(req, shared.body_limit).await?;
-            let value = decode_object(&info, &body)?;
-            let object = shared.store.create(&info, ns, value, query.dry_run)?;
-            Ok(json_response(StatusCode::CREATED, object.json.clone()))
-        }
-        "update" => {
-            let body = read_body(req, shared.body_limit).await?;
-            let value = decode_object(&info, &body)?;
-            let object = shared.store.update(&info, ns, name, value, sub, query.dry_run)?;
-            Ok(json_response(StatusCode::OK, object.json.clone()))
-        }
-        "patch" => {
-            let body = read_body(req, shared.body_limit).await?;
-            patch_object(shared, &info, ns, name, sub, &query, &body)
+            let write = Write {
+                shared: shared.clone(),
+                info,
+                ns: path.namespace,
+                name: name.to_string(),
+                sub,
+                query,
+                body,
+            };
+            depth::on_deep_stack(move || match verb {
+                "create" => write.create(),
+                "update" => write.update(),
+                _ => write.patch(),
+            })
+            .await
+            .map_err(ApiError::Internal)?
         }
         "delete" => {
             let body = read_body(req, shared.body_limit).await?;
             let (preconditions, dry_run) = delete_options(&body.bytes)?;
-            let outcome = shared
-                .store
-                .delete(&info, ns, name, &preconditions, dry_run || query.dry_run)?;
+            let (store, target, owned_ns, owned_name) = (
+                shared.clone(),
+                info.clone(),
+                path.namespace.clone(),
+                name.to_string(),
+            );
+            let dry_run = dry_run || query.dry_run;
+            let outcome = deep(move || {
+                let ns = owned_ns.as_deref();
+                store
+                    .store
+                    .delete(&target, ns, &owned_name, &preconditions, dry_run)
+            })
+            .await?;
             Ok(match outcome {
                 DeleteOutcome::Finalizing(o) => json_response(StatusCode::ACCEPTED, o.json.clone()),
                 DeleteOutcome::Deleted(o) if info.builtin => {
@@ -132,9 +153,8 @@ pub async fn handle(
             let body = read_body(req, shared.body_limit).await?;
             let (_, dry_run) = delete_options(&body.bytes)?;
             let filter = filter_for(&info, ns, None, &query)?;
-            let deleted = shared
-                .store
-                .delete_collection(&info, &filter, dry_run || query.dry_run)?;
+            let (store, target, dry_run) = (shared.clone(), info.clone(), dry_run || query.dry_run);
+            let deleted = deep(move || store.store.delete_collection(&target, &filter, dry_run)).await?;
             let rv = shared.store.current_rv();
             Ok(json_response(
                 StatusCode::OK,
@@ -143,6 +163,42 @@ pub async fn handle(
         }
         _ => Err(ApiError::MethodNotAllowed),
     }
+}
+
+/// What kube-apiserver writes (apiserver `endpoints/handlers/negotiation`); this server answers
+/// all of them in JSON.
+const SERVED_MEDIA_TYPES: &[&str] = &[
+    "application/json",
+    "application/yaml",
+    "application/vnd.kubernetes.protobuf",
+];
+
+/// Output negotiation (`NegotiateOutputMediaType`): an Accept header none of whose media
+/// ranges covers a served media type is 406 NotAcceptable.
+fn check_accept(headers: &http::HeaderMap) -> Result<(), ApiError> {
+    let Some(accept) = headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok()) else {
+        return Ok(());
+    };
+    if accept.trim().is_empty() {
+        return Ok(());
+    }
+    let covered = accept.split(',').any(|range| {
+        let media = range.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+        media == "*/*" || media == "application/*" || SERVED_MEDIA_TYPES.contains(&media.as_str())
+    });
+    if covered {
+        Ok(())
+    } else {
+        Err(ApiError::NotAcceptable(SERVED_MEDIA_TYPES.join(", ")))
+    }
+}
+
+/// A store call that may clone or drop documents nested to `depth::MAX_DEPTH` (a delete keeps
+/// the object's last state; a namespace's delete takes its contents with it), on a deep stack.
+async fn deep<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    depth::on_deep_stack(work).await.map_err(ApiError::Internal)?
 }
 
 pub fn filter_for(
@@ -175,9 +231,8 @@ fn list(
     if let Some(matching) = query.resource_version_match.as_deref() {
         let Some(rv) = query.resource_version_number()? else {
             if query.resource_version.is_none() {
-                return Err(ApiError::invalid(
+                return Err(ApiError::invalid_options(
                     "ListOptions",
-                    "",
                     "FieldValueForbidden",
                     "resourceVersionMatch",
                     "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided".into(),
@@ -195,9 +250,8 @@ fn list(
             }
             "NotOlderThan" | "Exact" => return Err(too_large(rv, current)),
             other => {
-                return Err(ApiError::invalid(
+                return Err(ApiError::invalid_options(
                     "ListOptions",
-                    "",
                     "FieldValueNotSupported",
                     "resourceVersionMatch",
                     format!("Unsupported value: {other:?}: supported values: \"Exact\", \"NotOlderThan\""),
@@ -280,144 +334,6 @@ pub fn list_body(
 
 pub(super) fn to_bytes(v: &Value) -> Bytes {
     Bytes::from(serde_json::to_vec(v).expect("serialises"))
-}
-
-/// The media type of a request body, without parameters.
-fn media_type(content_type: Option<&str>) -> String {
-    content_type
-        .unwrap_or("application/json")
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase()
-}
-
-/// An object body (create, update) in JSON or YAML.
-fn decode_object(info: &ResourceInfo, body: &super::RequestBody) -> Result<Value, ApiError> {
-    let unrecognized = |why: String| {
-        ApiError::BadRequest(format!(
-            "the object provided is unrecognized (must be of type {}): couldn't get version/kind; {why}",
-            info.kind
-        ))
-    };
-    match media_type(body.content_type.as_deref()).as_str() {
-        "application/json" | "" | "*/*" => {
-            serde_json::from_slice(&body.bytes).map_err(|e| unrecognized(format!("json parse error: {e}")))
-        }
-        "application/yaml" | "application/x-yaml" | "text/yaml" => {
-            serde_yaml::from_slice(&body.bytes).map_err(|e| unrecognized(format!("yaml parse error: {e}")))
-        }
-        other => Err(ApiError::UnsupportedMediaType(format!(
-            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {other})"
-        ))),
-    }
-}
-
-/// Applies one patch document to an object.
-type ApplyPatch = fn(&mut Value, &Value) -> Result<(), PatchError>;
-
-fn patch_object(
-    shared: &Arc<Shared>,
-    info: &ResourceInfo,
-    ns: Option<&str>,
-    name: &str,
-    sub: Subresource,
-    query: &Query,
-    body: &super::RequestBody,
-) -> Result<Response<Body>, ApiError> {
-    let kind = media_type(body.content_type.as_deref());
-    let accepted = if info.builtin {
-        "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json"
-    } else {
-        "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
-    };
-    let unsupported = || {
-        ApiError::UnsupportedMediaType(format!(
-            "the body of the request was in an unknown format - accepted media types include: {accepted}"
-        ))
-    };
-    let parse_json = || -> Result<Value, ApiError> {
-        serde_json::from_slice(&body.bytes)
-            .map_err(|e| ApiError::BadRequest(format!("error decoding patch: {e}")))
-    };
-    let (patch_doc, apply): (Value, ApplyPatch) = match kind.as_str() {
-        "application/merge-patch+json" => (parse_json()?, |t, p| {
-            patch::merge_patch(t, p);
-            Ok(())
-        }),
-        "application/json-patch+json" => (parse_json()?, patch::json_patch),
-        "application/strategic-merge-patch+json" if info.builtin => {
-            (parse_json()?, patch::strategic_merge_patch)
-        }
-        "application/apply-patch+yaml" => {
-            if query.field_manager.is_none() {
-                return Err(ApiError::invalid(
-                    &info.kind,
-                    name,
-                    "FieldValueRequired",
-                    "fieldManager",
-                    "Required value: is required for apply patch".into(),
-                ));
-            }
-            let doc: Value = serde_yaml::from_slice(&body.bytes)
-                .map_err(|e| ApiError::BadRequest(format!("error decoding YAML: {e}")))?;
-            return server_side_apply(shared, info, ns, name, sub, query, doc);
-        }
-        _ => return Err(unsupported()),
-    };
-    let object = shared
-        .store
-        .modify(info, ns, name, sub, query.dry_run, |current| {
-            let mut next = current.clone();
-            apply(&mut next, &patch_doc).map_err(patch_error)?;
-            Ok(next)
-        })?;
-    Ok(json_response(StatusCode::OK, object.json.clone()))
-}
-
-fn patch_error(e: PatchError) -> ApiError {
-    match e {
-        PatchError::Malformed(m) => ApiError::BadRequest(m),
-        PatchError::NotApplicable(_) => ApiError::InvalidRequest,
-    }
-}
-
-/// Server-side apply without field ownership: create the object if it is missing, else merge
-/// the applied configuration into it (strategically for built-in types).
-fn server_side_apply(
-    shared: &Arc<Shared>,
-    info: &ResourceInfo,
-    ns: Option<&str>,
-    name: &str,
-    sub: Subresource,
-    query: &Query,
-    doc: Value,
-) -> Result<Response<Body>, ApiError> {
-    if !doc.is_object() {
-        return Err(ApiError::BadRequest("an apply patch must be an object".into()));
-    }
-    let merge = |current: &Value| -> Result<Value, ApiError> {
-        let mut next = current.clone();
-        if info.builtin {
-            patch::strategic_merge_patch(&mut next, &doc).map_err(patch_error)?;
-        } else {
-            patch::merge_patch(&mut next, &doc);
-        }
-        Ok(next)
-    };
-    match shared.store.modify(info, ns, name, sub, query.dry_run, merge) {
-        Ok(object) => Ok(json_response(StatusCode::OK, object.json.clone())),
-        Err(ApiError::NotFound { .. }) if sub == Subresource::Main => {
-            let mut fresh = doc.clone();
-            if fresh.pointer("/metadata/name").is_none() {
-                fresh["metadata"]["name"] = json!(name);
-            }
-            let object = shared.store.create(info, ns, fresh, query.dry_run)?;
-            Ok(json_response(StatusCode::CREATED, object.json.clone()))
-        }
-        Err(e) => Err(e),
-    }
 }
 
 /// `DeleteOptions` from a DELETE body (which may be empty).

@@ -104,10 +104,10 @@ pub fn v3_group(registry: &Registry, group: &str, version: &str) -> Result<Value
                 "delete": operation(r, "delete", &[]),
             }),
         );
-        let mut schema = r
-            .schema
-            .clone()
-            .unwrap_or_else(|| json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}));
+        let mut schema = match r.schema.as_deref().map(|s| &s.0) {
+            Some(Value::Object(declared)) => Value::Object(declared.clone()),
+            _ => json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
+        };
         schema["x-kubernetes-group-version-kind"] =
             json!([{"group": r.group, "version": r.version, "kind": r.kind}]);
         schemas.insert(schema_name(r), schema);

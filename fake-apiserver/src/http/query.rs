@@ -91,9 +91,19 @@ impl Query {
     /// A resourceVersion given as a number (`None` for unset or "0").
     pub fn resource_version_number(&self) -> Result<Option<u64>, ApiError> {
         match self.resource_version.as_deref() {
-            None | Some("0") => Ok(None),
-            Some(v) => v.parse().map(Some).map_err(|_| {
-                ApiError::BadRequest(format!("invalid resourceVersion {v:?}: must be a decimal number"))
+            None | Some("" | "0") => Ok(None),
+            // Go's ParseUint takes digits only (no sign).
+            Some(v) => v.bytes().all(|b| b.is_ascii_digit()).then(|| v.parse().ok()).flatten().map(Some).ok_or_else(|| {
+                // Go's `strconv.ParseUint` error, inside the field error the storage layer
+                // wraps it in (apiserver `storage/interfaces.go`, `ValidateListOptions`).
+                let why = if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
+                    "value out of range"
+                } else {
+                    "invalid syntax"
+                };
+                ApiError::BadRequest(format!(
+                    "invalid resource version: resourceVersion: Invalid value: {v:?}: strconv.ParseUint: parsing {v:?}: {why}"
+                ))
             }),
         }
     }

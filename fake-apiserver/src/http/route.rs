@@ -45,6 +45,34 @@ pub enum Route {
 /// Subresources of a namespace, told apart from the resources inside it.
 const NAMESPACE_SUBRESOURCES: &[&str] = &["status", "finalize"];
 
+/// The path as Go's `net/url` gives it to kube-apiserver's router (`URL.Path`): every `%XX`
+/// decoded, `%2F` included, before the path is split. A path whose escapes are malformed or
+/// decode to bytes that are not UTF-8 is left as it came.
+pub fn decode_path(raw: &str) -> std::borrow::Cow<'_, str> {
+    if !raw.contains('%') {
+        return raw.into();
+    }
+    let bytes = raw.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+            match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                Some(b) => {
+                    out.push(b);
+                    i += 3;
+                    continue;
+                }
+                None => return raw.into(),
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8(out).map_or(raw.into(), Into::into)
+}
+
 pub fn parse(path: &str) -> Route {
     let trimmed = path.strip_suffix('/').filter(|p| !p.is_empty()).unwrap_or(path);
     let segments: Vec<&str> = trimmed.split('/').skip(1).collect();
@@ -118,6 +146,21 @@ mod tests {
             name: name.map(Into::into),
             subresource: sub.map(Into::into),
         })
+    }
+
+    #[test]
+    fn escapes_are_decoded_before_splitting() {
+        assert_eq!(
+            decode_path("/api/v1/namespaces/default/configmaps/my%2Dcm"),
+            "/api/v1/namespaces/default/configmaps/my-cm"
+        );
+        assert_eq!(decode_path("/api%2Fv1/nodes"), "/api/v1/nodes");
+        assert_eq!(decode_path("/api/v1/nodes/a%zz"), "/api/v1/nodes/a%zz");
+        assert_eq!(decode_path("/api/v1/nodes/%ff"), "/api/v1/nodes/%ff");
+        assert_eq!(
+            parse(&decode_path("/api/v1/namespaces/kube%2Dsystem/configmaps")),
+            res("", Some("kube-system"), "configmaps", None, None)
+        );
     }
 
     #[test]

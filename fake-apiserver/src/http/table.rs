@@ -42,7 +42,14 @@ fn row(info: &ResourceInfo, object: &StoredObject) -> Value {
         if c.json_path == ".metadata.creationTimestamp" {
             continue;
         }
-        cells.push(json_path(v, &c.json_path).cloned().unwrap_or(Value::Null));
+        cells.push(match json_path(v, &c.json_path) {
+            None => Value::Null,
+            // A column on a map or a list prints its JSON; never cloned, as it may nest deep.
+            Some(inner @ (Value::Object(_) | Value::Array(_))) => {
+                json!(String::from_utf8_lossy(&crate::depth::to_vec(inner)))
+            }
+            Some(scalar) => scalar.clone(),
+        });
     }
     cells.push(json!(age(v
         .pointer("/metadata/creationTimestamp")

@@ -38,9 +38,8 @@ pub fn start(
 ) -> Result<Response<Body>, ApiError> {
     let from = if query.send_initial_events {
         if query.resource_version_match.as_deref() != Some("NotOlderThan") {
-            return Err(ApiError::invalid(
+            return Err(ApiError::invalid_options(
                 "ListOptions",
-                "",
                 "FieldValueInvalid",
                 "resourceVersionMatch",
                 "Invalid value: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"
@@ -48,9 +47,8 @@ pub fn start(
             ));
         }
         if !query.allow_watch_bookmarks {
-            return Err(ApiError::invalid(
+            return Err(ApiError::invalid_options(
                 "ListOptions",
-                "",
                 "FieldValueForbidden",
                 "allowWatchBookmarks",
                 "Forbidden: allowWatchBookmarks must be true when sendInitialEvents is set".into(),

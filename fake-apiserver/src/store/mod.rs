@@ -33,7 +33,7 @@ pub struct StoredObject {
 
 impl StoredObject {
     fn new(value: Value, rv: u64) -> Arc<Self> {
-        let json = Bytes::from(serde_json::to_vec(&value).expect("a serde_json::Value serialises"));
+        let json = Bytes::from(crate::depth::to_vec(&value));
         Arc::new(StoredObject { value, json, rv })
     }
 
@@ -49,6 +49,14 @@ impl StoredObject {
             .pointer("/metadata/namespace")
             .and_then(Value::as_str)
             .unwrap_or("")
+    }
+}
+
+/// The last reference to an object may go on an async worker (a watch that sent it): its value
+/// may nest up to `depth::MAX_DEPTH`, so it is taken apart by a loop.
+impl Drop for StoredObject {
+    fn drop(&mut self) {
+        crate::depth::dismantle(std::mem::take(&mut self.value));
     }
 }
 

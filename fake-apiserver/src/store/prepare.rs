@@ -3,8 +3,8 @@
 //! CRD or a Namespace gets. Pure functions over JSON; `write.rs` commits their results.
 
 use super::StoredObject;
-use crate::error::ApiError;
-use crate::resource::{GroupResource, ResourceInfo};
+use crate::error::{ApiError, summarize_data};
+use crate::resource::{GroupResource, ResourceInfo, parse_group_version};
 use crate::store::Subresource;
 use serde_json::{Map, Value, json};
 
@@ -29,41 +29,65 @@ pub(super) fn text<'a>(value: &'a Value, pointer: &str) -> &'a str {
     value.pointer(pointer).and_then(Value::as_str).unwrap_or("")
 }
 
-/// The body must be an object of the kind (and version) the URL names.
-pub(super) fn check_kind(info: &ResourceInfo, value: &Value) -> Result<(), ApiError> {
+/// A written object's type: a missing `kind` or `apiVersion` is taken from the URL, as
+/// kube-apiserver's decoder defaults it for built-in types (apimachinery
+/// `runtime/serializer/json/json.go`, `gvkWithDefaults`), and the body must then name the URL's
+/// type. A custom resource is decoded as unstructured and must carry its kind
+/// (apiextensions-apiserver `crdserverscheme/unstructured.go`). On success the object carries
+/// the URL's `apiVersion` and `kind`.
+pub(super) fn check_kind(info: &ResourceInfo, value: &mut Value) -> Result<(), ApiError> {
     if !value.is_object() {
         return Err(ApiError::BadRequest(format!(
             "the object provided is unrecognized (must be of type {}): couldn't get version/kind; expected a JSON object",
             info.kind
         )));
     }
-    let (kind, api_version) = (text(value, "/kind"), text(value, "/apiVersion"));
-    if kind.is_empty() {
+    let (mut kind, api_version) = (text(value, "/kind").to_string(), text(value, "/apiVersion"));
+    let Some((mut group, mut version)) = parse_group_version(api_version) else {
         return Err(ApiError::BadRequest(format!(
-            "Object 'Kind' is missing in '{}'",
-            truncate(&value.to_string(), 200)
+            "the object provided is unrecognized (must be of type {}): unexpected GroupVersion string: {api_version} ({})",
+            info.kind,
+            summarize_data(&crate::depth::to_vec(value))
         )));
+    };
+    if kind.is_empty() {
+        if !info.builtin {
+            return Err(ApiError::BadRequest(
+                "Object 'Kind' is missing in 'object has no kind field '".into(),
+            ));
+        }
+        kind = info.kind.clone();
+    }
+    if version.is_empty() && (group.is_empty() || group == info.group) {
+        (group, version) = (info.group.clone(), info.version.clone());
     }
     if kind != info.kind {
+        // Go names the internal type by its package: `core` for the core group, else the
+        // group's first label (`coordination.Lease`).
+        let internal = match info.group.split('.').next() {
+            Some("") | None => "core",
+            Some(package) => package,
+        };
         return Err(ApiError::BadRequest(format!(
-            "{kind} in version {api_version:?} cannot be handled as a {}: converting ({api_version}.{kind}) to ({}): unknown conversion",
+            "{kind} in version {version:?} cannot be handled as a {}: converting ({version}.{kind}) to ({internal}.{}): unknown conversion",
             info.kind, info.kind
         )));
     }
-    if api_version != info.api_version() {
+    if (group.as_str(), version.as_str()) != (info.group.as_str(), info.version.as_str()) {
+        let data = if group.is_empty() {
+            version
+        } else {
+            format!("{group}/{version}")
+        };
         return Err(ApiError::BadRequest(format!(
-            "the API version in the data ({api_version}) does not match the expected API version ({})",
+            "the API version in the data ({data}) does not match the expected API version ({})",
             info.api_version()
         )));
     }
+    let object = value.as_object_mut().expect("checked above");
+    object.insert("apiVersion".into(), json!(info.api_version()));
+    object.insert("kind".into(), json!(info.kind));
     Ok(())
-}
-
-pub(super) fn truncate(s: &str, n: usize) -> &str {
-    match s.char_indices().nth(n) {
-        Some((i, _)) => &s[..i],
-        None => s,
-    }
 }
 
 pub(super) fn check_namespace(
@@ -200,7 +224,7 @@ pub(super) fn prepare_update(
     mut new: Value,
     sub: Subresource,
 ) -> Result<Value, ApiError> {
-    check_kind(info, &new)?;
+    check_kind(info, &mut new)?;
     check_namespace(info, ns, &mut new)?;
     normalise_string_maps(&mut new);
     let body_name = text(&new, "/metadata/name").to_string();

@@ -7,7 +7,8 @@
 //! - With a status subresource, writes to the object keep the stored status and writes to
 //!   `/status` change only the status; `metadata.generation` counts the other changes.
 //! - An object with finalizers is marked for deletion and removed when the last one goes.
-//! - Deleting a namespace deletes what is in it; deleting a CRD deletes its objects and stops
+//! - Deleting a namespace deletes what is in it (`default`, `kube-system` and `kube-public` are
+//!   never deleted); deleting a CRD deletes its objects and stops
 //!   serving its resource; creating one starts serving it, Established at once.
 //!
 //! Each function builds the new object before touching the maps, so a rejected request leaves
@@ -21,9 +22,13 @@ use super::prepare::{
 use super::{Event, EventType, Objects, State, Store, StoredObject, not_found};
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
-use crate::validation::{validate_crd, validate_name};
+use crate::validation::validate_object;
 use serde_json::{Value, json};
 use std::sync::Arc;
+
+/// Namespaces the NamespaceLifecycle admission plugin never lets go (apiserver
+/// `admission/plugin/namespace/lifecycle/admission.go`); `kube-node-lease` is not one of them.
+const IMMORTAL_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public"];
 
 /// Which part of an object a write addresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,7 +63,7 @@ impl Store {
         mut value: Value,
         dry_run: bool,
     ) -> Result<Arc<StoredObject>, ApiError> {
-        check_kind(info, &value)?;
+        check_kind(info, &mut value)?;
         check_namespace(info, ns, &mut value)?;
         normalise_string_maps(&mut value);
         let m = meta(&mut value);
@@ -67,10 +72,7 @@ impl Store {
             m.insert("name".into(), json!(name));
         }
         let name = text_of(m, "name");
-        validate_name(&info.kind, &name)?;
-        if is_crd(info) {
-            validate_crd(&value)?;
-        }
+        validate_object(info, &value, true)?;
         let now = now_rfc3339();
         let m = meta(&mut value);
         m.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
@@ -169,6 +171,7 @@ impl Store {
             .ok_or_else(|| not_found(info, name))?;
         let proposed = change(&old.value)?;
         let new = prepare_update(info, ns, name, &old, proposed, sub)?;
+        validate_object(info, &new, false)?;
         if new == old.value {
             return Ok(old);
         }
@@ -205,6 +208,18 @@ impl Store {
         dry_run: bool,
     ) -> Result<DeleteOutcome, ApiError> {
         let mut state = self.lock();
+        if is_namespace(info)
+            && IMMORTAL_NAMESPACES.contains(&name)
+            && state
+                .objects_of(info)?
+                .contains_key(&(String::new(), name.to_string()))
+        {
+            return Err(ApiError::Forbidden {
+                message: format!("namespaces {name:?} is forbidden: this namespace may not be deleted"),
+                resource: "namespaces".into(),
+                name: Some(name.to_string()),
+            });
+        }
         self.delete_locked(&mut state, info, ns, name, preconditions, dry_run)
     }
 

@@ -3,10 +3,8 @@
 //! property test throwing random methods, paths, queries, content types and bodies at the
 //! router (a fixed number of cases from a fixed seed).
 
-use crate::common::init_crypto;
+use crate::common::{init_crypto, send};
 use fake_apiserver::{ApiError, Authorizer, FakeApiServer, Identity, RequestAttributes, ServerHandle};
-use http_body_util::BodyExt;
-use kube::client::Body;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, TestRunner};
@@ -14,37 +12,6 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 
 const CM: &str = "/api/v1/namespaces/default/configmaps";
-
-struct Reply {
-    code: u16,
-    body: Value,
-}
-
-async fn send(
-    client: &kube::Client,
-    method: &str,
-    path: &str,
-    content_type: Option<&str>,
-    body: Vec<u8>,
-) -> Reply {
-    let mut req = http::Request::builder().method(method).uri(path);
-    if let Some(ct) = content_type {
-        req = req.header(http::header::CONTENT_TYPE, ct);
-    }
-    let response = client
-        .send(req.body(Body::from(body)).expect("request builds"))
-        .await
-        .unwrap_or_else(|e| panic!("{method} {path}: no HTTP response: {e}"));
-    let code = response.status().as_u16();
-    let bytes = response
-        .into_body()
-        .collect()
-        .await
-        .expect("body arrives")
-        .to_bytes();
-    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    Reply { code, body }
-}
 
 /// The resourceVersion of the store (a list answers with the newest).
 async fn store_version(client: &kube::Client) -> String {
@@ -116,9 +83,9 @@ async fn malformed_requests_get_the_right_status() {
         ),
         (
             "POST",
-            CM.into(),
+            "/apis/conformance.mco.test/v1/widgets".into(),
             json_ct,
-            br#"{"apiVersion":"v1","metadata":{"name":"x"}}"#.to_vec(),
+            br#"{"apiVersion":"conformance.mco.test/v1","metadata":{"name":"x"}}"#.to_vec(),
             400,
             "BadRequest",
         ),
@@ -448,6 +415,9 @@ fn request_strategy() -> impl Strategy<Value = (String, String, Option<String>, 
             "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"UPPER\"}}",
             "- a\n- b\n",
             "{\"a\":1e999}",
+            "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":\"x\"}",
+            "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"n\",\"labels\":[1]}}",
+            "{\"metadata\":{\"name\":\"n\"},\"data\":{\"k\":1}}",
         ])
         .prop_map(|s| s.as_bytes().to_vec()),
     ];

@@ -4,11 +4,12 @@
 //! test assumes an empty cluster.
 
 use fake_apiserver::{FakeApiServer, ServerHandle};
+use http_body_util::BodyExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::runtime::wait::{await_condition, conditions};
-use serde_json::json;
+use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -134,4 +135,39 @@ pub fn status_of<T: std::fmt::Debug>(result: kube::Result<T>) -> (u16, String) {
         Err(kube::Error::Api(s)) => (s.code, s.reason.clone()),
         other => panic!("expected an API error Status, got {other:?}"),
     }
+}
+
+/// A raw reply: the status code, the body as JSON (`Null` when it is not JSON, or nests past
+/// serde_json's limit) and as bytes.
+pub struct Reply {
+    pub code: u16,
+    pub body: Value,
+    pub bytes: bytes::Bytes,
+}
+
+/// Send one raw request through `client` (its TLS and credentials, none of its typing).
+pub async fn send(
+    client: &kube::Client,
+    method: &str,
+    path: &str,
+    content_type: Option<&str>,
+    body: Vec<u8>,
+) -> Reply {
+    let mut req = http::Request::builder().method(method).uri(path);
+    if let Some(ct) = content_type {
+        req = req.header(http::header::CONTENT_TYPE, ct);
+    }
+    let response = client
+        .send(req.body(kube::client::Body::from(body)).expect("request builds"))
+        .await
+        .unwrap_or_else(|e| panic!("{method} {path}: no HTTP response: {e}"));
+    let code = response.status().as_u16();
+    let bytes = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body arrives")
+        .to_bytes();
+    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    Reply { code, body, bytes }
 }

@@ -1,0 +1,517 @@
+//! The Go types behind the built-in objects this server serves, as far as a JSON body can
+//! contradict them: kube-apiserver decodes a body into its typed struct, and a field of the
+//! wrong JSON type fails the decode with Go's `encoding/json` wording
+//! (`json: cannot unmarshal number into Go struct field ConfigMap.data of type string`).
+//!
+//! Only what the tables below name is checked; anything else passes untouched (an unknown field
+//! is the real server's to drop and this server's to keep). `null` is always accepted, as Go
+//! leaves the zero value. Custom resources are unstructured: only their `metadata` is coerced
+//! ([`coerce_custom_metadata`]). Every kind's metadata keeps only what `ObjectMeta` declares
+//! ([`prune_metadata`]). Pure functions; callers word the failure for their verb.
+
+use base64::Engine;
+use serde_json::{Map, Value};
+
+/// A Go type, named as Go prints it in decode errors.
+#[derive(Debug, Clone, Copy)]
+enum Ty {
+    /// A string type (`string`, `types.UID`, `v1.SecretType`).
+    Str(&'static str),
+    Bool,
+    /// An integer type (`int64`, `int32`).
+    Int(&'static str),
+    /// `[]byte`: a base64 string.
+    Bytes,
+    /// `metav1.Time` or `MicroTime`: a string, read by the type's own unmarshaller.
+    Time,
+    Map(&'static Ty, &'static str),
+    List(&'static Ty, &'static str),
+    Struct(&'static Struct),
+    /// A struct whose fields are not modelled here: any JSON object (`v1.NodeSpec`).
+    Object(&'static str),
+}
+
+#[derive(Debug)]
+struct Struct {
+    /// The struct's own name, as errors inside it name it (`ObjectMeta`).
+    name: &'static str,
+    /// The type's qualified name (`v1.ObjectMeta`).
+    go: &'static str,
+    fields: &'static [(&'static str, Ty)],
+}
+
+const STRING: Ty = Ty::Str("string");
+const STRINGS: Ty = Ty::List(&STRING, "[]string");
+const STRING_MAP: Ty = Ty::Map(&STRING, "map[string]string");
+const BYTES_MAP: Ty = Ty::Map(&Ty::Bytes, "map[string][]uint8");
+
+const OWNER_REFERENCE: Struct = Struct {
+    name: "OwnerReference",
+    go: "v1.OwnerReference",
+    fields: &[
+        ("apiVersion", STRING),
+        ("kind", STRING),
+        ("name", STRING),
+        ("uid", Ty::Str("types.UID")),
+        ("controller", Ty::Bool),
+        ("blockOwnerDeletion", Ty::Bool),
+    ],
+};
+
+/// `metav1.ObjectMeta` (apimachinery `pkg/apis/meta/v1/types.go`).
+const OBJECT_META: Struct = Struct {
+    name: "ObjectMeta",
+    go: "v1.ObjectMeta",
+    fields: &[
+        ("name", STRING),
+        ("generateName", STRING),
+        ("namespace", STRING),
+        ("selfLink", STRING),
+        ("uid", Ty::Str("types.UID")),
+        ("resourceVersion", STRING),
+        ("generation", Ty::Int("int64")),
+        ("creationTimestamp", Ty::Time),
+        ("deletionTimestamp", Ty::Time),
+        ("deletionGracePeriodSeconds", Ty::Int("int64")),
+        ("labels", STRING_MAP),
+        ("annotations", STRING_MAP),
+        (
+            "ownerReferences",
+            Ty::List(&Ty::Struct(&OWNER_REFERENCE), "[]v1.OwnerReference"),
+        ),
+        ("finalizers", STRINGS),
+        (
+            "managedFields",
+            Ty::List(&Ty::Object("v1.ManagedFieldsEntry"), "[]v1.ManagedFieldsEntry"),
+        ),
+    ],
+};
+
+const METADATA: (&str, Ty) = ("metadata", Ty::Struct(&OBJECT_META));
+
+const CRD_NAMES: Struct = Struct {
+    name: "CustomResourceDefinitionNames",
+    go: "v1.CustomResourceDefinitionNames",
+    fields: &[
+        ("plural", STRING),
+        ("singular", STRING),
+        ("shortNames", STRINGS),
+        ("kind", STRING),
+        ("listKind", STRING),
+        ("categories", STRINGS),
+    ],
+};
+
+const CRD_VERSION: Struct = Struct {
+    name: "CustomResourceDefinitionVersion",
+    go: "v1.CustomResourceDefinitionVersion",
+    fields: &[
+        ("name", STRING),
+        ("served", Ty::Bool),
+        ("storage", Ty::Bool),
+        ("deprecated", Ty::Bool),
+        ("schema", Ty::Object("v1.CustomResourceValidation")),
+        ("subresources", Ty::Object("v1.CustomResourceSubresources")),
+        (
+            "additionalPrinterColumns",
+            Ty::List(
+                &Ty::Object("v1.CustomResourceColumnDefinition"),
+                "[]v1.CustomResourceColumnDefinition",
+            ),
+        ),
+    ],
+};
+
+const CRD_SPEC: Struct = Struct {
+    name: "CustomResourceDefinitionSpec",
+    go: "v1.CustomResourceDefinitionSpec",
+    fields: &[
+        ("group", STRING),
+        ("names", Ty::Struct(&CRD_NAMES)),
+        ("scope", Ty::Str("v1.ResourceScope")),
+        (
+            "versions",
+            Ty::List(&Ty::Struct(&CRD_VERSION), "[]v1.CustomResourceDefinitionVersion"),
+        ),
+        ("preserveUnknownFields", Ty::Bool),
+    ],
+};
+
+const LEASE_SPEC: Struct = Struct {
+    name: "LeaseSpec",
+    go: "v1.LeaseSpec",
+    fields: &[
+        ("holderIdentity", STRING),
+        ("leaseDurationSeconds", Ty::Int("int32")),
+        ("acquireTime", Ty::Time),
+        ("renewTime", Ty::Time),
+        ("leaseTransitions", Ty::Int("int32")),
+    ],
+};
+
+const NAMESPACE_SPEC: Struct = Struct {
+    name: "NamespaceSpec",
+    go: "v1.NamespaceSpec",
+    fields: &[(
+        "finalizers",
+        Ty::List(&Ty::Str("v1.FinalizerName"), "[]v1.FinalizerName"),
+    )],
+};
+
+/// The top-level fields of each built-in kind (k8s.io/api `core/v1`, `coordination/v1`,
+/// `events/v1`, apiextensions `v1`).
+const KINDS: &[(&str, &[(&str, Ty)])] = &[
+    (
+        "ConfigMap",
+        &[
+            METADATA,
+            ("data", STRING_MAP),
+            ("binaryData", BYTES_MAP),
+            ("immutable", Ty::Bool),
+        ],
+    ),
+    (
+        "Secret",
+        &[
+            METADATA,
+            ("data", BYTES_MAP),
+            ("stringData", STRING_MAP),
+            ("type", Ty::Str("v1.SecretType")),
+            ("immutable", Ty::Bool),
+        ],
+    ),
+    (
+        "Namespace",
+        &[
+            METADATA,
+            ("spec", Ty::Struct(&NAMESPACE_SPEC)),
+            ("status", Ty::Object("v1.NamespaceStatus")),
+        ],
+    ),
+    (
+        "Node",
+        &[
+            METADATA,
+            ("spec", Ty::Object("v1.NodeSpec")),
+            ("status", Ty::Object("v1.NodeStatus")),
+        ],
+    ),
+    (
+        "Pod",
+        &[
+            METADATA,
+            ("spec", Ty::Object("v1.PodSpec")),
+            ("status", Ty::Object("v1.PodStatus")),
+        ],
+    ),
+    (
+        "ServiceAccount",
+        &[
+            METADATA,
+            (
+                "secrets",
+                Ty::List(&Ty::Object("v1.ObjectReference"), "[]v1.ObjectReference"),
+            ),
+            (
+                "imagePullSecrets",
+                Ty::List(
+                    &Ty::Object("v1.LocalObjectReference"),
+                    "[]v1.LocalObjectReference",
+                ),
+            ),
+            ("automountServiceAccountToken", Ty::Bool),
+        ],
+    ),
+    (
+        "Event",
+        &[
+            METADATA,
+            ("involvedObject", Ty::Object("v1.ObjectReference")),
+            ("regarding", Ty::Object("v1.ObjectReference")),
+            ("count", Ty::Int("int32")),
+        ],
+    ),
+    ("Lease", &[METADATA, ("spec", Ty::Struct(&LEASE_SPEC))]),
+    (
+        "CustomResourceDefinition",
+        &[
+            METADATA,
+            ("spec", Ty::Struct(&CRD_SPEC)),
+            ("status", Ty::Object("v1.CustomResourceDefinitionStatus")),
+        ],
+    ),
+];
+
+/// A field whose JSON type contradicts its Go type; `Display` is Go's message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TypeError {
+    /// Go's `encoding/json` message, e.g. `json: cannot unmarshal string into Go struct field
+    /// ObjectMeta.metadata.labels of type map[string]string`.
+    pub message: String,
+    /// The JSON path of the field (`metadata.labels`), for messages that name it.
+    pub path: String,
+}
+
+impl std::fmt::Display for TypeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// Check `object`, a body of built-in `kind`, against the kind's Go types. Kinds not in the
+/// table pass.
+pub fn check_builtin(kind: &str, object: &Value) -> Result<(), TypeError> {
+    let Some((_, fields)) = KINDS.iter().find(|(k, _)| *k == kind) else {
+        return Ok(());
+    };
+    let Value::Object(map) = object else {
+        return Ok(());
+    };
+    check_fields(kind, fields, map, "")
+}
+
+fn check_fields(
+    struct_name: &str,
+    fields: &[(&str, Ty)],
+    map: &Map<String, Value>,
+    prefix: &str,
+) -> Result<(), TypeError> {
+    for (name, ty) in fields {
+        if let Some(value) = map.get(*name) {
+            let path = if prefix.is_empty() {
+                name.to_string()
+            } else {
+                format!("{prefix}.{name}")
+            };
+            check(struct_name, *ty, value, &path)?;
+        }
+    }
+    Ok(())
+}
+
+/// Go's name for the JSON type of `value` in an `UnmarshalTypeError`.
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::String(_) => "string",
+        Value::Number(_) => "number",
+        Value::Bool(_) => "bool",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+        Value::Null => "null",
+    }
+}
+
+fn check(struct_name: &str, ty: Ty, value: &Value, path: &str) -> Result<(), TypeError> {
+    if value.is_null() {
+        return Ok(());
+    }
+    let mismatch = |found: &str, go: &str| TypeError {
+        message: format!(
+            "json: cannot unmarshal {found} into Go struct field {struct_name}.{path} of type {go}"
+        ),
+        path: path.to_string(),
+    };
+    match (ty, value) {
+        (Ty::Str(_), Value::String(_)) | (Ty::Bool, Value::Bool(_)) => Ok(()),
+        (Ty::Str(go), other) => Err(mismatch(json_kind(other), go)),
+        (Ty::Bool, other) => Err(mismatch(json_kind(other), "bool")),
+        (Ty::Int(go), Value::Number(n)) => {
+            let fits = match go {
+                "int32" => n.as_i64().is_some_and(|i| i32::try_from(i).is_ok()),
+                _ => n.as_i64().is_some(),
+            };
+            if fits {
+                Ok(())
+            } else {
+                Err(mismatch(&format!("number {n}"), go))
+            }
+        }
+        (Ty::Int(go), other) => Err(mismatch(json_kind(other), go)),
+        (Ty::Bytes, Value::String(s)) => base64::engine::general_purpose::STANDARD
+            .decode(s)
+            .map(|_| ())
+            .map_err(|e| TypeError {
+                message: base64_message(&e),
+                path: path.to_string(),
+            }),
+        (Ty::Bytes, other) => Err(mismatch(json_kind(other), "[]uint8")),
+        (Ty::Time, Value::String(_)) => Ok(()),
+        // metav1.Time unmarshals through a plain string, outside the struct's context.
+        (Ty::Time, other) => Err(TypeError {
+            message: format!(
+                "json: cannot unmarshal {} into Go value of type string",
+                json_kind(other)
+            ),
+            path: path.to_string(),
+        }),
+        (Ty::Map(inner, _), Value::Object(map)) => {
+            map.values().try_for_each(|v| check(struct_name, *inner, v, path))
+        }
+        (Ty::Map(_, go), other) => Err(mismatch(json_kind(other), go)),
+        (Ty::List(inner, _), Value::Array(items)) => {
+            items.iter().try_for_each(|v| check(struct_name, *inner, v, path))
+        }
+        (Ty::List(_, go), other) => Err(mismatch(json_kind(other), go)),
+        (Ty::Struct(s), Value::Object(map)) => check_fields(s.name, s.fields, map, path),
+        (Ty::Struct(s), other) => Err(mismatch(json_kind(other), s.go)),
+        (Ty::Object(_), Value::Object(_)) => Ok(()),
+        (Ty::Object(go), other) => Err(mismatch(json_kind(other), go)),
+    }
+}
+
+/// Go's `base64.CorruptInputError` wording.
+fn base64_message(e: &base64::DecodeError) -> String {
+    let at = match e {
+        base64::DecodeError::InvalidByte(at, _) | base64::DecodeError::InvalidLastSymbol(at, _) => *at,
+        base64::DecodeError::InvalidLength(len) => *len,
+        base64::DecodeError::InvalidPadding => 0,
+    };
+    format!("illegal base64 data at input byte {at}")
+}
+
+/// A custom resource's `metadata`, as apiextensions-apiserver coerces it from a client's body
+/// (`schema/objectmeta/coerce.go`, dropping malformed fields): it must be an object, and a
+/// field of `ObjectMeta` that would not decode is dropped.
+pub fn coerce_custom_metadata(object: &mut Value) -> Result<(), String> {
+    let Some(metadata) = object.get_mut("metadata") else {
+        return Ok(());
+    };
+    let map = match metadata {
+        Value::Null => return Ok(()),
+        Value::Object(map) => map,
+        other => {
+            return Err(format!(
+                "invalid metadata: expected object, got {}",
+                go_dynamic_type(other)
+            ));
+        }
+    };
+    let malformed: Vec<String> = OBJECT_META
+        .fields
+        .iter()
+        .filter(|(name, ty)| {
+            map.get(*name)
+                .is_some_and(|v| check(OBJECT_META.name, *ty, v, name).is_err())
+        })
+        .map(|(name, _)| name.to_string())
+        .collect();
+    for name in malformed {
+        map.remove(&name);
+    }
+    Ok(())
+}
+
+/// Keep only what `metav1.ObjectMeta` (and each `OwnerReference` in it) declares: the typed
+/// decode a built-in object goes through, and the coercion a custom resource's metadata goes
+/// through, drop every other field. Call after the types check.
+pub fn prune_metadata(object: &mut Value) {
+    let Some(Value::Object(meta)) = object.get_mut("metadata") else {
+        return;
+    };
+    let known = |fields: &[(&str, Ty)], key: &str| fields.iter().any(|(name, _)| *name == key);
+    meta.retain(|key, _| known(OBJECT_META.fields, key));
+    if let Some(Value::Array(refs)) = meta.get_mut("ownerReferences") {
+        for r in refs.iter_mut().filter_map(Value::as_object_mut) {
+            r.retain(|key, _| known(OWNER_REFERENCE.fields, key));
+        }
+    }
+}
+
+/// `%T` of a decoded JSON value in Go.
+fn go_dynamic_type(value: &Value) -> &'static str {
+    match value {
+        Value::String(_) => "string",
+        Value::Number(n) if n.is_f64() => "float64",
+        Value::Number(_) => "int64",
+        Value::Bool(_) => "bool",
+        Value::Array(_) => "[]interface {}",
+        Value::Object(_) => "map[string]interface {}",
+        Value::Null => "<nil>",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn messages_are_go_s() {
+        let cases = [
+            (
+                json!({"metadata": "x"}),
+                "json: cannot unmarshal string into Go struct field ConfigMap.metadata of type v1.ObjectMeta",
+            ),
+            (
+                json!({"metadata": {"labels": []}}),
+                "json: cannot unmarshal array into Go struct field ObjectMeta.metadata.labels of type map[string]string",
+            ),
+            (
+                json!({"metadata": {"annotations": {"a": 1}}}),
+                "json: cannot unmarshal number into Go struct field ObjectMeta.metadata.annotations of type string",
+            ),
+            (
+                json!({"metadata": {"finalizers": "f"}}),
+                "json: cannot unmarshal string into Go struct field ObjectMeta.metadata.finalizers of type []string",
+            ),
+            (
+                json!({"metadata": {"ownerReferences": [{"uid": 5}]}}),
+                "json: cannot unmarshal number into Go struct field OwnerReference.metadata.ownerReferences.uid of type types.UID",
+            ),
+            (
+                json!({"data": {"k": true}}),
+                "json: cannot unmarshal bool into Go struct field ConfigMap.data of type string",
+            ),
+            (
+                json!({"metadata": {"generation": 1.5}}),
+                "json: cannot unmarshal number 1.5 into Go struct field ObjectMeta.metadata.generation of type int64",
+            ),
+        ];
+        for (object, message) in cases {
+            assert_eq!(check_builtin("ConfigMap", &object).unwrap_err().message, message);
+        }
+        let node = json!({"spec": 1});
+        assert_eq!(
+            check_builtin("Node", &node).unwrap_err().message,
+            "json: cannot unmarshal number into Go struct field Node.spec of type v1.NodeSpec"
+        );
+        let secret = json!({"data": {"k": "not base64!"}});
+        assert_eq!(
+            check_builtin("Secret", &secret).unwrap_err().message,
+            "illegal base64 data at input byte 3"
+        );
+    }
+
+    #[test]
+    fn well_typed_and_null_pass() {
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "labels": null,
+            "annotations": {"x": null}, "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": "n", "uid": "u", "controller": true}],
+            "finalizers": ["a/b"], "generation": 3}, "data": {"k": "v"}, "binaryData": {"b": "aGk="}, "extra": {"anything": [1]}});
+        check_builtin("ConfigMap", &cm).unwrap();
+        check_builtin("Widget", &json!({"metadata": 1})).unwrap();
+    }
+
+    #[test]
+    fn metadata_keeps_only_what_object_meta_declares() {
+        let mut o = json!({"metadata": {"name": "a", "clusterName": "x", "deep": {"a": {"b": 1}},
+            "ownerReferences": [{"uid": "u", "junk": 1}]}, "data": {"k": "v"}});
+        prune_metadata(&mut o);
+        assert_eq!(
+            o,
+            json!({"metadata": {"name": "a", "ownerReferences": [{"uid": "u"}]}, "data": {"k": "v"}})
+        );
+    }
+
+    #[test]
+    fn custom_metadata_drops_what_does_not_decode() {
+        let mut w =
+            json!({"metadata": {"name": "w", "labels": 5, "annotations": {"a": "b"}, "finalizers": [1]}});
+        coerce_custom_metadata(&mut w).unwrap();
+        assert_eq!(w, json!({"metadata": {"name": "w", "annotations": {"a": "b"}}}));
+        let mut bad = json!({"metadata": "x"});
+        assert_eq!(
+            coerce_custom_metadata(&mut bad).unwrap_err(),
+            "invalid metadata: expected object, got string"
+        );
+    }
+}

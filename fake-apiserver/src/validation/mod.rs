@@ -1,0 +1,125 @@
+//! Object validation this server enforces, worded as kube-apiserver words it: names (DNS-1123)
+//! here, metadata and data rules in `meta`, the rules a CRD must meet before it can register a
+//! resource in `crd`; `validate_object` gathers them into one 422.
+//!
+//! Custom resources are not checked against their CRD's schema; that is left to clients and
+//! said in the README.
+
+mod crd;
+mod meta;
+
+pub use crd::validate_crd;
+pub use meta::MAX_DATA_SIZE;
+
+use crate::error::{ApiError, Cause};
+use crate::resource::ResourceInfo;
+use serde_json::Value;
+
+const SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+const LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+
+fn is_label(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b[0] != b'-'
+        && b[b.len() - 1] != b'-'
+}
+
+pub fn is_dns1123_subdomain(s: &str) -> bool {
+    s.len() <= 253 && s.split('.').all(is_label)
+}
+
+/// `metadata.name`'s causes for `kind`: namespaces must be DNS-1123 labels, everything else a
+/// DNS-1123 subdomain.
+fn name_causes(kind: &str, name: &str) -> Vec<Cause> {
+    if name.is_empty() {
+        return vec![Cause {
+            reason: "FieldValueRequired",
+            message: "Required value: name or generateName is required".into(),
+            field: "metadata.name".into(),
+        }];
+    }
+    let problem = if kind == "Namespace" {
+        (!is_label(name)).then(|| LABEL_MSG.to_string())
+    } else if name.len() > 253 {
+        Some("must be no more than 253 characters".to_string())
+    } else {
+        (!is_dns1123_subdomain(name)).then(|| SUBDOMAIN_MSG.to_string())
+    };
+    problem
+        .map(|message| Cause {
+            reason: "FieldValueInvalid",
+            message: format!("Invalid value: {name:?}: {message}"),
+            field: "metadata.name".into(),
+        })
+        .into_iter()
+        .collect()
+}
+
+/// Check `metadata.name` for `kind` of `group`.
+pub fn validate_name(group: &str, kind: &str, name: &str) -> Result<(), ApiError> {
+    invalid_if_any(group, kind, name, name_causes(kind, name))
+}
+
+fn invalid_if_any(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> Result<(), ApiError> {
+    if causes.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::Invalid {
+        group: group.into(),
+        kind: kind.into(),
+        name: name.into(),
+        causes,
+    })
+}
+
+/// Every rule a written object of `info`'s resource must meet once its type checks: its name
+/// (when `creating`; an update's name is the URL's), its metadata, and its kind's own rules
+/// (a CRD's, a ConfigMap's, a Secret's), as one 422 listing every broken rule.
+pub fn validate_object(info: &ResourceInfo, object: &Value, creating: bool) -> Result<(), ApiError> {
+    let name = object
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let is_crd = info.builtin && info.kind == "CustomResourceDefinition";
+    let mut causes = meta::Causes::default();
+    if is_crd {
+        causes.0.extend(crd::name_causes(object));
+    } else if creating {
+        causes.0.extend(name_causes(&info.kind, name));
+    }
+    // Built-in kinds but CRDs are validated by kubernetes' core ValidateObjectMeta, which adds a
+    // finalizer rule to apimachinery's.
+    meta::metadata(object, info.builtin && !is_crd, &mut causes);
+    match (info.builtin, info.kind.as_str()) {
+        (true, "CustomResourceDefinition") => causes.0.extend(crd::spec_causes(object)),
+        (true, "ConfigMap") => meta::configmap(object, &mut causes),
+        (true, "Secret") => meta::secret(object, &mut causes),
+        _ => {}
+    }
+    invalid_if_any(&info.group, &info.kind, name, causes.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        for ok in ["a", "node-1", "rendered-worker-0f1e", "api.example.com", "1abc"] {
+            validate_name("", "ConfigMap", ok).unwrap();
+        }
+        for bad in ["Bad_Name", "-a", "a-", "a..b", "UPPER", &"x".repeat(254)] {
+            let e = validate_name("", "ConfigMap", bad).unwrap_err();
+            assert_eq!(e.code(), 422, "{bad}");
+        }
+        assert!(validate_name("", "Namespace", "a.b").is_err());
+        let e = validate_name("", "ConfigMap", "Bad_Name").unwrap_err().status();
+        assert!(e["message"].as_str().unwrap().starts_with(
+            "ConfigMap \"Bad_Name\" is invalid: metadata.name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain"
+        ));
+    }
+}

@@ -1,0 +1,266 @@
+//! Built-in objects keep kube-apiserver's rules on every write path: label and annotation keys
+//! and values, finalizer names, owner references, ConfigMap keys and the 1 MiB data limit, each
+//! a 422 in upstream's words (apimachinery `api/validation/objectmeta.go`,
+//! `api/validate/content/kube.go`; kubernetes `apis/core/validation/validation.go`), and every
+//! stored object still decodes with a typed client.
+
+use crate::common::{init_crypto, send};
+use fake_apiserver::FakeApiServer;
+use k8s_openapi::api::core::v1::ConfigMap;
+use serde_json::{Value, json};
+
+const CMS: &str = "/api/v1/namespaces/default/configmaps";
+const LABEL_KEY: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+
+async fn client() -> (fake_apiserver::ServerHandle, kube::Client) {
+    init_crypto();
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.conformance.mco.test"},
+        "spec": {"group": "conformance.mco.test", "scope": "Cluster",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+            "versions": [{"name": "v1", "served": true, "storage": true}]}});
+    let server = FakeApiServer::builder()
+        .object(crd)
+        .object(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "exists", "namespace": "default"}, "data": {"k": "v"}}))
+        .start()
+        .await
+        .unwrap();
+    let client = server.admin_client().await.unwrap();
+    (server, client)
+}
+
+fn cm(name: &str, extra: Value) -> Vec<u8> {
+    let mut body = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}});
+    for (k, v) in extra.as_object().unwrap() {
+        if k == "metadata" {
+            for (mk, mv) in v.as_object().unwrap() {
+                body["metadata"][mk] = mv.clone();
+            }
+        } else {
+            body[k] = v.clone();
+        }
+    }
+    body.to_string().into_bytes()
+}
+
+fn invalid(name: &str, causes: &[(&str, &str, &str)]) -> Value {
+    let each: Vec<String> = causes.iter().map(|(f, _, m)| format!("{f}: {m}")).collect();
+    let all = match each.as_slice() {
+        [one] => one.clone(),
+        many => format!("[{}]", many.join(", ")),
+    };
+    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": format!("ConfigMap {name:?} is invalid: {all}"), "reason": "Invalid",
+        "details": {"name": name, "kind": "ConfigMap",
+            "causes": causes.iter().map(|(f, r, m)| json!({"field": f, "reason": r, "message": m})).collect::<Vec<_>>()},
+        "code": 422})
+}
+
+#[tokio::test]
+async fn metadata_and_data_rules_hold_on_create() {
+    let (_server, client) = client().await;
+    let too_long = "Too long: may not be more than 1048576 bytes";
+    let cases = [
+        (
+            cm("big", json!({"data": {"a": "x".repeat(1024 * 1024), "b": "y"}})),
+            invalid("big", &[("[]", "FieldValueTooLong", too_long)]),
+        ),
+        (
+            cm("l", json!({"metadata": {"labels": {"bad key": "ok"}}})),
+            invalid(
+                "l",
+                &[(
+                    "metadata.labels",
+                    "FieldValueInvalid",
+                    &format!("Invalid value: \"bad key\": {LABEL_KEY}"),
+                )],
+            ),
+        ),
+        (
+            cm("a", json!({"metadata": {"annotations": {"a/b/c": "x"}}})),
+            invalid(
+                "a",
+                &[(
+                    "metadata.annotations",
+                    "FieldValueInvalid",
+                    "Invalid value: \"a/b/c\": a valid label key must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+                )],
+            ),
+        ),
+        (
+            cm("f", json!({"metadata": {"finalizers": ["hold"]}})),
+            invalid(
+                "f",
+                &[(
+                    "metadata.finalizers[0]",
+                    "FieldValueInvalid",
+                    "Invalid value: \"hold\": name is neither a standard finalizer name nor is it fully qualified",
+                )],
+            ),
+        ),
+        (
+            cm(
+                "o",
+                json!({"metadata": {"ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": "n"}]}}),
+            ),
+            invalid(
+                "o",
+                &[(
+                    "metadata.ownerReferences.uid",
+                    "FieldValueInvalid",
+                    "Invalid value: \"\": must not be empty",
+                )],
+            ),
+        ),
+        (
+            cm("k", json!({"data": {"a b": "x"}})),
+            invalid(
+                "k",
+                &[(
+                    "data[a b]",
+                    "FieldValueInvalid",
+                    "Invalid value: \"a b\": a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')",
+                )],
+            ),
+        ),
+        (
+            cm("Two", json!({"metadata": {"labels": {"ok": "-bad"}}})),
+            invalid(
+                "Two",
+                &[
+                    (
+                        "metadata.name",
+                        "FieldValueInvalid",
+                        "Invalid value: \"Two\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+                    ),
+                    (
+                        "metadata.labels",
+                        "FieldValueInvalid",
+                        "Invalid value: \"-bad\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+                    ),
+                ],
+            ),
+        ),
+    ];
+    for (body, want) in cases {
+        let r = send(&client, "POST", CMS, Some("application/json"), body).await;
+        assert_eq!(r.code, 422, "{}", r.body);
+        assert_eq!(r.body, want);
+    }
+    let listed = send(&client, "GET", CMS, None, vec![]).await;
+    assert_eq!(
+        listed.body["items"].as_array().unwrap().len(),
+        1,
+        "only the seeded one"
+    );
+}
+
+#[tokio::test]
+async fn the_rules_hold_on_every_update_path_and_stored_objects_decode() {
+    let (_server, client) = client().await;
+    let path = format!("{CMS}/exists");
+    let big = "x".repeat(1024 * 1024 + 1);
+    let cases = [
+        ("application/merge-patch+json", json!({"data": {"k": big}})),
+        (
+            "application/strategic-merge-patch+json",
+            json!({"metadata": {"labels": {"bad key": "v"}}}),
+        ),
+        (
+            "application/json-patch+json",
+            json!([{"op": "add", "path": "/metadata/finalizers", "value": ["hold"]}]),
+        ),
+        (
+            "application/apply-patch+yaml",
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "exists", "annotations": {"/x": "y"}}}),
+        ),
+    ];
+    for (ct, patch) in cases {
+        let query = if ct.starts_with("application/apply") {
+            "?fieldManager=t"
+        } else {
+            ""
+        };
+        let r = send(
+            &client,
+            "PATCH",
+            &format!("{path}{query}"),
+            Some(ct),
+            patch.to_string().into_bytes(),
+        )
+        .await;
+        assert_eq!(
+            (r.code, r.body["reason"].as_str()),
+            (422, Some("Invalid")),
+            "{ct}: {}",
+            r.body
+        );
+        assert_eq!(r.body["details"]["name"], "exists", "{ct}");
+    }
+    let mut replacement = send(&client, "GET", &path, None, vec![]).await.body;
+    replacement["data"] = json!({"a b": "x"});
+    let r = send(
+        &client,
+        "PUT",
+        &path,
+        Some("application/json"),
+        replacement.to_string().into_bytes(),
+    )
+    .await;
+    assert_eq!(r.code, 422, "{}", r.body);
+
+    // A custom resource's finalizer need only be a qualified name (no core rule).
+    let widget = json!({"apiVersion": "conformance.mco.test/v1", "kind": "Widget", "metadata": {"name": "w", "finalizers": ["hold"]}});
+    let r = send(
+        &client,
+        "POST",
+        "/apis/conformance.mco.test/v1/widgets",
+        Some("application/json"),
+        widget.to_string().into_bytes(),
+    )
+    .await;
+    assert_eq!(r.code, 201, "{}", r.body);
+
+    let cms: kube::Api<ConfigMap> = kube::Api::namespaced(client, "default");
+    let all = cms
+        .list(&Default::default())
+        .await
+        .expect("every stored ConfigMap decodes");
+    assert_eq!(all.items.len(), 1);
+    assert_eq!(
+        all.items[0].data.as_ref().unwrap()["k"],
+        "v",
+        "no refused write changed it"
+    );
+}
+
+#[tokio::test]
+async fn metadata_keeps_only_what_object_meta_declares() {
+    // A typed decode drops what ObjectMeta does not declare, however deep it nests.
+    let (_server, client) = client().await;
+    let deep = format!("{}1{}", "{\"a\":".repeat(5000), "}".repeat(5000));
+    let body = format!(
+        r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"m","extra":{deep},"ownerReferences":[{{"apiVersion":"v1","kind":"Node","name":"n","uid":"u","junk":{deep}}}]}}}}"#
+    );
+    let r = send(&client, "POST", CMS, Some("application/json"), body.into_bytes()).await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    assert!(r.body["metadata"].get("extra").is_none());
+    assert_eq!(
+        r.body["metadata"]["ownerReferences"],
+        json!([{"apiVersion": "v1", "kind": "Node", "name": "n", "uid": "u"}])
+    );
+    let widget = format!(
+        r#"{{"apiVersion":"conformance.mco.test/v1","kind":"Widget","metadata":{{"name":"w","extra":{deep}}}}}"#
+    );
+    let r = send(
+        &client,
+        "POST",
+        "/apis/conformance.mco.test/v1/widgets",
+        Some("application/json"),
+        widget.into_bytes(),
+    )
+    .await;
+    assert_eq!(r.code, 201);
+    assert!(r.body["metadata"].get("extra").is_none());
+}

@@ -1,0 +1,395 @@
+//! Deeply nested documents: kube-apiserver's JSON decoder refuses more than 10,000 nested
+//! containers (Go `encoding/json`'s `maxNestingDepth`, used through `sigs.k8s.io/json`), and
+//! this server refuses the same documents with the same answers on every write path, and stays
+//! up holding objects at the bound. Before the bound, repeated JSON patches that each added
+//! ~120 levels overflowed the server's stack near 7,700 levels and aborted the process.
+
+use crate::common::{init_crypto, send};
+use fake_apiserver::FakeApiServer;
+use fake_apiserver::depth::MAX_DEPTH;
+use serde_json::json;
+
+const WIDGETS: &str = "/apis/conformance.mco.test/v1/widgets";
+const CMS: &str = "/api/v1/namespaces/default/configmaps";
+const JSON: Option<&str> = Some("application/json");
+const MERGE: Option<&str> = Some("application/merge-patch+json");
+const JSON_PATCH: Option<&str> = Some("application/json-patch+json");
+const STRATEGIC: Option<&str> = Some("application/strategic-merge-patch+json");
+const APPLY: Option<&str> = Some("application/apply-patch+yaml");
+
+async fn server() -> (fake_apiserver::ServerHandle, kube::Client) {
+    init_crypto();
+    let widget_crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.conformance.mco.test"},
+        "spec": {"group": "conformance.mco.test", "scope": "Cluster",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
+    let server = FakeApiServer::builder()
+        .object(widget_crd)
+        .object(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "default"}}))
+        .start()
+        .await
+        .unwrap();
+    let client = server.admin_client().await.unwrap();
+    (server, client)
+}
+
+/// `levels` nested objects around `leaf`: `{"a":{"a":…leaf…}}`.
+fn nested(levels: usize, leaf: &str) -> String {
+    format!("{}{leaf}{}", "{\"a\":".repeat(levels), "}".repeat(levels))
+}
+
+/// A widget whose `spec` nests `levels` deep: the object nests one more.
+fn widget(name: &str, levels: usize) -> Vec<u8> {
+    format!(
+        r#"{{"apiVersion":"conformance.mco.test/v1","kind":"Widget","metadata":{{"name":"{name}"}},"spec":{}}}"#,
+        nested(levels, "1")
+    )
+    .into_bytes()
+}
+
+/// How deeply a JSON text nests (containers outside strings).
+fn depth_of(text: &[u8]) -> usize {
+    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for &c in text {
+        if in_string {
+            match c {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b'}' | b']' => depth -= 1,
+            _ => {}
+        }
+    }
+    deepest
+}
+
+async fn still_serving(client: &kube::Client) {
+    assert_eq!(send(client, "GET", "/readyz", None, vec![]).await.code, 200);
+    assert_eq!(send(client, "GET", WIDGETS, None, vec![]).await.code, 200);
+}
+
+#[tokio::test]
+async fn repeated_json_patches_stop_at_the_decoders_depth() {
+    let (_server, client) = server().await;
+    let created = send(
+        &client,
+        "POST",
+        WIDGETS,
+        JSON,
+        br#"{"apiVersion":"conformance.mco.test/v1","kind":"Widget","metadata":{"name":"w"},"spec":{}}"#
+            .to_vec(),
+    )
+    .await;
+    assert_eq!(created.code, 201, "{}", created.body);
+    // Each patch adds 120 levels at the deepest point: root and spec, then 120 per patch.
+    let mut path = "/spec".to_string();
+    let mut accepted = 0;
+    let refusal = loop {
+        let op = format!(
+            r#"[{{"op":"add","path":"{path}/a","value":{}}}]"#,
+            nested(119, "{}")
+        );
+        let r = send(
+            &client,
+            "PATCH",
+            &format!("{WIDGETS}/w"),
+            JSON_PATCH,
+            op.into_bytes(),
+        )
+        .await;
+        if r.code != 200 {
+            break r;
+        }
+        accepted += 1;
+        path.push_str(&"/a".repeat(120));
+        assert!(accepted < 100, "no bound reached");
+    };
+    assert_eq!(
+        2 + 120 * accepted,
+        9962,
+        "the last accepted patch is the last within 10,000 levels"
+    );
+    assert_eq!(
+        (refusal.code, refusal.body["reason"].as_str()),
+        (422, Some("Invalid")),
+        "{}",
+        refusal.body
+    );
+    let cause = &refusal.body["details"]["causes"][0];
+    assert_eq!(cause["field"], "patch");
+    assert_eq!(cause["reason"], "FieldValueInvalid");
+    let message = refusal.body["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(" \"\" is invalid: patch: Invalid value: \"{"),
+        "{}",
+        &message[..80]
+    );
+    assert!(
+        message.ends_with(
+            "\": couldn't get version/kind; json parse error: invalid character '{' exceeded max depth"
+        ),
+        "{}",
+        &message[message.len() - 120..]
+    );
+    let stored = send(&client, "GET", &format!("{WIDGETS}/w"), None, vec![]).await;
+    assert_eq!(stored.code, 200);
+    assert_eq!(depth_of(&stored.bytes), 9962, "the refused patch changed nothing");
+    still_serving(&client).await;
+    let deleted = send(&client, "DELETE", &format!("{WIDGETS}/w"), None, vec![]).await;
+    assert_eq!(deleted.code, 200);
+    still_serving(&client).await;
+}
+
+#[tokio::test]
+async fn every_write_path_refuses_past_the_bound_and_keeps_objects_at_it() {
+    let (_server, client) = server().await;
+    let too_deep = "invalid character '{' exceeded max depth";
+    let unrecognized = format!(
+        "the object provided is unrecognized (must be of type Widget): couldn't get version/kind; json parse error: {too_deep} ("
+    );
+    // (method, path, content type, body, code, message prefix)
+    let refused = [
+        (
+            "POST",
+            WIDGETS.to_string(),
+            JSON,
+            widget("d", MAX_DEPTH),
+            400,
+            unrecognized.clone(),
+        ),
+        (
+            "PUT",
+            format!("{WIDGETS}/d"),
+            JSON,
+            widget("d", MAX_DEPTH),
+            400,
+            unrecognized.clone(),
+        ),
+        (
+            "PATCH",
+            format!("{WIDGETS}/d"),
+            MERGE,
+            format!(r#"{{"spec":{}}}"#, nested(MAX_DEPTH, "1")).into_bytes(),
+            400,
+            format!("error decoding patch: {too_deep}"),
+        ),
+        (
+            "PATCH",
+            format!("{WIDGETS}/d"),
+            JSON_PATCH,
+            format!(
+                r#"[{{"op":"replace","path":"/spec","value":{}}}]"#,
+                nested(MAX_DEPTH - 1, "1")
+            )
+            .into_bytes(),
+            400,
+            format!("error decoding patch: {too_deep}"),
+        ),
+        (
+            "PATCH",
+            format!("{CMS}/cm"),
+            STRATEGIC,
+            format!(r#"{{"x":{}}}"#, nested(MAX_DEPTH, "1")).into_bytes(),
+            400,
+            too_deep.to_string(),
+        ),
+        (
+            "PATCH",
+            format!("{WIDGETS}/d?fieldManager=t"),
+            APPLY,
+            widget("d", MAX_DEPTH),
+            400,
+            "error decoding YAML: error converting YAML to JSON: yaml: exceeded max depth of 10000"
+                .to_string(),
+        ),
+    ];
+    let created = send(&client, "POST", WIDGETS, JSON, widget("d", 1)).await;
+    assert_eq!(created.code, 201);
+    for (method, path, ct, body, code, message) in refused {
+        let r = send(&client, method, &path, ct, body).await;
+        assert_eq!(
+            (r.code, r.body["reason"].as_str()),
+            (code, Some("BadRequest")),
+            "{method} {path} {ct:?}: {}",
+            r.body
+        );
+        let got = r.body["message"].as_str().unwrap();
+        assert!(got.starts_with(&message), "{method} {path} {ct:?}: {got}");
+        still_serving(&client).await;
+    }
+
+    // At the bound, every path stores and serves the object.
+    let accepted = [
+        ("POST", WIDGETS.to_string(), JSON, widget("e", MAX_DEPTH - 1), 201),
+        (
+            "PUT",
+            format!("{WIDGETS}/d"),
+            JSON,
+            widget("d", MAX_DEPTH - 1),
+            200,
+        ),
+        (
+            "PATCH",
+            format!("{WIDGETS}/d"),
+            MERGE,
+            format!(r#"{{"spec":{}}}"#, nested(MAX_DEPTH - 1, "2")).into_bytes(),
+            200,
+        ),
+        (
+            "PATCH",
+            format!("{WIDGETS}/d"),
+            JSON_PATCH,
+            format!(
+                r#"[{{"op":"replace","path":"/spec","value":{}}}]"#,
+                nested(MAX_DEPTH - 2, "3")
+            )
+            .into_bytes(),
+            200,
+        ),
+        (
+            "PATCH",
+            format!("{WIDGETS}/f?fieldManager=t"),
+            APPLY,
+            widget("f", MAX_DEPTH - 1),
+            201,
+        ),
+        (
+            "PATCH",
+            format!("{WIDGETS}/f?fieldManager=t"),
+            APPLY,
+            widget("f", MAX_DEPTH - 2),
+            200,
+        ),
+    ];
+    for (method, path, ct, body, code) in accepted {
+        let r = send(&client, method, &path, ct, body).await;
+        assert_eq!(r.code, code, "{method} {path} {ct:?}: {}", r.body);
+        still_serving(&client).await;
+    }
+    let e = send(&client, "GET", &format!("{WIDGETS}/e"), None, vec![]).await;
+    assert_eq!(depth_of(&e.bytes), MAX_DEPTH);
+    let list = send(&client, "GET", WIDGETS, None, vec![]).await;
+    assert_eq!(
+        depth_of(&list.bytes),
+        MAX_DEPTH + 2,
+        "the list and its items array hold it"
+    );
+    for name in ["d", "e", "f"] {
+        let r = send(&client, "DELETE", &format!("{WIDGETS}/{name}"), None, vec![]).await;
+        assert_eq!(r.code, 200, "{name}");
+    }
+    still_serving(&client).await;
+}
+
+#[tokio::test]
+async fn a_crd_schema_at_the_bound_is_served_and_removed() {
+    let (_server, client) = server().await;
+    // The schema sits five levels down in the CRD: spec, versions, [0], schema, openAPIV3Schema.
+    let schema = nested(MAX_DEPTH - 6, "1");
+    let crd = format!(
+        r#"{{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{{"name":"gadgets.conformance.mco.test"}},"spec":{{"group":"conformance.mco.test","scope":"Cluster","names":{{"plural":"gadgets","singular":"gadget","kind":"Gadget"}},"versions":[{{"name":"v1","served":true,"storage":true,"schema":{{"openAPIV3Schema":{schema}}}}}]}}}}"#
+    );
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    let created = send(&client, "POST", crds, JSON, crd.into_bytes()).await;
+    assert_eq!(created.code, 201, "{}", created.body);
+    for path in [
+        "/openapi/v3",
+        "/openapi/v3/apis/conformance.mco.test/v1",
+        "/apis",
+        "/apis/conformance.mco.test/v1/gadgets",
+    ] {
+        let r = send(&client, "GET", path, None, vec![]).await;
+        assert_eq!(r.code, 200, "{path}");
+    }
+    let deleted = send(
+        &client,
+        "DELETE",
+        &format!("{crds}/gadgets.conformance.mco.test"),
+        None,
+        vec![],
+    )
+    .await;
+    assert_eq!(deleted.code, 200);
+    still_serving(&client).await;
+    let gone = send(
+        &client,
+        "GET",
+        "/openapi/v3/apis/conformance.mco.test/v1",
+        None,
+        vec![],
+    )
+    .await;
+    assert_eq!(gone.code, 200, "widgets still serve the group");
+}
+
+#[tokio::test]
+async fn json_patch_copies_cannot_grow_a_document_without_bound() {
+    // kube-apiserver applies at most 10,000 operations and copies at most 3 MiB in one JSON
+    // patch; within those, a copy into its own subtree still meets the depth bound.
+    let (_server, client) = server().await;
+    assert_eq!(post_widget(&client, "c", 5_000).await, 201);
+    let path = format!("{WIDGETS}/c");
+    let leaf = format!("/spec{}", "/a".repeat(4_999));
+    let copy = json!([{"op": "copy", "from": "/spec", "path": format!("{leaf}/a")},
+                      {"op": "copy", "from": "/spec", "path": "/spec/b"}]);
+    let r = send(&client, "PATCH", &path, JSON_PATCH, copy.to_string().into_bytes()).await;
+    assert_eq!(
+        (r.code, r.body["details"]["causes"][0]["field"].as_str()),
+        (422, Some("patch"))
+    );
+    let doubling: Vec<_> = (0..12)
+        .map(|i| json!({"op": "copy", "from": "/spec", "path": format!("/spec/c{i}")}))
+        .collect();
+    let r = send(
+        &client,
+        "PATCH",
+        &path,
+        JSON_PATCH,
+        json!(doubling).to_string().into_bytes(),
+    )
+    .await;
+    assert_eq!(
+        (r.code, r.body["reason"].as_str()),
+        (422, Some("Invalid")),
+        "3 MiB of copies"
+    );
+    let many = vec![json!({"op": "test", "path": "/kind", "value": "Widget"}); 10_001];
+    let r = send(
+        &client,
+        "PATCH",
+        &path,
+        JSON_PATCH,
+        json!(many).to_string().into_bytes(),
+    )
+    .await;
+    assert_eq!(
+        (r.code, r.body["reason"].as_str(), r.body["message"].as_str()),
+        (
+            413,
+            Some("RequestEntityTooLarge"),
+            Some(
+                "Request entity too large: The allowed maximum operations in a JSON patch is 10000, got 10001"
+            )
+        )
+    );
+    still_serving(&client).await;
+}
+
+async fn post_widget(client: &kube::Client, name: &str, levels: usize) -> u16 {
+    send(client, "POST", WIDGETS, JSON, widget(name, levels))
+        .await
+        .code
+}
