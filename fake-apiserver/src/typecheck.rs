@@ -290,7 +290,7 @@ fn check_fields(
 }
 
 /// Go's name for the JSON type of `value` in an `UnmarshalTypeError`.
-fn json_kind(value: &Value) -> &'static str {
+pub(crate) fn json_kind(value: &Value) -> &'static str {
     match value {
         Value::String(_) => "string",
         Value::Number(_) => "number",

@@ -11,24 +11,12 @@ use super::RequestBody;
 use crate::depth;
 use crate::error::{ApiError, Cause, summarize_data};
 use crate::resource::ResourceInfo;
-use crate::typecheck::{self, TypeError};
+use crate::typecheck::{self, TypeError, json_kind};
 use serde_json::Value;
 
 /// Go's name for the struct `SimpleMetaFactory.Interpret` decodes a body into to find its type.
 const FIND_KIND: &str =
     r#"struct { APIVersion string "json:\"apiVersion,omitempty\""; Kind string "json:\"kind,omitempty\"" }"#;
-
-/// Go's name for the JSON type of `value`, as an `UnmarshalTypeError` reports it.
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::String(_) => "string",
-        Value::Number(_) => "number",
-        Value::Bool(_) => "bool",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-        Value::Null => "null",
-    }
-}
 
 /// The media type of a request body, without parameters.
 pub(super) fn media_type(content_type: Option<&str>) -> String {

@@ -338,22 +338,31 @@ fn noted<'w>(world: &'w ConformanceWorld, node: &str, path: &str) -> anyhow::Res
         })
 }
 
+/// What a "noted" step found for the file on this node, and its inode and contents now.
+async fn noted_and_now<'w>(
+    world: &'w ConformanceWorld,
+    node: &dyn harness::node::Node,
+    path: &str,
+) -> anyhow::Result<(&'w (u64, Vec<u8>), (u64, Vec<u8>))> {
+    let noted = noted(world, node.name(), path)?;
+    let now = node
+        .stat(path)
+        .await?
+        .with_context(|| format!("{}: {path} is gone", node.name()))?;
+    Ok((noted, (now.inode, node.read(path).await?)))
+}
+
 /// The file was written again since it was noted (a writer that replaces files, as MCO's
 /// atomic writes do, leaves a new inode), with the contents it had: written, not changed.
 #[then(regex = r"^every node's (/\S+) was written again with the same contents$")]
 async fn file_written_again(world: &mut ConformanceWorld, path: String) -> anyhow::Result<()> {
     for node in &world.cluster()?.nodes {
-        let (inode, contents) = noted(world, node.name(), &path)?;
-        let now = node
-            .stat(&path)
-            .await?
-            .with_context(|| format!("{}: {path} is gone", node.name()))?;
+        let ((inode, contents), (now, read)) = noted_and_now(world, node.as_ref(), &path).await?;
         ensure!(
-            now.inode != *inode,
+            now != *inode,
             "{}: {path} was not written again: it is the same file (inode {inode}) as when it was noted",
             node.name()
         );
-        let read = node.read(&path).await?;
         ensure!(
             read == *contents,
             "{}: {path} was written with other contents: {:?}, noted {:?}",
@@ -369,17 +378,11 @@ async fn file_written_again(world: &mut ConformanceWorld, path: String) -> anyho
 #[then(regex = r"^every node's (/\S+) was not written again$")]
 async fn file_not_written_again(world: &mut ConformanceWorld, path: String) -> anyhow::Result<()> {
     for node in &world.cluster()?.nodes {
-        let (inode, contents) = noted(world, node.name(), &path)?;
-        let now = node
-            .stat(&path)
-            .await?
-            .with_context(|| format!("{}: {path} is gone", node.name()))?;
-        let read = node.read(&path).await?;
+        let ((inode, contents), (now, read)) = noted_and_now(world, node.as_ref(), &path).await?;
         ensure!(
-            now.inode == *inode && read == *contents,
-            "{}: {path} was written again (inode {} now, {inode} when noted; contents {})",
+            now == *inode && read == *contents,
+            "{}: {path} was written again (inode {now} now, {inode} when noted; contents {})",
             node.name(),
-            now.inode,
             if read == *contents { "the same" } else { "changed" }
         );
     }
