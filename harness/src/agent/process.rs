@@ -12,7 +12,7 @@
 use super::{AgentEnv, AgentHost, CommandOutput};
 use crate::mco::FIPS_PATH;
 use crate::node::control::{self, NODE_SOCKET_ENV, Scope};
-use crate::node::journal::{escape_output, split_records};
+use crate::node::output::{OutputSync, forward_output};
 use crate::node::seed::AGENT_KUBECONFIG;
 use crate::node::{Node, Service, ServiceContext};
 use crate::profile::Profile;
@@ -159,11 +159,13 @@ impl Service for AgentProcess {
             Err(e) => return ctx.log(&format!("cannot listen on {}: {e}", socket.display())),
         };
         let serving = ctx.stop.child_token();
+        let output = Arc::new(OutputSync::default());
         tokio::spawn(control::serve(
             listener,
             ctx.node.clone(),
             Scope::Tools,
             serving.clone(),
+            Some(output.clone()),
         ));
         let _stop_serving = serving.drop_guard();
         let path = format!(
@@ -210,7 +212,7 @@ impl Service for AgentProcess {
             Ok(c) => c,
             Err(e) => return ctx.log(&format!("cannot start {}: {e}", self.binary.display())),
         };
-        if let Some(exited) = until_exit_or_stop(&ctx, &mut child, &|_| {}).await {
+        if let Some(exited) = until_exit_or_stop(&ctx, &mut child, &|_| {}, &output).await {
             let status = exited.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
             ctx.log(&format!("{} exited: {status}", self.binary.display()));
         }
@@ -331,8 +333,9 @@ pub(crate) async fn until_exit_or_stop(
     ctx: &ServiceContext,
     child: &mut tokio::process::Child,
     on_line: &(dyn Fn(&str) + Send + Sync),
+    sync: &OutputSync,
 ) -> Option<std::io::Result<std::process::ExitStatus>> {
-    let output = forward_output(ctx, child.stdout.take(), child.stderr.take(), on_line);
+    let output = forward_output(ctx, child.stdout.take(), child.stderr.take(), on_line, sync);
     tokio::pin!(output);
     let mut output_done = false;
     loop {
@@ -353,42 +356,3 @@ pub(crate) async fn until_exit_or_stop(
 
 /// How long the output of a process that exited is read for after its exit.
 const OUTPUT_DRAIN: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// Every line a service's process prints goes to the journal under the service's name and
-/// pid, and to `on_line`.
-async fn forward_output(
-    ctx: &ServiceContext,
-    stdout: Option<tokio::process::ChildStdout>,
-    stderr: Option<tokio::process::ChildStderr>,
-    on_line: &(dyn Fn(&str) + Send + Sync),
-) {
-    // Records as journald makes them from a stream (newline, NUL, or LINE_MAX bytes), any
-    // bytes at all: output that is not UTF-8 is kept, escaped.
-    async fn lines(
-        ctx: &ServiceContext,
-        stream: Option<impl tokio::io::AsyncRead + Unpin>,
-        on_line: &(dyn Fn(&str) + Send + Sync),
-    ) {
-        use tokio::io::AsyncReadExt;
-        let Some(mut stream) = stream else { return };
-        let (mut pending, mut chunk) = (Vec::new(), vec![0u8; 8192]);
-        loop {
-            let read = stream.read(&mut chunk).await.unwrap_or(0);
-            if read == 0 {
-                break;
-            }
-            pending.extend_from_slice(&chunk[..read]);
-            for record in split_records(&mut pending) {
-                let line = escape_output(&record);
-                ctx.log(&line);
-                on_line(&line);
-            }
-        }
-        if !pending.is_empty() {
-            let line = escape_output(&pending);
-            ctx.log(&line);
-            on_line(&line);
-        }
-    }
-    tokio::join!(lines(ctx, stdout, on_line), lines(ctx, stderr, on_line));
-}

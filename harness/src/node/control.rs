@@ -233,23 +233,41 @@ fn failure(e: &NodeError) -> ControlFailure {
 
 /// Serve `listener` for `node` until `stop` is cancelled (or, on the init's socket, until a
 /// `shutdown` request, which cancels `stop` itself).
-pub async fn serve(listener: UnixListener, node: EmbeddedNode, scope: Scope, stop: CancellationToken) {
+/// Serve node requests on `listener` until `stop`. With `output`, the requests come from a
+/// service process's tools, and each is carried out once that process's output written before
+/// it is in the journal (so the journal keeps the order the process acted in).
+pub async fn serve(
+    listener: UnixListener,
+    node: EmbeddedNode,
+    scope: Scope,
+    stop: CancellationToken,
+    output: Option<std::sync::Arc<super::output::OutputSync>>,
+) {
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,
             accepted = listener.accept() => if let Ok((stream, _)) = accepted {
-                let (node, stop) = (node.clone(), stop.clone());
-                tokio::spawn(async move { answer(node, scope, stream, stop).await });
+                let (node, stop, output) = (node.clone(), stop.clone(), output.clone());
+                tokio::spawn(async move { answer(node, scope, stream, stop, output).await });
             },
         }
     }
 }
 
-async fn answer(node: EmbeddedNode, scope: Scope, stream: tokio::net::UnixStream, stop: CancellationToken) {
+async fn answer(
+    node: EmbeddedNode,
+    scope: Scope,
+    stream: tokio::net::UnixStream,
+    stop: CancellationToken,
+    output: Option<std::sync::Arc<super::output::OutputSync>>,
+) {
     let (read, mut write) = stream.into_split();
     let mut line = String::new();
     if BufReader::new(read).read_line(&mut line).await.is_err() {
         return;
+    }
+    if let Some(output) = &output {
+        output.caught_up().await;
     }
     let reply = match serde_json::from_str::<Request>(&line) {
         Ok(request) => match carry_out(&node, scope, request, &stop).await {

@@ -124,7 +124,7 @@ pub async fn run(config: InitConfig) -> Result<(), String> {
     let _ = std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666));
     let stop = crate::agent::process::stop_on_signals();
     println!("{READY_LINE}");
-    serve(listener, node.clone(), Scope::Init, stop).await;
+    serve(listener, node.clone(), Scope::Init, stop, None).await;
     node.shutdown().await;
     let _ = std::fs::remove_file(&socket);
     Ok(())

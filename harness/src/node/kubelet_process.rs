@@ -152,7 +152,8 @@ impl Service for KubeletProcess {
                     node.set_kubelet_endpoint(Some(SocketAddr::from((Ipv4Addr::LOCALHOST, port))));
                 }
             };
-            let exited = crate::agent::process::until_exit_or_stop(&ctx, &mut child, &publish).await;
+            let output = super::output::OutputSync::default();
+            let exited = crate::agent::process::until_exit_or_stop(&ctx, &mut child, &publish, &output).await;
             self.set_pid(None);
             ctx.node.set_kubelet_endpoint(None);
             let status = match exited {

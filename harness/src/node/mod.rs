@@ -25,6 +25,7 @@ pub mod journal;
 pub mod kubelet;
 pub mod kubelet_process;
 pub mod kubelet_status;
+pub mod output;
 pub mod seed;
 pub mod services;
 pub mod systemd_bus;
