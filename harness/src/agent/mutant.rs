@@ -271,7 +271,7 @@ pub fn write_node_file(
         // reader of the file sees half a bundle in between.
         let rest = data[half..].to_vec();
         std::thread::spawn(move || {
-            std::thread::sleep(std::time::Duration::from_millis(300));
+            std::thread::sleep(std::time::Duration::from_millis(1500));
             let _ = file.write_all(&rest).and_then(|()| file.sync_all());
         });
         return Ok(());

@@ -213,6 +213,10 @@ impl Service for AgentProcess {
             Err(e) => return ctx.log(&format!("cannot start {}: {e}", self.binary.display())),
         };
         if let Some(exited) = until_exit_or_stop(&ctx, &mut child, &|_| {}, &output).await {
+            if exited.as_ref().is_ok_and(|s| s.success()) {
+                ctx.exited_successfully
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
+            }
             let status = exited.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
             ctx.log(&format!("{} exited: {status}", self.binary.display()));
         }

@@ -41,6 +41,9 @@ pub struct ServiceContext {
     pub unit: String,
     pub pid: u32,
     pub stop: CancellationToken,
+    /// Set by a service whose main process exited successfully (status 0): systemd then
+    /// deactivates the unit rather than marking it failed.
+    pub exited_successfully: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl ServiceContext {
@@ -370,15 +373,18 @@ impl EmbeddedNode {
             unit: unit.to_string(),
             pid: self.inner.next_pid.fetch_add(1, Ordering::Relaxed),
             stop: stop.clone(),
+            exited_successfully: Arc::default(),
         };
         let run_ctx = ctx.clone();
+        let run_ctx_exit = ctx.exited_successfully.clone();
         let node = self.clone();
         let (unit_name, stopped) = (unit.to_string(), stop.clone());
         let task = tokio::spawn(async move {
             service.run(run_ctx).await;
             // Ended without being asked to: its main process exited, and systemd says so.
             if !stopped.is_cancelled() {
-                let lines = lock(&node.inner.manager).main_process_exited(&unit_name);
+                let success = run_ctx_exit.load(Ordering::Relaxed);
+                let lines = lock(&node.inner.manager).main_process_exited(&unit_name, success);
                 let now = node.inner.clock.now();
                 for line in lines {
                     node.inner.journal.systemd(now, &line);

@@ -70,6 +70,7 @@ pub async fn run_standalone() -> Result<(), String> {
         unit: KUBELET_UNIT.into(),
         pid: std::process::id(),
         stop: crate::agent::process::stop_on_signals(),
+        exited_successfully: Default::default(),
     };
     <FakeKubelet as Service>::run(&FakeKubelet, ctx).await;
     drop(watcher);

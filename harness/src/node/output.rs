@@ -148,6 +148,7 @@ mod tests {
             unit: "agent.service".into(),
             pid: 7,
             stop: tokio_util::sync::CancellationToken::new(),
+            exited_successfully: Default::default(),
         };
         // `cat` echoes what the test feeds it, so the test decides when output is written.
         let mut child = tokio::process::Command::new("cat")

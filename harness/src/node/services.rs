@@ -92,10 +92,11 @@ impl ServiceManager {
         });
     }
 
-    /// The unit's main process exited on its own while the unit was active: the unit is
-    /// failed (`is-active` says "failed") until something starts it again. The lines systemd
+    /// The unit's main process exited on its own while the unit was active: with status 0
+    /// the unit is deactivated, otherwise it is failed (`is-active` says "failed") until
+    /// something starts it again, as systemd does for a simple service. The lines systemd
     /// logs, none if the unit was not active (it was being stopped).
-    pub fn main_process_exited(&mut self, unit: &str) -> Vec<String> {
+    pub fn main_process_exited(&mut self, unit: &str, success: bool) -> Vec<String> {
         let Some(state) = self.units.get_mut(&unit_name(unit)) else {
             return Vec::new();
         };
@@ -103,8 +104,12 @@ impl ServiceManager {
             return Vec::new();
         }
         state.active = false;
-        state.failed = true;
-        vec![format!("{}: Failed with result 'exit-code'.", unit_name(unit))]
+        state.failed = !success;
+        if success {
+            vec![format!("{}: Deactivated successfully.", unit_name(unit))]
+        } else {
+            vec![format!("{}: Failed with result 'exit-code'.", unit_name(unit))]
+        }
     }
 
     pub fn state(&self, unit: &str) -> Option<UnitState> {
@@ -397,12 +402,12 @@ mod tests {
     fn a_unit_whose_process_exits_is_failed_until_started_again() {
         let mut m = ServiceManager::new(&["agent"]);
         assert!(
-            m.main_process_exited("agent").is_empty(),
+            m.main_process_exited("agent", false).is_empty(),
             "not active: nothing to fail"
         );
         m.boot();
         assert_eq!(
-            m.main_process_exited("agent"),
+            m.main_process_exited("agent", false),
             ["agent.service: Failed with result 'exit-code'."]
         );
         let out = m.systemctl(&["is-active", "agent"]);
@@ -410,8 +415,21 @@ mod tests {
         m.systemctl(&["start", "agent"]);
         let out = m.systemctl(&["is-active", "agent"]);
         assert_eq!((out.stdout.as_str(), out.exit_code), ("active\n", 0));
+        assert_eq!(
+            m.main_process_exited("agent", true),
+            ["agent.service: Deactivated successfully."]
+        );
+        assert_eq!(
+            m.systemctl(&["is-active", "agent"]).stdout,
+            "inactive\n",
+            "status 0 is no failure"
+        );
+        m.systemctl(&["start", "agent"]);
         m.systemctl(&["stop", "agent"]);
-        assert!(m.main_process_exited("agent").is_empty(), "stopped, not failed");
+        assert!(
+            m.main_process_exited("agent", false).is_empty(),
+            "stopped, not failed"
+        );
         assert_eq!(m.systemctl(&["is-active", "agent"]).stdout, "inactive\n");
     }
 

@@ -458,9 +458,11 @@ async fn a_node_whose_control_socket_is_gone_fails_every_observation_naming_it()
 async fn the_node_answers_what_upstreams_daemon_asks_of_rhcos() {
     let _turn = crate::take_turn().await;
     let image = image_or_skip!();
+    // After its checks the agent is the reference daemon, whose first run sets the Node's
+    // annotations as any agent's must before a scenario starts.
     let script = "echo boot_id=$(cat /proc/sys/kernel/random/boot_id); \
         mkdir -p /run/secrets && mount --rbind /run/secrets /run/secrets && echo rbind-ok; \
-        exec sleep 3600";
+        exec mco-reference-daemon";
     let mut options = ScenarioOptions::new(Profile::Ocp412);
     options.nodes = vec![("worker".into(), 1)];
     options.backend = NodeBackend::Container { image: image.clone() };
