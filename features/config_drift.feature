@@ -40,10 +40,16 @@ Feature: A node whose files drift from its config
   # set for every such update, daemon.go:2454), so the file stays what the certificate writer
   # wrote from the ControllerConfig, and the change reboots nothing.
   @ocp-4.16
-  Scenario: On 4.16 a MachineConfig carrying kubelet-ca.crt does not overwrite the certificate writer's file
+  Scenario: On 4.16 a MachineConfig carrying kubelet-ca.crt neither overwrites nor, when deleted, removes the certificate writer's file
     Given a fresh cluster with 1 worker node
     When a MachineConfig for the worker pool changes the file /etc/kubernetes/kubelet-ca.crt
     Then every node's kubelet-ca.crt equals "kube-apiserver-client-ca"
+    And no node has rebooted
+    # Deleting it: the new rendered config lacks kubelet-ca.crt, as after an upgrade from the
+    # 4.12 path, and deleteStaleData keeps the file (release-4.16 update.go:1869-1885).
+    When the newest MachineConfig for the worker pool is deleted
+    Then the newest rendered config of the worker pool lacks the file /etc/kubernetes/kubelet-ca.crt
+    And every node's kubelet-ca.crt equals "kube-apiserver-client-ca"
     And no node has rebooted
 
   Scenario: An edited MachineConfig file degrades the node until it is restored

@@ -167,3 +167,26 @@ Feature: When the kubelet restarts
     And no node's journal shows "Need to restart kubelet"
     And no node's journal shows "Stopping kubelet.service"
     And no node has rebooted
+
+  # The operator and the daemon read kubeconfig-data as upstream's cmToData reads a ConfigMap
+  # (release-4.16 sync.go:2005-2018, certificate_writer.go:388-400): binaryData first, otherwise
+  # data, base64-decoded if it decodes and as it is if not. The operator writes kubeconfig-data
+  # only when that bundle differs from kube-apiserver-server-ca's, and then as binaryData alone:
+  # a merge patch from the object it read to one holding only binaryData, which drops data
+  # (sync.go:1011-1066). So the same bundle given in data is no change — the operator leaves it
+  # and service-ca-rotate stays "false", so no daemon reads it — and the next new CA turns it
+  # back into binaryData, which every daemon reads.
+  @ocp-4.16
+  Scenario Outline: On 4.16 kubeconfig-data holding its bundle as <form> is no change
+    Given a fresh cluster with 1 worker node
+    When kubeconfig-data is rewritten with its bundle as <form>
+    Then kubeconfig-data holds the kube-apiserver's serving CA bundle as <form>
+    And the ControllerConfig's annotation machineconfiguration.openshift.io/service-ca-rotate is "false"
+    When the kube-apiserver's serving CA bundle gains a new CA
+    Then kubeconfig-data holds the kube-apiserver's serving CA bundle as binaryData
+    And every node's /var/lib/kubelet/kubeconfig trusts the kube-apiserver's new CA
+
+    Examples:
+      | form        |
+      | base64 data |
+      | raw data    |

@@ -39,3 +39,60 @@ pub const FIPS_PATH: &str = "/proc/sys/crypto/fips_enabled";
 
 /// The kubelet's clientCAFile (not the API server CA, despite the seeds).
 pub const KUBELET_CA_PATH: &str = "/etc/kubernetes/kubelet-ca.crt";
+
+/// A ConfigMap's value under `key` as upstream's `cmToData` reads it (release-4.16 operator
+/// sync.go:2005-2018, daemon certificate_writer.go:388-400): `binaryData` first; otherwise
+/// `data`, base64-decoded if it decodes (Go's `StdEncoding` skips CR and LF) and as it is if
+/// not. `None` when neither holds the key.
+pub fn config_map_bytes(cm: &k8s_openapi::api::core::v1::ConfigMap, key: &str) -> Option<Vec<u8>> {
+    use base64::Engine;
+    if let Some(bytes) = cm.binary_data.as_ref().and_then(|b| b.get(key)) {
+        return Some(bytes.0.clone());
+    }
+    let text = cm.data.as_ref()?.get(key)?;
+    let unwrapped: String = text.chars().filter(|c| *c != '\r' && *c != '\n').collect();
+    Some(
+        base64::engine::general_purpose::STANDARD
+            .decode(unwrapped)
+            .unwrap_or_else(|_| text.clone().into_bytes()),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::ByteString;
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    fn cm(data: Option<&str>, binary: Option<&[u8]>) -> ConfigMap {
+        ConfigMap {
+            data: data.map(|d| [("k".to_string(), d.to_string())].into()),
+            binary_data: binary.map(|b| [("k".to_string(), ByteString(b.to_vec()))].into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn config_map_bytes_reads_as_cm_to_data() {
+        let pem = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n";
+        // base64 of `pem`, wrapped at 20 columns with CRLF and LF: Go's decoder skips both.
+        let encoded =
+            "LS0tLS1CRUdJTiBDRVJU\r\nSUZJQ0FURS0tLS0tCkFB\nQUEKLS0tLS1FTkQgQ0VS\nVElGSUNBVEUtLS0tLQo=\n";
+        assert_eq!(
+            config_map_bytes(&cm(Some(encoded), None), "k").unwrap(),
+            pem.as_bytes()
+        );
+        // Not base64 (a PEM's dashes): as it is.
+        assert_eq!(
+            config_map_bytes(&cm(Some(pem), None), "k").unwrap(),
+            pem.as_bytes()
+        );
+        // binaryData wins over data.
+        assert_eq!(
+            config_map_bytes(&cm(Some(pem), Some(b"bin")), "k").unwrap(),
+            b"bin"
+        );
+        assert_eq!(config_map_bytes(&cm(None, None), "k"), None);
+        assert_eq!(config_map_bytes(&cm(Some(pem), None), "other"), None);
+    }
+}

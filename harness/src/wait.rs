@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 pub const POLL: Duration = Duration::from_millis(20);
 
 /// Run `probe` until it returns `Ok`; after `deadline`, the last `Err` observation, with the
-/// time waited.
+/// time waited. An interrupted run (`crate::interrupt`) ends the wait at once in error.
 pub async fn eventually<T, F, Fut>(deadline: Duration, mut probe: F) -> Result<T, String>
 where
     F: FnMut() -> Fut,
@@ -19,6 +19,7 @@ where
     let started = Instant::now();
     let mut pause = Duration::from_millis(1);
     loop {
+        crate::interrupt::check()?;
         match probe().await {
             Ok(value) => return Ok(value),
             Err(seen) if started.elapsed() >= deadline => {
@@ -26,7 +27,10 @@ where
             }
             Err(_) => {}
         }
-        tokio::time::sleep(pause).await;
+        tokio::select! {
+            _ = tokio::time::sleep(pause) => {}
+            _ = crate::interrupt::cancelled() => {}
+        }
         pause = (pause * 2).min(POLL);
     }
 }

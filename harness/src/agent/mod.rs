@@ -12,6 +12,7 @@
 //! - `process`: the daemon as its own process (`mco-reference-daemon`), from the contract's
 //!   environment, and the service that runs any agent binary on an embedded node.
 
+mod apply;
 pub mod common;
 pub mod drift;
 mod embedded;
@@ -20,6 +21,7 @@ pub mod mutant;
 mod ocp_4_12;
 pub mod ocp_4_16;
 pub mod process;
+mod reconcile;
 mod update;
 
 pub use embedded::ReferenceDaemon;
@@ -27,7 +29,7 @@ pub use mutant::Mutant;
 
 use crate::node::Outcome;
 use crate::profile::Profile;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -132,10 +134,28 @@ pub fn under_root(root: &std::path::Path, node_path: &str) -> PathBuf {
 /// What a profile changes in the shared flow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Behaviour {
-    /// Leave kubelet-ca.crt and the cloud CA to the certificate writer (`skipCertificateWrite`).
-    pub skip_certificate_files: bool,
+    /// Files of a rendered config the update flow does not write, left to the certificate
+    /// writer (`writeFiles`' `skipCertificateWrite`).
+    pub not_written_on_update: &'static [&'static str],
+    /// Files the old config had and the new one lacks that stay on disk (`deleteStaleData`'s
+    /// `certsToSkip`), and directories whose files stay (a path whose parent contains one).
+    pub kept_when_stale: &'static [&'static str],
+    pub kept_when_stale_under: &'static [&'static str],
     /// Run the ControllerConfig certificate writer.
     pub certificate_writer: bool,
+}
+
+impl Behaviour {
+    /// Whether a file the new config drops stays on disk: a listed certificate, or a file whose
+    /// directory contains a listed one (upstream: `strings.Contains(filepath.Dir(path), dir)`).
+    pub fn keeps_when_stale(&self, path: &str) -> bool {
+        self.kept_when_stale.contains(&path)
+            || self.kept_when_stale_under.iter().any(|dir| {
+                Path::new(path)
+                    .parent()
+                    .is_some_and(|parent| parent.to_string_lossy().contains(dir))
+            })
+    }
 }
 
 /// The one place the profile is matched.
@@ -180,5 +200,23 @@ mod tests {
             under_root(root, "/etc/docker/certs.d/a/../b/ca.crt"),
             root.join("etc/docker/certs.d/b/ca.crt")
         );
+    }
+
+    #[test]
+    fn only_4_16_keeps_certificates_a_new_config_drops() {
+        let user_ca = "/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt";
+        let (v412, v416) = (behaviour(Profile::Ocp412), behaviour(Profile::Ocp416));
+        for path in [
+            user_ca,
+            "/etc/kubernetes/kubelet-ca.crt",
+            "/etc/docker/certs.d/r.example/ca.crt",
+        ] {
+            assert!(!v412.keeps_when_stale(path), "{path}");
+            assert!(v416.keeps_when_stale(path), "{path}");
+        }
+        // "Contains", as upstream: a directory below one that holds the listed name.
+        assert!(v416.keeps_when_stale("/var/etc/docker/certs.d/x/ca.crt"));
+        assert!(!v416.keeps_when_stale("/etc/docker/ca.crt"));
+        assert!(!v416.keeps_when_stale("/etc/mco-conformance/example.conf"));
     }
 }

@@ -38,6 +38,7 @@ pub enum Mutant {
     WriteChangedFilesOnly,
     LeastActionWins,
     FipsChangeApplied,
+    DeleteStaleCertificates,
 }
 
 const BOTH: &[Profile] = &[Profile::Ocp412, Profile::Ocp416];
@@ -70,6 +71,7 @@ impl Mutant {
         Mutant::WriteChangedFilesOnly,
         Mutant::LeastActionWins,
         Mutant::FipsChangeApplied,
+        Mutant::DeleteStaleCertificates,
     ];
 
     /// The name on the command line and in the self-test table.
@@ -189,6 +191,11 @@ impl Mutant {
                 "slow-sync",
                 "acts on a ControllerConfig or Node change only after a 12 s timer instead of on the watch event",
                 BOTH,
+            ),
+            Mutant::DeleteStaleCertificates => (
+                "delete-stale-certificates",
+                "deletes the certificate files a new config drops, as 4.12 did, instead of keeping them",
+                OCP_4_16,
             ),
             Mutant::WriteChangedFilesOnly => (
                 "write-changed-files-only",

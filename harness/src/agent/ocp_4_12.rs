@@ -7,6 +7,10 @@
 use super::Behaviour;
 
 pub const BEHAVIOUR: Behaviour = Behaviour {
-    skip_certificate_files: false,
+    not_written_on_update: &[],
+    // release-4.12 update.go:1299 deleteStaleData has no certificate skip list: a file the new
+    // config drops is removed (or its original restored), certificates included.
+    kept_when_stale: &[],
+    kept_when_stale_under: &[],
     certificate_writer: false,
 };

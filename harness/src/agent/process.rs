@@ -144,7 +144,7 @@ pub struct AgentProcess {
 #[async_trait::async_trait]
 impl Service for AgentProcess {
     async fn run(&self, ctx: ServiceContext) {
-        let tools_dir = match assert_fs::TempDir::with_prefix("mco-tools-") {
+        let tools_dir = match assert_fs::TempDir::with_prefix_in("mco-tools-", crate::node::scratch_dir()) {
             Ok(d) => d,
             Err(e) => return ctx.log(&format!("cannot make the node tools' directory: {e}")),
         };
@@ -186,6 +186,8 @@ impl Service for AgentProcess {
                 .env(NODE_SOCKET_ENV, &socket)
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
+                // A group of its own, so that stopping it reaches what it started.
+                .process_group(0)
                 .kill_on_drop(true);
             command
         };
@@ -220,9 +222,29 @@ impl Service for AgentProcess {
             let status = exited.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
             ctx.log(&format!("{} exited: {status}", self.binary.display()));
         }
-        let _ = child.start_kill();
-        let _ = child.wait().await;
+        stop_group(&mut child, STOP_GRACE).await;
     }
+}
+
+/// How long a stopped agent has between SIGTERM and SIGKILL (systemd gives 90 s; an agent here
+/// has no work worth waiting that long for).
+pub const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Stop a process that leads its own group, as systemd stops a unit: SIGTERM to the whole
+/// group, SIGKILL to what is left of it after `grace` (or at once once the leader is gone, for
+/// children it left behind), then reap the leader.
+pub async fn stop_group(child: &mut tokio::process::Child, grace: std::time::Duration) {
+    let Some(pid) = child.id().and_then(|p| libc::pid_t::try_from(p).ok()) else {
+        // Already reaped.
+        return;
+    };
+    // SAFETY: kill(2) with a negative pid signals the process group; no memory is touched.
+    unsafe { libc::kill(-pid, libc::SIGTERM) };
+    let _ = tokio::time::timeout(grace, child.wait()).await;
+    // SAFETY: as above; ESRCH when the group is empty is fine.
+    unsafe { libc::kill(-pid, libc::SIGKILL) };
+    let _ = child.start_kill();
+    let _ = child.wait().await;
 }
 
 /// Where Linux keeps the current boot's id; the upstream daemon reads it (`getBootID`) to tell a

@@ -10,19 +10,20 @@
 //! A reboot leaves `/etc/machine-config-daemon/pending-config`; the daemon that starts after it
 //! completes the update.
 
+use super::apply::{delete_stale_files, systemctl, write_files, write_units};
 use super::common::{
-    CURRENT_CONFIG_FILE, FORCE_FILE, PostConfigAction, changed_files, diff, file_entry, post_config_action,
+    CURRENT_CONFIG_FILE, FORCE_FILE, PostConfigAction, changed_files, diff, post_config_action,
     post_config_action_for_files, write_file_atomically,
 };
 use super::drift::{DriftMonitor, validate_on_disk};
-use super::ocp_4_16::CERTIFICATE_FILES;
+use super::reconcile::{node_fips, reconcilable};
 use super::{AgentEnv, Behaviour, Mutant};
 use crate::cluster::mcc::{machine_config_pools, machine_configs};
+use crate::mco::KUBELET_CA_PATH;
 use crate::mco::{
     CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN, REASON, STATE, STATE_DEGRADED,
     STATE_DONE, STATE_UNRECONCILABLE, STATE_WORKING,
 };
-use crate::mco::{FIPS_PATH, KUBELET_CA_PATH};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, Patch, PatchParams};
@@ -39,14 +40,14 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(600);
 const MAX_REASON: usize = 2000;
 
 #[derive(Debug)]
-enum Failure {
+pub(super) enum Failure {
     /// The change cannot be applied on a running node.
     Unreconcilable(String),
     /// Something went wrong applying it.
     Degraded(String),
 }
 
-fn degraded(e: impl std::fmt::Display) -> Failure {
+pub(super) fn degraded(e: impl std::fmt::Display) -> Failure {
     Failure::Degraded(e.to_string())
 }
 
@@ -355,69 +356,6 @@ async fn report(env: &AgentEnv, failure: Failure) {
     let _ = annotate(env, json!({STATE: state, REASON: reason})).await;
 }
 
-/// The node's FIPS mode (`checkFIPS`: release-4.12 update.go:942, release-4.16 update.go:1530
-/// `processFips`): `Ok(None)` on a kernel without the switch, where the check is skipped.
-fn node_fips(env: &AgentEnv) -> Result<Option<bool>, Failure> {
-    let text = match std::fs::read_to_string(env.path(FIPS_PATH)) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            env.log(&format!("no {FIPS_PATH} on this system, skipping FIPS check"));
-            return Ok(None);
-        }
-        Err(e) => {
-            return Err(Failure::Unreconcilable(format!(
-                "error reading FIPS file at {FIPS_PATH}: {e}"
-            )));
-        }
-    };
-    match text.trim_end_matches('\n') {
-        "1" | "t" | "T" | "true" | "TRUE" | "True" => Ok(Some(true)),
-        "0" | "f" | "F" | "false" | "FALSE" | "False" => Ok(Some(false)),
-        other => Err(Failure::Unreconcilable(format!(
-            "error parsing FIPS file at {FIPS_PATH}: {other:?} is not a boolean"
-        ))),
-    }
-}
-
-/// The parts of a config a running node cannot change (`reconcilable()`). FIPS is compared
-/// with the node's kernel, not with the old config: a config may not ask for a mode the node
-/// does not run.
-fn reconcilable(old: &Value, new: &Value, node_fips: Option<bool>) -> Result<(), Failure> {
-    if let Some(node_fips) = node_fips
-        && new["fips"].as_bool().unwrap_or(false) != node_fips
-    {
-        return Err(Failure::Unreconcilable(
-            "detected change to FIPS flag; refusing to modify FIPS on a running cluster".into(),
-        ));
-    }
-
-    for field in ["disks", "filesystems", "raid", "directories"] {
-        if old["config"]["storage"][field] != new["config"]["storage"][field] {
-            return Err(Failure::Unreconcilable(format!(
-                "ignition {field} section contains changes"
-            )));
-        }
-    }
-    let files = new["config"]["storage"]["files"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    if files
-        .iter()
-        .any(|f| f["append"].as_array().is_some_and(|a| !a.is_empty()))
-    {
-        return Err(Failure::Unreconcilable(
-            "ignition file append is not supported".into(),
-        ));
-    }
-    if files.iter().any(|f| f["path"] == FORCE_FILE) {
-        return Err(Failure::Unreconcilable(format!(
-            "cannot write {FORCE_FILE} through a MachineConfig"
-        )));
-    }
-    Ok(())
-}
-
 /// Apply `desired`; `Ok(true)` when the node is rebooting to finish it.
 async fn update(env: &AgentEnv, behaviour: Behaviour, current: &str, desired: &str) -> Result<bool, Failure> {
     annotate(env, json!({STATE: STATE_WORKING})).await?;
@@ -511,87 +449,6 @@ async fn update(env: &AgentEnv, behaviour: Behaviour, current: &str, desired: &s
     }
     complete_update(env, desired).await?;
     Ok(false)
-}
-
-async fn systemctl(env: &AgentEnv, args: &[&str]) -> Result<(), Failure> {
-    let out = env.host.systemctl(args).await.map_err(degraded)?;
-    if out.exit_code != 0 {
-        return Err(degraded(format!(
-            "systemctl {}: exit {}: {}",
-            args.join(" "),
-            out.exit_code,
-            out.stderr.trim()
-        )));
-    }
-    Ok(())
-}
-
-fn write_files(env: &AgentEnv, behaviour: Behaviour, new: &Value) -> Result<(), Failure> {
-    for file in new["config"]["storage"]["files"].as_array().into_iter().flatten() {
-        let (path, data, mode) = file_entry(file);
-        if behaviour.skip_certificate_files && CERTIFICATE_FILES.iter().any(|(p, _)| *p == path) {
-            continue;
-        }
-        if env.mutant_is(Mutant::WriteChangedFilesOnly)
-            && std::fs::read(env.path(&path)).ok() == Some(data.clone())
-        {
-            continue;
-        }
-        env.log(&format!("Writing file {path:?}"));
-        super::mutant::write_node_file(env, &path, &data, mode)
-            .map_err(|e| degraded(format!("writing {path}: {e}")))?;
-    }
-    Ok(())
-}
-
-async fn write_units(env: &AgentEnv, new: &Value) -> Result<(), Failure> {
-    let units = new["config"]["systemd"]["units"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let mut enabled = Vec::new();
-    for unit in &units {
-        let name = unit["name"].as_str().unwrap_or("");
-        if let Some(contents) = unit["contents"].as_str() {
-            env.log(&format!("Writing systemd unit {name:?}"));
-            write_file_atomically(
-                &env.path(&format!("/etc/systemd/system/{name}")),
-                contents.as_bytes(),
-                0o644,
-            )
-            .map_err(degraded)?;
-        }
-        if unit["enabled"].as_bool() == Some(true) {
-            enabled.push(name.to_string());
-        }
-    }
-    if !enabled.is_empty() {
-        let mut args = vec!["enable"];
-        args.extend(enabled.iter().map(String::as_str));
-        systemctl(env, &args).await?;
-        env.log(&format!("Enabled systemd units: {enabled:?}"));
-    }
-    Ok(())
-}
-
-/// Files the old config had and the new one drops (never the certificate writer's on 4.16).
-fn delete_stale_files(env: &AgentEnv, behaviour: Behaviour, old: &Value, new: &Value) {
-    let paths = |v: &Value| -> Vec<String> {
-        v["config"]["storage"]["files"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|f| f["path"].as_str().map(str::to_string))
-            .collect()
-    };
-    let keep = paths(new);
-    for path in paths(old).into_iter().filter(|p| !keep.contains(p)) {
-        if behaviour.skip_certificate_files && CERTIFICATE_FILES.iter().any(|(p, _)| *p == path) {
-            continue;
-        }
-        env.log(&format!("Deleting stale data: {path}"));
-        let _ = std::fs::remove_file(env.path(&path));
-    }
 }
 
 /// Ask the drain controller for `request` and wait until it answers.

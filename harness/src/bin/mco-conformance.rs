@@ -185,7 +185,11 @@ async fn main() -> ExitCode {
                 }
             };
             let started = std::time::Instant::now();
+            if let Err(e) = install_interrupts() {
+                return bad(e);
+            }
             match self_test::self_test(&config).await {
+                Ok(_) | Err(_) if harness::interrupt::interrupted().is_some() => interrupted_exit(),
                 Ok(verdicts) => {
                     if markdown {
                         print!("{}", self_test::table_markdown(&verdicts));
@@ -330,7 +334,11 @@ async fn main() -> ExitCode {
                 })
                 .collect::<Vec<_>>()
                 .join(" ");
+            if let Err(e) = install_interrupts() {
+                return bad(e);
+            }
             match run(&config).await {
+                Ok(_) | Err(_) if harness::interrupt::interrupted().is_some() => interrupted_exit(),
                 Ok(summary) if summary.failed == 0 => ExitCode::SUCCESS,
                 Ok(_) => ExitCode::FAILURE,
                 Err(
@@ -346,6 +354,29 @@ async fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// SIGINT or SIGTERM stops the run cleanly; a second one exits at once.
+fn install_interrupts() -> Result<(), String> {
+    harness::interrupt::install(
+        |signal| {
+            eprintln!(
+                "mco-conformance: {signal}: stopping the run; scenarios end now and their nodes, agents and containers are removed (send it again to exit at once)"
+            )
+        },
+        |signal| {
+            eprintln!(
+                "mco-conformance: {signal} again: exiting at once; node containers (docker ps --filter label=mco-conformance.node) and node roots under /dev/shm may be left"
+            )
+        },
+    )
+    .map_err(|e| format!("installing the SIGINT/SIGTERM handlers: {e}"))
+}
+
+/// The exit status of a run a signal stopped: 128 + the signal's number, as a shell reports it.
+fn interrupted_exit() -> ExitCode {
+    let signal = harness::interrupt::interrupted().unwrap_or("SIGINT");
+    ExitCode::from(harness::interrupt::exit_code(signal) as u8)
 }
 
 fn bad(message: impl std::fmt::Display) -> ExitCode {

@@ -23,7 +23,7 @@ use super::names::{
     KUBE_APISERVER_TO_KUBELET_CLIENT_CA, KUBE_APISERVER_TO_KUBELET_SIGNER, KUBECONFIG_DATA,
 };
 use super::{ClusterError, ClusterLog};
-use crate::mco::SERVICE_CA_ROTATE;
+use crate::mco::{SERVICE_CA_ROTATE, config_map_bytes};
 use crate::pki::{Clock, SimClock, merge_cert_with_ca_bundle};
 use crate::profile::Profile;
 use base64::Engine;
@@ -145,30 +145,55 @@ impl Operator {
 
     /// 4.16: `kube-apiserver-server-ca` into `kubeconfig-data`, and `service-ca-rotate`.
     async fn sync_server_ca(&self) -> Result<bool, ClusterError> {
-        let Some(server_ca) = self.bundle(KUBE_APISERVER_SERVER_CA).await? else {
+        let read = |(ns, name): (&'static str, &'static str)| async move {
+            Api::<ConfigMap>::namespaced(self.client.clone(), ns)
+                .get_opt(name)
+                .await
+                .map_err(|e| ClusterError::kube(format!("configmap {ns}/{name}"), e))
+        };
+        // Both sides read as upstream's cmToData: binaryData, else data (base64 or raw).
+        let Some(server_ca) = read(KUBE_APISERVER_SERVER_CA)
+            .await?
+            .and_then(|cm| config_map_bytes(&cm, CA_BUNDLE_KEY))
+        else {
             return Ok(false);
         };
         let (ns, name) = KUBECONFIG_DATA;
         let configmaps: Api<ConfigMap> = Api::namespaced(self.client.clone(), ns);
-        let copied = configmaps
-            .get_opt(name)
-            .await
-            .map_err(|e| ClusterError::kube(format!("configmap {ns}/{name}"), e))?
-            .and_then(|cm| cm.binary_data?.get(CA_BUNDLE_KEY).map(|b| b.0.clone()));
-        let differs = copied.as_deref() != Some(server_ca.as_bytes());
+        let existing = read(KUBECONFIG_DATA).await?;
+        let copied = existing
+            .as_ref()
+            .and_then(|cm| config_map_bytes(cm, CA_BUNDLE_KEY));
+        let differs = copied.as_deref() != Some(server_ca.as_slice());
         let mut changed = false;
         if differs {
+            // Upstream writes the bundle as binaryData: a create, or a merge patch from the
+            // object it read to one holding only binaryData, which drops `data` (sync.go:1045-1076).
             let encoded = base64::engine::general_purpose::STANDARD.encode(&server_ca);
-            let object = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns},
-                "binaryData": {CA_BUNDLE_KEY: encoded}});
-            configmaps
-                .patch(
-                    name,
-                    &PatchParams::apply(super::names::FIELD_MANAGER).force(),
-                    &Patch::Apply(&object),
-                )
-                .await
-                .map_err(|e| ClusterError::kube(format!("configmap {ns}/{name}"), e))?;
+            let what = || format!("configmap {ns}/{name}");
+            if existing.is_some() {
+                let patch = json!({"data": null, "binaryData": {CA_BUNDLE_KEY: encoded}});
+                configmaps
+                    .patch(name, &PatchParams::default(), &Patch::Merge(patch))
+                    .await
+                    .map_err(|e| ClusterError::kube(what(), e))?;
+            } else {
+                let object = ConfigMap {
+                    metadata: kube::api::ObjectMeta {
+                        name: Some(name.into()),
+                        namespace: Some(ns.into()),
+                        ..Default::default()
+                    },
+                    binary_data: Some(
+                        [(CA_BUNDLE_KEY.into(), k8s_openapi::ByteString(server_ca.clone()))].into(),
+                    ),
+                    ..Default::default()
+                };
+                configmaps
+                    .create(&Default::default(), &object)
+                    .await
+                    .map_err(|e| ClusterError::kube(what(), e))?;
+            }
             self.log.record(
                 self.clock.now(),
                 &format!("operator: configmap {ns}/{name} updated from kube-apiserver-server-ca"),
@@ -192,8 +217,9 @@ impl Operator {
             .annotations
             .as_ref()
             .and_then(|a| a.get(SERVICE_CA_ROTATE));
-        // No annotation reads as "false": the install leaves it unset.
-        if current.map(String::as_str).unwrap_or("false") != rotate {
+        // Upstream sets it on every sync, "false" included (sync.go:1083-1087), so a cluster's
+        // ControllerConfig always carries it once the operator has run.
+        if current.map(String::as_str) != Some(rotate) {
             let patch = json!({"metadata": {"annotations": {SERVICE_CA_ROTATE: rotate}}});
             api.patch(CONTROLLER_CONFIG, &PatchParams::default(), &Patch::Merge(patch))
                 .await

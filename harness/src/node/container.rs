@@ -62,13 +62,10 @@ impl ContainerNode {
         profile: Profile,
         clock: &SimClock,
     ) -> Result<Self, NodeError> {
-        let shm = std::path::Path::new("/dev/shm");
-        let dir = if shm.is_dir() {
-            tempfile::Builder::new().prefix("mco-control-").tempdir_in(shm)
-        } else {
-            tempfile::Builder::new().prefix("mco-control-").tempdir()
-        }
-        .map_err(|e| start_error(name, format!("a control directory: {e}")))?;
+        let dir = tempfile::Builder::new()
+            .prefix("mco-control-")
+            .tempdir_in(super::scratch_dir())
+            .map_err(|e| start_error(name, format!("a control directory: {e}")))?;
         let (repository, tag) = spec
             .image
             .rsplit_once(':')
@@ -86,6 +83,9 @@ impl ContainerNode {
                 dir.path().to_string_lossy().into_owned(),
                 CONTROL_DIR,
             ))
+            // Who made it, so a forced exit's leftovers can be found and removed.
+            .with_label("mco-conformance.node", name)
+            .with_label("mco-conformance.pid", std::process::id().to_string())
             .with_env_var("NODE_NAME", name)
             .with_env_var("MCO_PROFILE", profile.as_str())
             .with_env_var("MCO_AGENT_COMMAND", agent)

@@ -119,20 +119,15 @@ fn new_boot_id() -> String {
 }
 
 impl EmbeddedNode {
-    /// A node named `name` with its root in a fresh temp dir, the given units, not yet booted.
-    /// The temp dir is on a memory file system where there is one (`/dev/shm`): the files,
-    /// modes and renames are as real, and an agent's fsyncs cost nothing.
+    /// A node named `name` with its root in a fresh directory under `node::scratch_dir()`, the
+    /// given units, not yet booted.
     pub fn new(name: &str, units: &[&str], clock: SimClock) -> Result<Self, NodeError> {
-        let shm = Path::new("/dev/shm");
-        let dir = if shm.is_dir() {
-            assert_fs::TempDir::with_prefix_in("mco-node-", shm)
-        } else {
-            assert_fs::TempDir::with_prefix("mco-node-")
-        };
-        let dir = dir.map_err(|e| NodeError::Io {
-            node: name.into(),
-            path: "<temp dir>".into(),
-            source: std::io::Error::other(e.to_string()),
+        let dir = assert_fs::TempDir::with_prefix_in("mco-node-", super::scratch_dir()).map_err(|e| {
+            NodeError::Io {
+                node: name.into(),
+                path: "<temp dir>".into(),
+                source: std::io::Error::other(e.to_string()),
+            }
         })?;
         let root = dir.path().to_path_buf();
         // The kernel's FIPS switch, off, as on a node installed without FIPS (a container

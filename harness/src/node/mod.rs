@@ -33,6 +33,22 @@ pub mod tools;
 pub mod users;
 
 pub use embedded::{EmbeddedNode, Service, ServiceContext};
+
+/// Where a run keeps what it makes and removes: node roots, control sockets, agents' tool
+/// directories. `MCO_CONFORMANCE_SCRATCH` names it; otherwise `/dev/shm` where there is one
+/// (files, modes and renames are as real, and an agent's fsyncs cost nothing), else the
+/// system's temp dir.
+pub fn scratch_dir() -> std::path::PathBuf {
+    if let Some(dir) = std::env::var_os("MCO_CONFORMANCE_SCRATCH").filter(|d| !d.is_empty()) {
+        return dir.into();
+    }
+    let shm = std::path::Path::new("/dev/shm");
+    if shm.is_dir() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    }
+}
 pub use journal::{Journal, JournalMark};
 pub use services::{Effect, Outcome, ServiceManager};
 

@@ -108,6 +108,8 @@ pub struct Summary {
     pub skipped: Vec<String>,
     /// Per scenario run, the longest its nodes took to reflect a change.
     pub sync_latencies: Vec<SyncLatency>,
+    /// The signal that interrupted the run (its scenarios stopped early and failed).
+    pub interrupted: Option<&'static str>,
 }
 
 /// How long a scenario's nodes took, at most, to reflect a change (wall time).
@@ -130,16 +132,21 @@ impl Summary {
         self.beyond_upstream_failed += container.beyond_upstream_failed;
         self.skipped.extend(container.skipped);
         self.sync_latencies.extend(container.sync_latencies);
+        self.interrupted = self.interrupted.or(container.interrupted);
         self
     }
 
     pub fn line(&self) -> String {
-        format!(
+        let counts = format!(
             "{} passed, {} failed, {} skipped",
             self.passed,
             self.failed,
             self.skipped.len()
-        )
+        );
+        match self.interrupted {
+            Some(signal) => format!("interrupted by {signal}: {counts}"),
+            None => counts,
+        }
     }
 }
 
@@ -300,6 +307,12 @@ pub async fn run(config: &RunConfig) -> Result<Summary, RunError> {
             }
         }
         let Ok(backend) = &backend else { continue };
+        if let Some(signal) = crate::interrupt::interrupted() {
+            summary.skipped.push(format!(
+                "{profile}: every scenario: the run was interrupted ({signal}) before this profile"
+            ));
+            continue;
+        }
         let tally = run_profile(config, profile, &features, tags.clone(), backend.clone()).await?;
         summary.passed += tally.passed;
         summary.failed += tally.failed;
@@ -307,6 +320,7 @@ pub async fn run(config: &RunConfig) -> Result<Summary, RunError> {
         summary.beyond_upstream_failed += tally.beyond_upstream_failed;
         summary.sync_latencies.extend(tally.sync_latencies);
     }
+    summary.interrupted = crate::interrupt::interrupted();
     if !config.quiet {
         for skip in &summary.skipped {
             println!("skipped: {skip}");

@@ -148,7 +148,10 @@ pub async fn conformance_report(ctx: &ReportContext<'_>) -> Result<String, Strin
         }
         profiles.push(json!({"profile": profile.as_str(), "features": features}));
     }
-    let verdict = if failed_for_verdict == 0 {
+    // An interrupted run judged only part of the catalogue: it has no verdict to give.
+    let verdict = if ctx.summary.interrupted.is_some() {
+        "interrupted"
+    } else if failed_for_verdict == 0 {
         "passed"
     } else {
         "failed"
@@ -171,6 +174,7 @@ pub async fn conformance_report(ctx: &ReportContext<'_>) -> Result<String, Strin
             "skipped": ctx.summary.skipped.len(),
             "mcoLogsFailed": ctx.summary.mco_logs_failed,
             "beyondUpstreamFailed": ctx.summary.beyond_upstream_failed,
+            "interruptedBy": ctx.summary.interrupted,
         }),
         reproduce: ctx.command.clone(),
         timeliness: timeliness(ctx),

@@ -82,15 +82,12 @@ impl Scenario {
         spec: serde_json::Value,
     ) -> Result<String, ScenarioError> {
         let api = machine_configs(&self.admin);
-        let existing = api
-            .list(&ListParams::default())
-            .await
-            .map_err(|e| ClusterError::kube("machineconfigs".into(), e))?;
         let prefix = format!("99-{pool}-");
-        let n = existing
-            .iter()
-            .filter(|m| m.metadata.name.as_deref().is_some_and(|n| n.starts_with(&prefix)))
-            .count();
+        let n = self
+            .added_machine_configs(pool)
+            .await?
+            .last()
+            .map_or(0, |(n, _)| n + 1);
         let name = format!("{prefix}{n}");
         let object: kube::api::DynamicObject = serde_json::from_value(serde_json::json!({
             "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
@@ -101,6 +98,43 @@ impl Scenario {
         api.create(&kube::api::PostParams::default(), &object)
             .await
             .map_err(|e| ClusterError::kube(format!("machineconfig {name}"), e))?;
+        Ok(name)
+    }
+
+    /// The MachineConfigs steps added for `pool` (`99-<pool>-<n>`), by `n`.
+    async fn added_machine_configs(&self, pool: &str) -> Result<Vec<(u64, String)>, ScenarioError> {
+        let existing = machine_configs(&self.admin)
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| ClusterError::kube("machineconfigs".into(), e))?;
+        let prefix = format!("99-{pool}-");
+        let mut added: Vec<(u64, String)> = existing
+            .iter()
+            .filter_map(|m| {
+                let name = m.metadata.name.clone()?;
+                let n = name.strip_prefix(&prefix)?.parse().ok()?;
+                Some((n, name))
+            })
+            .collect();
+        added.sort();
+        Ok(added)
+    }
+
+    /// Delete the MachineConfig a step added last for `pool`, then wait until the cluster has
+    /// rendered the pool without it and every node of the pool runs that config. Returns its
+    /// name; with none added it is an error naming the pool.
+    pub async fn delete_newest_machine_config(&self, pool: &str) -> Result<String, ScenarioError> {
+        let Some((_, name)) = self.added_machine_configs(pool).await?.pop() else {
+            return Err(ClusterError::Missing(format!(
+                "a MachineConfig added for the {pool} pool (no step has added one)"
+            ))
+            .into());
+        };
+        machine_configs(&self.admin)
+            .delete(&name, &kube::api::DeleteParams::default())
+            .await
+            .map_err(|e| ClusterError::kube(format!("machineconfig {name}"), e))?;
+        self.advance(time::Duration::ZERO).await?;
         Ok(name)
     }
 
@@ -252,6 +286,17 @@ impl Scenario {
             .await
             .map_err(|e| ClusterError::kube("controllerconfig machine-config-controller".into(), e))?;
         Ok(cc.metadata.resource_version.unwrap_or_default())
+    }
+
+    /// The annotations of the ControllerConfig `machine-config-controller`.
+    pub async fn controller_config_annotations(
+        &self,
+    ) -> Result<std::collections::BTreeMap<String, String>, ScenarioError> {
+        let cc = controller_configs(&self.admin)
+            .get("machine-config-controller")
+            .await
+            .map_err(|e| ClusterError::kube("controllerconfig machine-config-controller".into(), e))?;
+        Ok(cc.metadata.annotations.unwrap_or_default())
     }
 
     /// Remove a Node's `node-role.kubernetes.io/<role>` labels.

@@ -45,10 +45,32 @@ impl NodeStart<'_> {
         let node = start_node(name, self.options, self.clock.clone())
             .await
             .map_err(|e| failed(e.to_string()))?;
+        // A node that started and then failed to seed or boot is shut down: its services would
+        // otherwise run on, and keep its root, for as long as the process does.
+        match self
+            .seed_and_boot(name, role, rendered, spec, node.as_ref())
+            .await
+        {
+            Ok(()) => Ok(node),
+            Err(e) => {
+                node.shutdown().await;
+                Err(failed(e))
+            }
+        }
+    }
+
+    async fn seed_and_boot(
+        &self,
+        name: &str,
+        role: &str,
+        rendered: &str,
+        spec: &serde_json::Value,
+        node: &dyn Node,
+    ) -> Result<(), String> {
         let kubelet = self
             .server
             .identity(&format!("system:node:{name}"), &["system:nodes"])
-            .map_err(fixture_err)?;
+            .map_err(|e| e.to_string())?;
         let seed = NodeSeed {
             role,
             api_url: self.server.url(),
@@ -60,11 +82,10 @@ impl NodeStart<'_> {
             rendered_spec: spec,
             kubelet_ca: self.kubelet_ca,
         };
-        seed_node(self.admin, node.as_ref(), &seed)
+        seed_node(self.admin, node, &seed)
             .await
-            .map_err(|e| failed(e.to_string()))?;
-        node.boot().await.map_err(|e| failed(e.to_string()))?;
-        Ok(node)
+            .map_err(|e| e.to_string())?;
+        node.boot().await.map_err(|e| e.to_string())
     }
 }
 

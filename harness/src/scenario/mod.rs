@@ -288,6 +288,7 @@ fn fixture_err(e: impl std::fmt::Display) -> ScenarioError {
 
 impl Scenario {
     pub async fn start(options: ScenarioOptions) -> Result<Self, ScenarioError> {
+        crate::interrupt::check().map_err(ScenarioError::NotConverged)?;
         let _ = rustls::crypto::ring::default_provider().install_default();
         let server = fake_apiserver::FakeApiServer::builder()
             .start()
@@ -396,7 +397,22 @@ impl Scenario {
             .iter()
             .map(|(name, role, rendered, spec)| start.start(name, role, rendered, spec))
             .collect();
-        let nodes = futures::future::try_join_all(starts).await?;
+        // A node that fails to start fails the scenario; those that started are shut down, or
+        // their services would run on (and keep their roots) for as long as the process does.
+        let mut nodes = Vec::new();
+        let mut failed = None;
+        for started in futures::future::join_all(starts).await {
+            match started {
+                Ok(node) => nodes.push(node),
+                Err(e) => failed = failed.or(Some(e)),
+            }
+        }
+        if let Some(e) = failed {
+            for node in &nodes {
+                node.shutdown().await;
+            }
+            return Err(e);
+        }
         let stop = CancellationToken::new();
         let node_history = node_history::NodeHistory::spawn(admin.clone(), stop.clone());
         side.clone().spawn(stop.clone());
@@ -427,9 +443,16 @@ impl Scenario {
             catalogue,
             agent_trust: trusted,
         };
-        scenario.await_kubelets().await?;
-        scenario.await_first_sync().await?;
-        scenario.scrape_metrics().await?;
+        let ready = async {
+            scenario.await_kubelets().await?;
+            scenario.await_first_sync().await?;
+            scenario.scrape_metrics().await
+        };
+        if let Err(e) = ready.await {
+            // Nothing of a scenario that never became ready may outlive it.
+            scenario.shutdown().await;
+            return Err(e);
+        }
         Ok(scenario)
     }
 

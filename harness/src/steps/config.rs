@@ -128,6 +128,15 @@ async fn machine_config_changes(
     Ok(())
 }
 
+/// The MachineConfig a step added last for the pool is deleted; the step ends when every node
+/// of the pool runs the config rendered without it.
+#[when(regex = r"^the newest MachineConfig for the (\w+) pool is deleted$")]
+async fn newest_machine_config_deleted(world: &mut ConformanceWorld, pool: String) -> anyhow::Result<()> {
+    world.history_mark = world.cluster()?.node_history.mark();
+    world.cluster()?.delete_newest_machine_config(&pool).await?;
+    Ok(())
+}
+
 /// A new MachineConfig for the pool with `fips: true`, which a running node may not apply
 /// (FIPS is chosen at install). The step ends once the cluster has rendered it and given it to
 /// the pool's nodes; what they do with it is for the next steps.

@@ -2,10 +2,13 @@
 //! trust; the order of what a node's journal shows.
 
 use anyhow::Context;
+use base64::Engine;
 use cucumber::{then, when};
 use harness::scenario::ServingCaChange;
 use harness::wait::eventually;
 use harness::world::ConformanceWorld;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, PostParams};
 
 /// A new CA joins `openshift-config-managed/kube-apiserver-server-ca` beside the current one,
 /// as the kube-apiserver operator publishes it before serving from it: "a new CA" (the one the
@@ -181,5 +184,100 @@ async fn journal_lacks(world: &mut ConformanceWorld, text: String) -> anyhow::Re
             anyhow::bail!("{}: its journal shows {line:?}", node.name());
         }
     }
+    Ok(())
+}
+
+/// Where the 4.16 operator copies the serving CA bundle for the daemons, and its key.
+const KUBECONFIG_DATA: (&str, &str) = ("openshift-machine-config-operator", "kubeconfig-data");
+const SERVER_CA: (&str, &str) = ("openshift-config-managed", "kube-apiserver-server-ca");
+const BUNDLE_KEY: &str = "ca-bundle.crt";
+
+fn config_maps(world: &ConformanceWorld, namespace: &str) -> anyhow::Result<Api<ConfigMap>> {
+    Ok(Api::namespaced(world.cluster()?.admin.clone(), namespace))
+}
+
+/// `kubeconfig-data` is replaced by one that holds the same bundle in `data` instead of
+/// `binaryData`: base64-encoded, or as it is. The step ends when the cluster and nodes settled.
+#[when(regex = r"^kubeconfig-data is rewritten with its bundle as (base64 data|raw data)$")]
+async fn kubeconfig_data_rewritten(world: &mut ConformanceWorld, form: String) -> anyhow::Result<()> {
+    let (ns, name) = KUBECONFIG_DATA;
+    let api = config_maps(world, ns)?;
+    let mut cm = api
+        .get(name)
+        .await
+        .with_context(|| format!("reading configmap {ns}/{name}"))?;
+    let bundle = cm
+        .binary_data
+        .take()
+        .and_then(|mut b| b.remove(BUNDLE_KEY))
+        .with_context(|| format!("configmap {ns}/{name} holds no binaryData {BUNDLE_KEY} to rewrite"))?;
+    let value = if form == "base64 data" {
+        base64::engine::general_purpose::STANDARD.encode(&bundle.0)
+    } else {
+        String::from_utf8(bundle.0).context("the bundle is not UTF-8")?
+    };
+    cm.data = Some([(BUNDLE_KEY.to_string(), value)].into());
+    api.replace(name, &PostParams::default(), &cm)
+        .await
+        .with_context(|| format!("replacing configmap {ns}/{name}"))?;
+    world.cluster()?.advance(time::Duration::ZERO).await?;
+    Ok(())
+}
+
+/// `kubeconfig-data` holds exactly what `openshift-config-managed/kube-apiserver-server-ca`
+/// holds, in the named form and only there: `binaryData`, or `data` base64-encoded or as it is.
+#[then(
+    regex = r"^kubeconfig-data holds the kube-apiserver's serving CA bundle as (binaryData|base64 data|raw data)$"
+)]
+async fn kubeconfig_data_holds(world: &mut ConformanceWorld, form: String) -> anyhow::Result<()> {
+    let (ns, name) = SERVER_CA;
+    let source = config_maps(world, ns)?
+        .get(name)
+        .await
+        .with_context(|| format!("reading configmap {ns}/{name}"))?;
+    let bundle = source
+        .data
+        .as_ref()
+        .and_then(|d| d.get(BUNDLE_KEY))
+        .with_context(|| format!("configmap {ns}/{name} has no data {BUNDLE_KEY}"))?
+        .clone();
+    let (ns, name) = KUBECONFIG_DATA;
+    let cm = config_maps(world, ns)?
+        .get(name)
+        .await
+        .with_context(|| format!("reading configmap {ns}/{name}"))?;
+    let data = cm.data.as_ref().and_then(|d| d.get(BUNDLE_KEY));
+    let binary = cm.binary_data.as_ref().and_then(|b| b.get(BUNDLE_KEY));
+    let holds = match form.as_str() {
+        "binaryData" => data.is_none() && binary.is_some_and(|b| b.0 == bundle.as_bytes()),
+        "base64 data" => {
+            binary.is_none()
+                && data.is_some_and(|d| *d == base64::engine::general_purpose::STANDARD.encode(&bundle))
+        }
+        _ => binary.is_none() && data == Some(&bundle),
+    };
+    anyhow::ensure!(
+        holds,
+        "configmap {ns}/{name} does not hold the serving CA bundle as {form}: data {:?}, binaryData {:?}",
+        data.map(|d| d.chars().take(80).collect::<String>()),
+        binary.map(|b| String::from_utf8_lossy(&b.0).chars().take(80).collect::<String>()),
+    );
+    Ok(())
+}
+
+/// An annotation of the ControllerConfig `machine-config-controller` has the value ("" for one
+/// it lacks).
+#[then(regex = r#"^the ControllerConfig's annotation (\S+) is "(.*)"$"#)]
+async fn controller_config_annotation(
+    world: &mut ConformanceWorld,
+    key: String,
+    value: String,
+) -> anyhow::Result<()> {
+    let annotations = world.cluster()?.controller_config_annotations().await?;
+    let seen = annotations.get(&key).cloned().unwrap_or_default();
+    anyhow::ensure!(
+        seen == value,
+        "the ControllerConfig's annotation {key} is {seen:?}, expected {value:?}"
+    );
     Ok(())
 }

@@ -8,28 +8,17 @@ use base64::Engine;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 
-/// `openshift-machine-config-operator/kubeconfig-data`'s `ca-bundle.crt`: binaryData first,
-/// otherwise data, base64-decoded if it decodes and as it is if not.
+/// `openshift-machine-config-operator/kubeconfig-data`'s `ca-bundle.crt`, read as upstream's
+/// `cmToData` reads it (`mco::config_map_bytes`).
 pub(super) async fn kubeconfig_data(env: &AgentEnv) -> Result<String, String> {
     let (ns, name) = KUBECONFIG_DATA;
     let cm = Api::<ConfigMap>::namespaced(env.client.clone(), ns)
         .get(name)
         .await
         .map_err(|e| format!("configmap {ns}/{name}: {e}"))?;
-    if let Some(bytes) = cm.binary_data.as_ref().and_then(|b| b.get(CA_BUNDLE_KEY)) {
-        return String::from_utf8(bytes.0.clone()).map_err(|e| format!("configmap {ns}/{name}: {e}"));
-    }
-    let text = cm
-        .data
-        .as_ref()
-        .and_then(|d| d.get(CA_BUNDLE_KEY))
-        .cloned()
-        .ok_or_else(|| format!("configmap {ns}/{name} has no {CA_BUNDLE_KEY}"))?;
-    Ok(base64::engine::general_purpose::STANDARD
-        .decode(text.trim())
-        .ok()
-        .and_then(|b| String::from_utf8(b).ok())
-        .unwrap_or(text))
+    let bytes = crate::mco::config_map_bytes(&cm, CA_BUNDLE_KEY)
+        .ok_or_else(|| format!("{CA_BUNDLE_KEY} not found in {ns}/{name}"))?;
+    String::from_utf8(bytes).map_err(|e| format!("configmap {ns}/{name}: {e}"))
 }
 
 /// A kubeconfig's `clusters[0].cluster.certificate-authority-data`, decoded.
