@@ -29,6 +29,8 @@ pub enum ApiError {
     #[error("{message}")]
     Forbidden {
         message: String,
+        /// The API group of `resource` (empty for the core group).
+        group: String,
         resource: String,
         name: Option<String>,
     },
@@ -154,10 +156,25 @@ impl ApiError {
             ApiError::NotFound { resource, name }
             | ApiError::AlreadyExists { resource, name }
             | ApiError::Conflict { resource, name, .. } => Some(json!({ "name": name, "kind": resource })),
-            ApiError::Forbidden { resource, name, .. } => Some(match name {
-                Some(name) => json!({ "name": name, "kind": resource }),
-                None => json!({ "kind": resource }),
-            }),
+            // `metav1.StatusDetails` omits empty fields.
+            ApiError::Forbidden {
+                group,
+                resource,
+                name,
+                ..
+            } => {
+                let mut d = json!({});
+                for (key, value) in [
+                    ("name", name.as_deref().unwrap_or("")),
+                    ("group", group),
+                    ("kind", resource),
+                ] {
+                    if !value.is_empty() {
+                        d[key] = json!(value);
+                    }
+                }
+                Some(d)
+            }
             ApiError::Invalid {
                 group,
                 kind,

@@ -20,7 +20,8 @@
 //! - `resource`: the registry of built-in and CRD-defined resources.
 //! - `patch`, `selector`, `typecheck`, `validation`: pure functions the store and handlers use.
 //! - `depth`: the nesting bound, and handling deep documents without recursion on small stacks.
-//! - `auth`, `tls`, `pki`: identities, authorization (with NodeRestriction), TLS configuration.
+//! - `auth`, `tls`, `pki`: identities, impersonation, authorization (the Node authorizer and a
+//!   pluggable RBAC stand-in), NodeRestriction admission, TLS configuration.
 //! - `faults`: fault injection.
 //! - `error`: every failure as a Kubernetes `Status`.
 

@@ -231,7 +231,7 @@ impl FakeApiServerBuilder {
     }
 
     pub fn authorizer(mut self, authorizer: Arc<dyn crate::auth::Authorizer>) -> Self {
-        self.policy = Policy { authorizer };
+        self.policy = Policy::new(authorizer);
         self
     }
 

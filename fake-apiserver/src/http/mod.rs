@@ -25,7 +25,7 @@ mod write;
 
 pub use query::IGNORED_PARAMETERS;
 
-use crate::auth::{CertAuth, Identity};
+use crate::auth::{CertAuth, Identity, RequestAttributes};
 use crate::error::ApiError;
 use crate::faults::Fault;
 use crate::server::Shared;
@@ -112,6 +112,44 @@ fn fault_target(method: &Method, route: &Route, raw_query: Option<&str>) -> (Str
     }
 }
 
+/// The authorizer's view of a request, from its URL alone (apiserver `RequestInfoFactory`): a
+/// list or watch whose field selector pins `metadata.name` names that object.
+fn request_attributes(method: &Method, route: &Route, uri: &http::Uri) -> RequestAttributes {
+    let lowercase = || method.as_str().to_ascii_lowercase();
+    let Route::Resource(p) = route else {
+        return RequestAttributes {
+            verb: lowercase(),
+            path: Some(uri.path().to_string()),
+            ..RequestAttributes::default()
+        };
+    };
+    let query = query::Query::parse(uri.query()).ok();
+    let watch = query.as_ref().is_some_and(|q| q.watch);
+    let verb = objects::verb(method, p.name.is_some(), watch).map_or_else(|_| lowercase(), str::to_string);
+    let field_selector = query
+        .and_then(|q| q.field_selector)
+        .filter(|_| matches!(verb.as_str(), "list" | "watch" | "deletecollection"));
+    let mut attrs = RequestAttributes {
+        verb,
+        group: p.group.clone(),
+        resource: p.resource.clone(),
+        subresource: p.subresource.clone(),
+        namespace: p.namespace.clone(),
+        name: p.name.clone(),
+        field_selector,
+        path: None,
+    };
+    if attrs.name.is_none() && matches!(attrs.verb.as_str(), "list" | "watch") {
+        // `IsPathSegmentName`: a name that could stand in a URL path.
+        let segment = |n: &&str| !n.is_empty() && *n != "." && *n != ".." && !n.contains(['/', '%']);
+        attrs.name = attrs
+            .field_value("metadata.name")
+            .filter(segment)
+            .map(str::to_string);
+    }
+    attrs
+}
+
 async fn dispatch(
     shared: &Arc<Shared>,
     cert: &CertAuth,
@@ -126,6 +164,8 @@ async fn dispatch(
     let who = shared
         .authenticator()
         .authenticate(cert, authorization.as_deref())?;
+    let attrs = request_attributes(req.method(), &route, req.uri());
+    let who = crate::auth::impersonate(&shared.policy, &shared.store, who, req.headers(), &attrs)?;
     if route != Route::Faults {
         let (verb, resource) = fault_target(req.method(), &route, req.uri().query());
         let (delay, failure) = shared.faults.on_request(&verb, &resource);
@@ -136,16 +176,10 @@ async fn dispatch(
             return Err(e);
         }
     }
-    let public = matches!(route, Route::Health | Route::Version);
+    // Resources are the authorizer chain's to refuse, in their own words.
+    let public = matches!(route, Route::Health | Route::Version | Route::Resource(_));
     if !public && who.is_anonymous() {
-        return Err(ApiError::Forbidden {
-            message: format!(
-                "forbidden: User \"system:anonymous\" cannot get path \"{}\"",
-                req.uri().path()
-            ),
-            resource: String::new(),
-            name: None,
-        });
+        return Err(attrs.rbac_denial(&who));
     }
     if !matches!(route, Route::Resource(_) | Route::Faults) && req.method() != Method::GET {
         return Err(ApiError::MethodNotAllowed);
@@ -216,7 +250,7 @@ async fn dispatch(
             })
         }
         Route::Faults => faults(shared, &who, req).await,
-        Route::Resource(path) => objects::handle(shared, &who, path, req).await,
+        Route::Resource(path) => objects::handle(shared, &who, attrs, path, req).await,
         Route::Unknown => Err(ApiError::NoSuchResource),
     }
 }
@@ -229,6 +263,7 @@ async fn faults(
     if !who.in_group("system:masters") {
         return Err(ApiError::Forbidden {
             message: format!("forbidden: User {:?} cannot inject faults", who.user),
+            group: String::new(),
             resource: String::new(),
             name: None,
         });

@@ -7,7 +7,7 @@ use super::query::Query;
 use super::route::ResourcePath;
 use super::write::Write;
 use super::{Body, json_response, read_body, table, watch};
-use crate::auth::{Identity, RequestAttributes};
+use crate::auth::{Identity, Operation, RequestAttributes, admit};
 use crate::depth;
 use crate::error::{ApiError, success_status};
 use crate::resource::ResourceInfo;
@@ -38,6 +38,7 @@ pub fn verb(method: &Method, named: bool, watch: bool) -> Result<&'static str, A
 pub async fn handle(
     shared: &Arc<Shared>,
     who: &Identity,
+    attrs: RequestAttributes,
     path: ResourcePath,
     req: Request<super::PendingBody>,
 ) -> Result<Response<Body>, ApiError> {
@@ -63,17 +64,13 @@ pub async fn handle(
     if sub == Subresource::Status && !matches!(verb, "get" | "update" | "patch") {
         return Err(ApiError::MethodNotAllowed);
     }
-    shared.policy.check(
-        who,
-        &RequestAttributes {
-            verb: verb.into(),
-            group: info.group.clone(),
-            resource: info.resource.clone(),
-            subresource: path.subresource.clone(),
-            namespace: path.namespace.clone(),
-            name: path.name.clone(),
-        },
-    )?;
+    let attrs = RequestAttributes {
+        verb: verb.into(),
+        group: info.group.clone(),
+        resource: info.resource.clone(),
+        ..attrs
+    };
+    shared.policy.check(who, &attrs, &shared.store)?;
     check_accept(req.headers())?;
     let ns = path.namespace.as_deref();
     let name = path.name.as_deref().unwrap_or("");
@@ -101,6 +98,8 @@ pub async fn handle(
             let body = read_body(req, shared.body_limit).await?;
             let write = Write {
                 shared: shared.clone(),
+                who: who.clone(),
+                attrs,
                 info,
                 ns: path.namespace,
                 name: name.to_string(),
@@ -119,6 +118,12 @@ pub async fn handle(
         "delete" => {
             let body = read_body(req, shared.body_limit).await?;
             let (preconditions, dry_run) = delete_options(&body.bytes)?;
+            // NodeRestriction reads the object a kubelet deletes (from its informer upstream).
+            if who.node_name().is_some()
+                && let Ok(old) = shared.store.get(&info, ns, name)
+            {
+                admit(who, &attrs, Operation::Delete, Some(&old.value), None)?;
+            }
             let (store, target, owned_ns, owned_name) = (
                 shared.clone(),
                 info.clone(),

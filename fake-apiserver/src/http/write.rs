@@ -9,6 +9,7 @@
 use super::decode;
 use super::query::Query;
 use super::{Body, RequestBody, json_response};
+use crate::auth::{Identity, Operation, RequestAttributes, admit};
 use crate::error::ApiError;
 use crate::patch::{self, PatchError};
 use crate::resource::{ResourceInfo, parse_group_version};
@@ -21,6 +22,9 @@ use std::sync::Arc;
 /// One write request, owned, so it can move to the deep-stack thread.
 pub(super) struct Write {
     pub shared: Arc<Shared>,
+    /// Who writes, and what the authorizer saw: for the NodeRestriction admission plugin.
+    pub who: Identity,
+    pub attrs: RequestAttributes,
     pub info: ResourceInfo,
     pub ns: Option<String>,
     pub name: String,
@@ -37,8 +41,14 @@ impl Write {
         self.ns.as_deref()
     }
 
+    /// Admission, before validation (NodeRestriction is a mutating plugin).
+    fn admit(&self, op: Operation, old: Option<&Value>, new: &Value) -> Result<(), ApiError> {
+        admit(&self.who, &self.attrs, op, old, Some(new))
+    }
+
     pub fn create(self) -> Result<Response<Body>, ApiError> {
         let value = decode::object(&self.info, &self.body)?;
+        self.admit(Operation::Create, None, &value)?;
         let object = self
             .shared
             .store
@@ -59,13 +69,16 @@ impl Write {
                 self.name
             )));
         }
-        let object = self.shared.store.update(
+        let object = self.shared.store.modify(
             &self.info,
             self.ns(),
             &self.name,
-            value,
             self.sub,
             self.query.dry_run,
+            |old| {
+                self.admit(Operation::Update, Some(old), &value)?;
+                Ok(value)
+            },
         )?;
         Ok(json_response(StatusCode::OK, object.json.clone()))
     }
@@ -118,7 +131,9 @@ impl Write {
                 if let Some(doc) = &patch_doc {
                     apply(&mut next, doc).map_err(patch_error)?;
                 }
-                decode::patched(info, next)
+                let next = decode::patched(info, next)?;
+                self.admit(Operation::Update, Some(current), &next)?;
+                Ok(next)
             },
         )?;
         Ok(json_response(StatusCode::OK, object.json.clone()))
@@ -137,7 +152,9 @@ impl Write {
             } else {
                 patch::merge_patch(&mut next, &doc);
             }
-            decode::patched(info, next)
+            let next = decode::patched(info, next)?;
+            self.admit(Operation::Update, Some(current), &next)?;
+            Ok(next)
         };
         let store = &self.shared.store;
         let dry_run = self.query.dry_run;
@@ -150,6 +167,7 @@ impl Write {
                 {
                     meta.insert("name".into(), json!(self.name));
                 }
+                self.admit(Operation::Create, None, &fresh)?;
                 let object = store.create(info, self.ns(), fresh, dry_run)?;
                 Ok(json_response(StatusCode::CREATED, object.json.clone()))
             }

@@ -216,6 +216,7 @@ impl Store {
         {
             return Err(ApiError::Forbidden {
                 message: format!("namespaces {name:?} is forbidden: this namespace may not be deleted"),
+                group: String::new(),
                 resource: "namespaces".into(),
                 name: Some(name.to_string()),
             });

@@ -18,6 +18,8 @@ pub struct TestCluster {
     /// The fake, when the tests started one; `None` against an external API server.
     pub server: Option<ServerHandle>,
     pub ns: String,
+    /// The kubeconfig of `APISERVER_KUBECONFIG`, when the tests run against an external server.
+    external: Option<String>,
 }
 
 pub fn init_crypto() {
@@ -26,7 +28,7 @@ pub fn init_crypto() {
 
 pub async fn cluster() -> TestCluster {
     init_crypto();
-    let (client, server) = match std::env::var("APISERVER_KUBECONFIG") {
+    let (client, server, external) = match std::env::var("APISERVER_KUBECONFIG") {
         Ok(path) => {
             let yaml = std::fs::read_to_string(&path).expect("APISERVER_KUBECONFIG is readable");
             (
@@ -34,6 +36,7 @@ pub async fn cluster() -> TestCluster {
                     .await
                     .expect("kubeconfig works"),
                 None,
+                Some(yaml),
             )
         }
         Err(_) => {
@@ -41,7 +44,11 @@ pub async fn cluster() -> TestCluster {
                 .start()
                 .await
                 .expect("fake API server starts");
-            (server.admin_client().await.expect("admin client"), Some(server))
+            (
+                server.admin_client().await.expect("admin client"),
+                Some(server),
+                None,
+            )
         }
     };
     let ns = format!("t-{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
@@ -53,7 +60,12 @@ pub async fn cluster() -> TestCluster {
         )
         .await
         .expect("test namespace");
-    TestCluster { client, server, ns }
+    TestCluster {
+        client,
+        server,
+        ns,
+        external,
+    }
 }
 
 impl TestCluster {
@@ -69,6 +81,30 @@ impl TestCluster {
             );
         }
         self.server.as_ref()
+    }
+
+    /// A client acting as `user` in `groups`: on the fake, a client certificate with that CN and
+    /// O; on an external server, the admin's kubeconfig impersonating them (`--as`, `--as-group`).
+    pub async fn client_as(&self, user: &str, groups: &[&str]) -> kube::Client {
+        match (&self.server, &self.external) {
+            (Some(server), _) => server
+                .client(&server.identity(user, groups).expect("identity"))
+                .await
+                .expect("client"),
+            (None, Some(yaml)) => {
+                let kubeconfig = kube::config::Kubeconfig::from_yaml(yaml).expect("kubeconfig parses");
+                let mut config = kube::Config::from_custom_kubeconfig(
+                    kubeconfig,
+                    &kube::config::KubeConfigOptions::default(),
+                )
+                .await
+                .expect("kubeconfig works");
+                config.auth_info.impersonate = Some(user.to_string());
+                config.auth_info.impersonate_groups = Some(groups.iter().map(|g| g.to_string()).collect());
+                kube::Client::try_from(config).expect("client")
+            }
+            (None, None) => unreachable!("a cluster is the fake or external"),
+        }
     }
 
     pub async fn cleanup(self) {
@@ -153,7 +189,22 @@ pub async fn send(
     content_type: Option<&str>,
     body: Vec<u8>,
 ) -> Reply {
+    send_with(client, method, path, &[], content_type, body).await
+}
+
+/// `send` with extra request headers (each pair one header line, so a name may repeat).
+pub async fn send_with(
+    client: &kube::Client,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    content_type: Option<&str>,
+    body: Vec<u8>,
+) -> Reply {
     let mut req = http::Request::builder().method(method).uri(path);
+    for (name, value) in headers {
+        req = req.header(*name, *value);
+    }
     if let Some(ct) = content_type {
         req = req.header(http::header::CONTENT_TYPE, ct);
     }

@@ -156,7 +156,12 @@ async fn kubelets_may_modify_only_their_own_node() {
         status_of(as_kubelet.patch("node-2", &PatchParams::default(), &patch).await),
         (403, "Forbidden".into())
     );
-    assert!(as_kubelet.get("node-2").await.is_ok(), "reads are allowed");
+    // The Node authorizer: a kubelet reads its own Node only (node_authorization.rs has more).
+    assert!(as_kubelet.get("node-1").await.is_ok());
+    assert_eq!(
+        status_of(as_kubelet.get("node-2").await),
+        (403, "Forbidden".into())
+    );
 }
 
 #[tokio::test]
