@@ -74,7 +74,7 @@ pub async fn handle(
             name: path.name.clone(),
         },
     )?;
-    check_accept(req.headers())?;
+    check_accept(req.headers(), matches!(verb, "list" | "watch"))?;
     let ns = path.namespace.as_deref();
     let name = path.name.as_deref().unwrap_or("");
     let wants_table = table::wanted(req.headers());
@@ -173,9 +173,16 @@ const SERVED_MEDIA_TYPES: &[&str] = &[
     "application/vnd.kubernetes.protobuf",
 ];
 
+/// The streaming forms a collection also offers (its watch).
+const STREAMED_MEDIA_TYPES: &[&str] = &[
+    "application/json;stream=watch",
+    "application/vnd.kubernetes.protobuf;stream=watch",
+];
+
 /// Output negotiation (`NegotiateOutputMediaType`): an Accept header none of whose media
-/// ranges covers a served media type is 406 NotAcceptable.
-fn check_accept(headers: &http::HeaderMap) -> Result<(), ApiError> {
+/// ranges covers a served media type is 406 NotAcceptable, naming what is served; a list or
+/// watch names the streaming forms too (as a real 1.36 answers).
+fn check_accept(headers: &http::HeaderMap, collection: bool) -> Result<(), ApiError> {
     let Some(accept) = headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok()) else {
         return Ok(());
     };
@@ -189,7 +196,15 @@ fn check_accept(headers: &http::HeaderMap) -> Result<(), ApiError> {
     if covered {
         Ok(())
     } else {
-        Err(ApiError::NotAcceptable(SERVED_MEDIA_TYPES.join(", ")))
+        let streamed = if collection { STREAMED_MEDIA_TYPES } else { &[] };
+        Err(ApiError::NotAcceptable(
+            SERVED_MEDIA_TYPES
+                .iter()
+                .chain(streamed)
+                .copied()
+                .collect::<Vec<_>>()
+                .join(", "),
+        ))
     }
 }
 

@@ -158,14 +158,6 @@ async fn malformed_requests_get_the_right_status() {
         ),
         (
             "POST",
-            cms.into(),
-            Some("application/vnd.kubernetes.protobuf"),
-            b"k8s\0".to_vec(),
-            415,
-            "UnsupportedMediaType",
-        ),
-        (
-            "POST",
             format!("{cms}?dryRun=Sometimes"),
             json_ct,
             cm(json!({})),
@@ -324,6 +316,18 @@ async fn malformed_requests_get_the_right_status() {
         ),
     ];
     let mut cases = cases;
+    // A real server decodes protobuf (this body is its magic and nothing: 400 "empty body").
+    let no_protobuf = "the fake serves no protobuf (README, \"Not served\")";
+    if c.fake_because("a protobuf body is 415", no_protobuf).is_some() {
+        cases.push((
+            "POST",
+            cms.into(),
+            Some("application/vnd.kubernetes.protobuf"),
+            b"k8s\0".to_vec(),
+            415,
+            "UnsupportedMediaType",
+        ));
+    }
     if c.fake_because("the fault endpoint's bad request", "only the fake serves /_fake")
         .is_some()
     {

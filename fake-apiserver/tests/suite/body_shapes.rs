@@ -67,13 +67,13 @@ fn shapes() -> Vec<Shape> {
         codes: [400, 400, 422, 422, 422, 400, 400],
     };
     vec![
-        // create/update: the version/kind sniff fails; merge: "Invalid JSON Patch"; JSON patch:
-        // not `[]jsonPatchOp`; strategic: not a map; apply: not a map.
+        // create/update: the version/kind sniff fails; merge, strategic and apply: not a map;
+        // JSON patch: not `[]jsonPatchOp`.
         raw("number", "5", [400, 400, 400, 400, 400, 400, 400]),
         raw("string", "\"x\"", [400, 400, 400, 400, 400, 400, 400]),
         raw("bool", "true", [400, 400, 400, 400, 400, 400, 400]),
-        // merge: the array replaces the object, which does not decode (422).
-        raw("array", "[1]", [400, 400, 422, 400, 400, 400, 400]),
+        // merge: not a map either.
+        raw("array", "[1]", [400, 400, 400, 400, 400, 400, 400]),
         // create: an empty object, no name (422); update: no name, not the URL's (400);
         // merge: "Invalid JSON Patch"; JSON and strategic patches: no change; apply: no type.
         raw("null", "null", [422, 400, 400, 200, 200, 400, 400]),
@@ -288,7 +288,7 @@ async fn type_errors_are_worded_as_go_s_decoder_words_them() {
             format!("{cms}/exists"),
             json_ct,
             r#"{"data":{"k":"v"}}"#.to_string(),
-            "the name of the object () does not match the name on the URL (exists)",
+            "the name of the object (exists based on URL) was undeterminable: name must be provided",
         ),
         (
             "PATCH",
@@ -302,7 +302,7 @@ async fn type_errors_are_worded_as_go_s_decoder_words_them() {
             format!("{cms}/exists"),
             Some("application/merge-patch+json"),
             "5".to_string(),
-            "Invalid JSON Patch",
+            "error decoding patch: json: cannot unmarshal number into Go value of type map[string]interface {}",
         ),
         (
             "PATCH",

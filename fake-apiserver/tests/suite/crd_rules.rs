@@ -21,6 +21,33 @@ fn crd(group: &str, plural: &str, kind: &str, version: &str, scope: &str) -> Val
                 "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}})
 }
 
+/// Wait until the CRD `name` is Established (a real server takes a moment; the fake none).
+async fn await_established(client: &kube::Client, name: &str) {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let crds: kube::Api<CustomResourceDefinition> = kube::Api::all(client.clone());
+    tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        kube::runtime::wait::await_condition(crds, name, kube::runtime::conditions::is_crd_established()),
+    )
+    .await
+    .expect("CRD established within 30 s")
+    .expect("watching the CRD");
+}
+
+/// GET `path`; while a real server's new resource answers 429 (its watch cache is still
+/// filling), retry after the second its Retry-After asks for, five times at most.
+async fn served(client: &kube::Client, path: &str) -> u16 {
+    let mut code = 0;
+    for _ in 0..5 {
+        code = send(client, "GET", path, None, vec![]).await.code;
+        if code != 429 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    }
+    code
+}
+
 async fn post(client: &kube::Client, path: &str, body: &Value) -> crate::common::Reply {
     send(
         client,
@@ -56,11 +83,18 @@ async fn crds_that_would_break_built_ins_are_422_with_upstream_causes() {
         ),
         (
             crd("example.com", "widgets", "Widget", "V1", "Cluster"),
-            vec![(
-                "spec.versions[0].name",
-                "FieldValueInvalid",
-                format!("Invalid value: \"V1\": {DNS1035}"),
-            )],
+            vec![
+                (
+                    "spec.versions[0].name",
+                    "FieldValueInvalid",
+                    format!("Invalid value: \"V1\": {DNS1035}"),
+                ),
+                (
+                    "spec.version",
+                    "FieldValueInvalid",
+                    format!("Invalid value: \"V1\": {DNS1035}"),
+                ),
+            ],
         ),
         (
             crd("example.com", "wid_gets", "Widget", "v1", "Cluster"),
@@ -217,12 +251,8 @@ async fn a_crd_is_held_to_the_rules_on_update_and_status_is_a_valid_plural() {
     // Upstream has no rule against the plural "status" (IsDNS1035Label("status") holds).
     let status = crd("example.com", "status", "Status", "v1", "Cluster");
     assert_eq!(post(client, CRDS, &status).await.code, 201);
-    assert_eq!(
-        send(client, "GET", "/apis/example.com/v1/status", None, vec![])
-            .await
-            .code,
-        200
-    );
+    await_established(client, "status.example.com").await;
+    assert_eq!(served(client, "/apis/example.com/v1/status").await, 200);
     let r = send(
         client,
         "PATCH",

@@ -166,9 +166,10 @@ async fn timed_watch(
     (events, began.elapsed())
 }
 
-/// kube-apiserver's watch cache sends a bookmark 2 s before a watch's deadline (and every
+/// kube-apiserver's watch cache sends a bookmark about 2 s before a watch's deadline (and every
 /// minute), and only once the resource has changed since the watch began (apiserver
-/// `storage/cacher/cache_watcher.go`); the stream itself ends at `timeoutSeconds`.
+/// `storage/cacher/cache_watcher.go`); none for a watch of 2 s or less; the stream itself ends
+/// at `timeoutSeconds`.
 #[tokio::test]
 async fn bookmarks_and_timeouts() {
     let c = cluster().await;
@@ -214,19 +215,22 @@ async fn bookmarks_and_timeouts() {
         ),
         other => panic!("expected ADDED, then a bookmark: {other:?}"),
     };
-    match bookmarks {
-        [(at, WatchEvent::Bookmark(b))] => {
-            assert!(
-                b.metadata.resource_version.parse::<u64>().unwrap() >= added_rv,
-                "the bookmark is at or past the write: {}",
-                b.metadata.resource_version
-            );
-            assert!(
-                ended.saturating_sub(*at) >= Duration::from_millis(500),
-                "the bookmark comes before the deadline, not with it: at {at:?}, ended {ended:?}"
-            );
-        }
-        other => panic!("one bookmark, before the deadline: {other:?}"),
+    // The watch cache files a watch under the whole second its bookmark falls due in, and
+    // looks about once a second: a real server may send one a second early, and then once more.
+    assert!(!bookmarks.is_empty(), "a bookmark before the deadline");
+    for (at, event) in bookmarks {
+        let WatchEvent::Bookmark(b) = event else {
+            panic!("only bookmarks after the write: {bookmarks:?}");
+        };
+        assert!(
+            b.metadata.resource_version.parse::<u64>().unwrap() >= added_rv,
+            "the bookmark is at or past the write: {}",
+            b.metadata.resource_version
+        );
+        assert!(
+            ended.saturating_sub(*at) >= Duration::from_millis(500),
+            "bookmarks come before the deadline, not with it: at {at:?}, ended {ended:?}"
+        );
     }
 
     let shared = "on a shared API server other clients' writes move the resource's version too";
