@@ -191,7 +191,8 @@ fn check_accept(headers: &http::HeaderMap, collection: bool) -> Result<(), ApiEr
     }
     let covered = accept.split(',').any(|range| {
         let media = range.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
-        media == "*/*" || media == "application/*" || SERVED_MEDIA_TYPES.contains(&media.as_str())
+        // `application/*` is not enough for a real 1.36 (406), only `*/*` or a served type.
+        media == "*/*" || SERVED_MEDIA_TYPES.contains(&media.as_str())
     });
     if covered {
         Ok(())

@@ -55,9 +55,14 @@ pub(super) fn check_kind(info: &ResourceInfo, value: &mut Value) -> Result<(), A
     };
     if kind.is_empty() {
         if !info.builtin {
-            return Err(ApiError::BadRequest(
-                "Object 'Kind' is missing in 'object has no kind field '".into(),
-            ));
+            // As a real 1.36 words it: the body, then its summary.
+            let body = crate::depth::to_vec(value);
+            return Err(ApiError::BadRequest(format!(
+                "the object provided is unrecognized (must be of type {}): Object 'Kind' is missing in '{}' ({})",
+                info.kind,
+                String::from_utf8_lossy(&body),
+                summarize_data(&body)
+            )));
         }
         kind = info.kind.clone();
     }

@@ -367,7 +367,7 @@ async fn a_custom_resource_keeps_what_decodes_of_its_metadata() {
     assert_eq!(r.code, 400);
     assert_eq!(
         r.body["message"],
-        "Widget in version \"v1\" cannot be handled as a Widget: invalid metadata: expected object, got string"
+        "Widget in version \"v1\" cannot be handled as a Widget: json: cannot unmarshal string into Go value of type v1.ObjectMeta"
     );
     let body = widget(json!({"name": "w", "labels": 5, "annotations": {"a": "b"}}));
     let r = send(client, "POST", &widgets, Some("application/json"), body).await;

@@ -258,7 +258,7 @@ async fn a_crd_is_held_to_the_rules_on_update_and_status_is_a_valid_plural() {
         "PATCH",
         &format!("{CRDS}/status.example.com"),
         Some("application/merge-patch+json"),
-        br#"{"spec":{"versions":[{"name":"V2","served":true,"storage":true}]}}"#.to_vec(),
+        br#"{"spec":{"versions":[{"name":"V2","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object"}}}]}}"#.to_vec(),
     )
     .await;
     assert_eq!(

@@ -285,7 +285,11 @@ async fn a_crd_schema_at_the_bound_is_served_and_removed() {
     let (c, w, _) = seeded().await;
     let client = &c.client;
     // The schema sits five levels down in the CRD: spec, versions, [0], schema, openAPIV3Schema.
-    let schema = nested(MAX_DEPTH - 6, "1");
+    // A structural root (a real server requires `type` there); the rest nests to the bound.
+    let schema = format!(
+        r#"{{"type":"object","x-kubernetes-preserve-unknown-fields":true,"a":{}}}"#,
+        nested(MAX_DEPTH - 7, "1")
+    );
     let crd = format!(
         r#"{{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{{"name":"gadgets.conformance.mco.test"}},"spec":{{"group":"conformance.mco.test","scope":"Cluster","names":{{"plural":"gadgets","singular":"gadget","kind":"Gadget"}},"versions":[{{"name":"v1","served":true,"storage":true,"schema":{{"openAPIV3Schema":{schema}}}}}]}}}}"#
     );

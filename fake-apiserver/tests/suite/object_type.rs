@@ -118,7 +118,7 @@ async fn a_body_naming_another_type_is_refused() {
         (
             widgets,
             json!({"apiVersion": "conformance.mco.test/v1", "metadata": {"name": "w"}}),
-            "Object 'Kind' is missing in 'object has no kind field '",
+            "the object provided is unrecognized (must be of type Widget): Object 'Kind' is missing in '{\"apiVersion\":\"conformance.mco.test/v1\",\"metadata\":{\"name\":\"w\"}}' ({\"apiVersion\":\"conformance.mco ...)",
         ),
     ];
     for (path, object, message) in cases {
