@@ -176,6 +176,18 @@ pub async fn remove_crd(client: &kube::Client, name: &str) {
     .expect("watching the CRD");
 }
 
+/// Wait until the CRD `name` is Established (a real server takes a moment; the fake none).
+pub async fn await_established(client: &kube::Client, name: &str) {
+    let crds: kube::Api<CustomResourceDefinition> = kube::Api::all(client.clone());
+    tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        kube::runtime::wait::await_condition(crds, name, kube::runtime::conditions::is_crd_established()),
+    )
+    .await
+    .expect("CRD established within 30 s")
+    .expect("watching the CRD");
+}
+
 /// A dynamic API for widgets in `ns`.
 pub fn widgets(client: &kube::Client, ns: &str) -> Api<kube::api::DynamicObject> {
     let gvk = kube::api::GroupVersionKind::gvk(WIDGET_GROUP, "v1", "Widget");

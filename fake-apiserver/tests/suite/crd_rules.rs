@@ -4,7 +4,7 @@
 //! are not DNS-1035 labels, each as a 422 with upstream's field path and message; and an
 //! approved CRD in a built-in group never takes the built-in's place.
 
-use crate::common::{cluster, remove_crd, send};
+use crate::common::{await_established, cluster, remove_crd, send};
 use serde_json::{Value, json};
 
 const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
@@ -19,19 +19,6 @@ fn crd(group: &str, plural: &str, kind: &str, version: &str, scope: &str) -> Val
             "names": {"plural": plural, "singular": kind.to_lowercase(), "kind": kind},
             "versions": [{"name": version, "served": true, "storage": true,
                 "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}})
-}
-
-/// Wait until the CRD `name` is Established (a real server takes a moment; the fake none).
-async fn await_established(client: &kube::Client, name: &str) {
-    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-    let crds: kube::Api<CustomResourceDefinition> = kube::Api::all(client.clone());
-    tokio::time::timeout(
-        std::time::Duration::from_secs(30),
-        kube::runtime::wait::await_condition(crds, name, kube::runtime::conditions::is_crd_established()),
-    )
-    .await
-    .expect("CRD established within 30 s")
-    .expect("watching the CRD");
 }
 
 /// GET `path`; while a real server's new resource answers 429 (its watch cache is still

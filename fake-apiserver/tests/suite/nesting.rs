@@ -4,7 +4,9 @@
 //! up holding objects at the bound. Before the bound, repeated JSON patches that each added
 //! ~120 levels overflowed the server's stack near 7,700 levels and aborted the process.
 
-use crate::common::{TestCluster, WIDGET_GROUP, cluster, ensure_widget_crd, remove_crd, send};
+use crate::common::{
+    TestCluster, WIDGET_GROUP, await_established, cluster, ensure_widget_crd, remove_crd, send,
+};
 use fake_apiserver::depth::MAX_DEPTH;
 use serde_json::json;
 
@@ -297,6 +299,7 @@ async fn a_crd_schema_at_the_bound_is_served_and_removed() {
     remove_crd(client, "gadgets.conformance.mco.test").await;
     let created = send(client, "POST", crds, JSON, crd.into_bytes()).await;
     assert_eq!(created.code, 201, "{}", created.body);
+    await_established(client, "gadgets.conformance.mco.test").await;
     for path in [
         "/openapi/v3",
         "/openapi/v3/apis/conformance.mco.test/v1",
