@@ -43,8 +43,9 @@ pub enum ApiError {
     /// 405 (PUT on a collection, POST on an object, ...).
     #[error("the server does not allow this method on the requested resource")]
     MethodNotAllowed,
-    /// 406: the Accept header names no media type the server writes.
-    #[error("only the following media types are accepted: {0}")]
+    /// 406: the Accept header names no media type the server writes (apiserver
+    /// `handlers/negotiation`, `errNotAcceptable`), listing what it would.
+    #[error("406: Not Acceptable\n\nAvailable representations: {0}")]
     NotAcceptable(String),
     /// 409 on create of an existing name.
     #[error("{resource} \"{name}\" already exists")]
@@ -201,6 +202,7 @@ impl ApiError {
             }
             ApiError::NoSuchResource
             | ApiError::MethodNotAllowed
+            | ApiError::NotAcceptable(_)
             | ApiError::UnsupportedMediaType(_)
             | ApiError::InvalidRequest => Some(json!({})),
             _ => None,

@@ -146,7 +146,8 @@ impl FakeApiServer {
             tokens: HashMap::new(),
             store: StoreConfig::default(),
             body_limit: DEFAULT_BODY_LIMIT,
-            bookmark_interval: Duration::from_secs(5),
+            // apiserver storage/cacher/cacher.go defaultBookmarkFrequency
+            bookmark_interval: Duration::from_secs(60),
             policy: Policy::default(),
             log_requests: false,
             objects: Vec::new(),
@@ -224,7 +225,8 @@ impl FakeApiServerBuilder {
         self
     }
 
-    /// How often open watches that allow bookmarks get one.
+    /// How often an open watch that allows bookmarks may get one, besides the one 2 s before
+    /// its deadline (kube-apiserver: every minute).
     pub fn bookmark_interval(mut self, every: Duration) -> Self {
         self.bookmark_interval = every.max(Duration::from_millis(10));
         self

@@ -370,7 +370,7 @@ fn base64_message(e: &base64::DecodeError) -> String {
 }
 
 /// A custom resource's `metadata`, as apiextensions-apiserver coerces it from a client's body
-/// (`schema/objectmeta/coerce.go`, dropping malformed fields): it must be an object, and a
+/// (`schema/objectmeta/coerce.go`, dropping malformed fields): it must decode as an object, and a
 /// field of `ObjectMeta` that would not decode is dropped.
 pub fn coerce_custom_metadata(object: &mut Value) -> Result<(), String> {
     let Some(metadata) = object.get_mut("metadata") else {
@@ -379,10 +379,11 @@ pub fn coerce_custom_metadata(object: &mut Value) -> Result<(), String> {
     let map = match metadata {
         Value::Null => return Ok(()),
         Value::Object(map) => map,
+        // As a real 1.36 answers: the metadata fails to decode into `ObjectMeta`.
         other => {
             return Err(format!(
-                "invalid metadata: expected object, got {}",
-                go_dynamic_type(other)
+                "json: cannot unmarshal {} into Go value of type v1.ObjectMeta",
+                json_kind(other)
             ));
         }
     };
@@ -414,19 +415,6 @@ pub fn prune_metadata(object: &mut Value) {
         for r in refs.iter_mut().filter_map(Value::as_object_mut) {
             r.retain(|key, _| known(OWNER_REFERENCE.fields, key));
         }
-    }
-}
-
-/// `%T` of a decoded JSON value in Go.
-fn go_dynamic_type(value: &Value) -> &'static str {
-    match value {
-        Value::String(_) => "string",
-        Value::Number(n) if n.is_f64() => "float64",
-        Value::Number(_) => "int64",
-        Value::Bool(_) => "bool",
-        Value::Array(_) => "[]interface {}",
-        Value::Object(_) => "map[string]interface {}",
-        Value::Null => "<nil>",
     }
 }
 
@@ -511,7 +499,7 @@ mod tests {
         let mut bad = json!({"metadata": "x"});
         assert_eq!(
             coerce_custom_metadata(&mut bad).unwrap_err(),
-            "invalid metadata: expected object, got string"
+            "json: cannot unmarshal string into Go value of type v1.ObjectMeta"
         );
     }
 }

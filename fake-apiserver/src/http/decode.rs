@@ -108,23 +108,16 @@ fn parse(bytes: &[u8], prefix: &str) -> Result<Value, ApiError> {
     depth::parse(bytes).map_err(|e| ApiError::BadRequest(format!("{prefix}{e}")))
 }
 
-/// A merge patch (`applyJSPatch`, then json-patch's `MergePatch`): a patch that is not an
-/// object or an array is "Invalid JSON Patch"; an array replaces the object, which then does
-/// not decode.
+/// A merge patch: `null` is "Invalid JSON Patch"; anything else but an object fails to decode
+/// into `map[string]interface{}` (400, as a real 1.36 answers).
 pub(super) fn merge_patch(bytes: &[u8]) -> Result<Value, ApiError> {
     match parse(bytes, "error decoding patch: ")? {
         doc @ Value::Object(_) => Ok(doc),
-        Value::Array(items) => {
-            let pruned: Vec<Value> = items.into_iter().filter(|i| !i.is_null()).collect();
-            let text = String::from_utf8_lossy(&depth::to_vec(&Value::Array(pruned))).into_owned();
-            Err(patch_invalid(
-                &text,
-                &format!(
-                    "couldn't get version/kind; json parse error: json: cannot unmarshal array into Go value of type {FIND_KIND}"
-                ),
-            ))
-        }
-        _ => Err(ApiError::BadRequest("Invalid JSON Patch".into())),
+        Value::Null => Err(ApiError::BadRequest("Invalid JSON Patch".into())),
+        other => Err(ApiError::BadRequest(format!(
+            "error decoding patch: json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
+            json_kind(&other)
+        ))),
     }
 }
 

@@ -71,7 +71,7 @@ pub async fn handle(
         ..attrs
     };
     shared.policy.check(who, &attrs, &shared.store)?;
-    check_accept(req.headers())?;
+    check_accept(req.headers(), matches!(verb, "list" | "watch"))?;
     let ns = path.namespace.as_deref();
     let name = path.name.as_deref().unwrap_or("");
     let wants_table = table::wanted(req.headers());
@@ -178,9 +178,16 @@ const SERVED_MEDIA_TYPES: &[&str] = &[
     "application/vnd.kubernetes.protobuf",
 ];
 
+/// The streaming forms a collection also offers (its watch).
+const STREAMED_MEDIA_TYPES: &[&str] = &[
+    "application/json;stream=watch",
+    "application/vnd.kubernetes.protobuf;stream=watch",
+];
+
 /// Output negotiation (`NegotiateOutputMediaType`): an Accept header none of whose media
-/// ranges covers a served media type is 406 NotAcceptable.
-fn check_accept(headers: &http::HeaderMap) -> Result<(), ApiError> {
+/// ranges covers a served media type is 406 NotAcceptable, naming what is served; a list or
+/// watch names the streaming forms too (as a real 1.36 answers).
+fn check_accept(headers: &http::HeaderMap, collection: bool) -> Result<(), ApiError> {
     let Some(accept) = headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok()) else {
         return Ok(());
     };
@@ -189,12 +196,21 @@ fn check_accept(headers: &http::HeaderMap) -> Result<(), ApiError> {
     }
     let covered = accept.split(',').any(|range| {
         let media = range.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
-        media == "*/*" || media == "application/*" || SERVED_MEDIA_TYPES.contains(&media.as_str())
+        // `application/*` is not enough for a real 1.36 (406), only `*/*` or a served type.
+        media == "*/*" || SERVED_MEDIA_TYPES.contains(&media.as_str())
     });
     if covered {
         Ok(())
     } else {
-        Err(ApiError::NotAcceptable(SERVED_MEDIA_TYPES.join(", ")))
+        let streamed = if collection { STREAMED_MEDIA_TYPES } else { &[] };
+        Err(ApiError::NotAcceptable(
+            SERVED_MEDIA_TYPES
+                .iter()
+                .chain(streamed)
+                .copied()
+                .collect::<Vec<_>>()
+                .join(", "),
+        ))
     }
 }
 

@@ -2,9 +2,12 @@
 //!
 //! Order of a stream: synthetic ADDED events (resourceVersion unset or "0", or a streaming
 //! list), the BOOKMARK annotated `k8s.io/initial-events-end` for a streaming list, the replay
-//! of every change after the requested resourceVersion, then live events. Bookmarks, when
-//! allowed, carry the resourceVersion of the last event this stream has seen from the store's
-//! feed, so a client that resumes from one cannot skip an event. A watch from a
+//! of every change after the requested resourceVersion, then live events. Other bookmarks, when
+//! allowed, come as kube-apiserver's watch cache sends them: 2 s before the watch's deadline and
+//! every minute, and only once the watched resource has changed since the watch began (the
+//! cache drops a bookmark whose resourceVersion is not past the watch's). A bookmark carries
+//! the resourceVersion of the last change to the resource this stream has seen, so a client
+//! that resumes from one cannot skip an event. A watch from a
 //! resourceVersion older than the history answers 200 with one `ERROR` event holding a 410
 //! `Expired` Status, which is what makes kube's watcher relist. The stream ends at
 //! `timeoutSeconds`, when the client goes, when the store's feed overruns it (the client
@@ -140,6 +143,13 @@ impl Stream {
     ) {
         let mut live = started.live;
         let mut seen = started.start_rv;
+        // The version the watch began at, and the last change to its resource since: a
+        // bookmark goes out only once the second has passed the first.
+        let began = match from {
+            WatchFrom::After(rv) => rv.min(seen),
+            WatchFrom::Current | WatchFrom::InitialEvents => seen,
+        };
+        let mut changed = began;
         for (type_, object) in &started.initial {
             if !self.send_object(*type_, object).await {
                 return;
@@ -149,28 +159,31 @@ impl Stream {
             return;
         }
         for event in &started.replay {
+            changed = changed.max(event.rv);
             if !self.send_event(event).await {
                 return;
             }
         }
+        let start = tokio::time::Instant::now();
         let deadline = tokio::time::sleep(timeout);
         tokio::pin!(deadline);
-        let mut ticker = tokio::time::interval(bookmark_every);
-        ticker.tick().await;
+        let mut next = next_bookmark(Duration::ZERO, timeout, bookmark_every).filter(|_| self.bookmarks);
         loop {
-            tokio::select! {
-                _ = &mut deadline => {
-                    if self.bookmarks {
-                        self.send_bookmark(seen, false).await;
-                    }
-                    return;
+            let bookmark_due = async move {
+                match next {
+                    Some(at) => tokio::time::sleep_until(start + at).await,
+                    None => std::future::pending().await,
                 }
+            };
+            tokio::select! {
+                _ = &mut deadline => return,
                 _ = closing.cancelled() => return,
                 _ = self.tx.closed() => return,
-                _ = ticker.tick(), if self.bookmarks => {
-                    if !self.send_bookmark(seen, false).await {
+                _ = bookmark_due => {
+                    if changed > began && !self.send_bookmark(changed, false).await {
                         return;
                     }
+                    next = next_bookmark(start.elapsed(), timeout, bookmark_every);
                 }
                 received = live.recv() => match received {
                     Ok(event) => {
@@ -178,6 +191,9 @@ impl Stream {
                             continue;
                         }
                         seen = event.rv;
+                        if event.resource == self.info.group_resource() {
+                            changed = event.rv;
+                        }
                         if !self.send_event(&event).await {
                             return;
                         }
@@ -227,5 +243,51 @@ impl Stream {
         let object =
             json!({"kind": self.info.kind, "apiVersion": self.info.api_version(), "metadata": metadata});
         self.tx.send(event_line("BOOKMARK", &object)).await.is_ok()
+    }
+}
+
+/// When a watch that began `elapsed` ago next gets a bookmark, as kube-apiserver's watch cache
+/// schedules it (apiserver `storage/cacher/cache_watcher.go`, `nextBookmarkTime`): a minute on
+/// (`every`), or 2 s before the deadline if that comes first; never once that moment is past, so
+/// a watch of 2 s or less gets none.
+fn next_bookmark(elapsed: Duration, timeout: Duration, every: Duration) -> Option<Duration> {
+    let before_deadline = timeout.checked_sub(BOOKMARK_BEFORE_DEADLINE)?;
+    let next = (elapsed + every).min(before_deadline);
+    (next > elapsed).then_some(next)
+}
+
+const BOOKMARK_BEFORE_DEADLINE: Duration = Duration::from_secs(2);
+
+#[cfg(test)]
+mod tests {
+    use super::next_bookmark;
+    use std::time::Duration;
+
+    fn s(secs: u64) -> Duration {
+        Duration::from_secs(secs)
+    }
+
+    #[test]
+    fn bookmarks_come_every_minute_and_two_seconds_before_the_deadline() {
+        let minute = s(60);
+        let table = [
+            // (elapsed, timeout, next)
+            (s(0), s(1), None),
+            (s(0), s(2), None),
+            (s(0), s(4), Some(s(2))),
+            (s(2), s(4), None),
+            (s(0), s(290), Some(s(60))),
+            (s(60), s(290), Some(s(120))),
+            (s(240), s(290), Some(s(288))),
+            (s(288), s(290), None),
+            (s(300), s(290), None),
+        ];
+        for (elapsed, timeout, next) in table {
+            assert_eq!(
+                next_bookmark(elapsed, timeout, minute),
+                next,
+                "{elapsed:?} into a {timeout:?} watch"
+            );
+        }
     }
 }

@@ -63,6 +63,12 @@ impl Write {
             .pointer("/metadata/name")
             .and_then(Value::as_str)
             .unwrap_or("");
+        if body_name.is_empty() {
+            return Err(ApiError::BadRequest(format!(
+                "the name of the object ({} based on URL) was undeterminable: name must be provided",
+                self.name
+            )));
+        }
         if body_name != self.name {
             return Err(ApiError::BadRequest(format!(
                 "the name of the object ({body_name}) does not match the name on the URL ({})",

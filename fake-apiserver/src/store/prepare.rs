@@ -29,6 +29,9 @@ pub(super) fn text<'a>(value: &'a Value, pointer: &str) -> &'a str {
     value.pointer(pointer).and_then(Value::as_str).unwrap_or("")
 }
 
+/// How kube-apiserver names its legacy scheme in decode errors (the file that declares it).
+const LEGACY_SCHEME: &str = "k8s.io/kubernetes/pkg/api/legacyscheme/scheme.go:30";
+
 /// A written object's type: a missing `kind` or `apiVersion` is taken from the URL, as
 /// kube-apiserver's decoder defaults it for built-in types (apimachinery
 /// `runtime/serializer/json/json.go`, `gvkWithDefaults`), and the body must then name the URL's
@@ -52,9 +55,14 @@ pub(super) fn check_kind(info: &ResourceInfo, value: &mut Value) -> Result<(), A
     };
     if kind.is_empty() {
         if !info.builtin {
-            return Err(ApiError::BadRequest(
-                "Object 'Kind' is missing in 'object has no kind field '".into(),
-            ));
+            // As a real 1.36 words it: the body, then its summary.
+            let body = crate::depth::to_vec(value);
+            return Err(ApiError::BadRequest(format!(
+                "the object provided is unrecognized (must be of type {}): Object 'Kind' is missing in '{}' ({})",
+                info.kind,
+                String::from_utf8_lossy(&body),
+                summarize_data(&body)
+            )));
         }
         kind = info.kind.clone();
     }
@@ -75,10 +83,17 @@ pub(super) fn check_kind(info: &ResourceInfo, value: &mut Value) -> Result<(), A
     }
     if (group.as_str(), version.as_str()) != (info.group.as_str(), info.version.as_str()) {
         let data = if group.is_empty() {
-            version
+            version.clone()
         } else {
             format!("{group}/{version}")
         };
+        // A built-in type is decoded through the legacy scheme, which has no such kind at
+        // that version (as an official 1.36 build words it; its scheme is named by file).
+        if info.builtin {
+            return Err(ApiError::BadRequest(format!(
+                "{kind} in version {version:?} cannot be handled as a {kind}: no kind {kind:?} is registered for version {data:?} in scheme \"{LEGACY_SCHEME}\""
+            )));
+        }
         return Err(ApiError::BadRequest(format!(
             "the API version in the data ({data}) does not match the expected API version ({})",
             info.api_version()

@@ -124,6 +124,13 @@ pub(super) fn spec_causes(crd: &Value) -> Vec<Cause> {
     if !versions.is_some_and(|v| v.iter().any(|v| v["served"] == Value::Bool(true))) {
         causes.required("spec.versions", "must have at least one served version");
     }
+    // The internal `spec.version` is the first version's name, and held to the same rule.
+    if let Some(first) = versions.and_then(|v| v.first()) {
+        let first = first.get("name").and_then(Value::as_str).unwrap_or("");
+        if let Some(problem) = dns1035_problems(first).filter(|_| !first.is_empty()) {
+            causes.invalid("spec.version", first, &problem);
+        }
+    }
     if plural.is_empty() {
         causes.required("spec.names.plural", "");
     }
@@ -223,11 +230,6 @@ mod tests {
                 "Invalid value: \"apps\": should be a domain with at least one dot",
             ),
             (
-                crd("example.com", "widgets", "V1"),
-                "spec.versions[0].name",
-                &format!("Invalid value: \"V1\": {DNS1035_MSG}"),
-            ),
-            (
                 crd("example.com", "1widgets", "v1"),
                 "spec.names.plural",
                 &format!("Invalid value: \"1widgets\": {DNS1035_MSG}"),
@@ -242,6 +244,15 @@ mod tests {
             let got = fields(validate_crd(&object).unwrap_err());
             assert_eq!(got, vec![(field.to_string(), message.to_string())], "{object}");
         }
+        // The first version's name is the internal `spec.version` too, and refused there again.
+        let version = format!("Invalid value: \"V1\": {DNS1035_MSG}");
+        assert_eq!(
+            fields(validate_crd(&crd("example.com", "widgets", "V1")).unwrap_err()),
+            vec![
+                ("spec.versions[0].name".to_string(), version.clone()),
+                ("spec.version".to_string(), version)
+            ]
+        );
         let mut scope = crd("example.com", "widgets", "v1");
         scope["spec"]["scope"] = json!("Galaxy");
         assert_eq!(

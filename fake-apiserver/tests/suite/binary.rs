@@ -2,11 +2,15 @@
 //! `ready <url>` once it serves, logs one line per request; a bad manifest exits 2 naming the
 //! file and document.
 
+use crate::common::skip_external;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
+
+/// Why these tests run against the fake only.
+const FAKE_ONLY: &str = "they run the fake-apiserver binary itself";
 
 const BIN: &str = env!("CARGO_BIN_EXE_fake-apiserver");
 
@@ -19,6 +23,9 @@ fn fixtures() -> std::path::PathBuf {
 
 #[tokio::test]
 async fn serves_the_fixtures_and_logs_requests() {
+    if skip_external("serves_the_fixtures_and_logs_requests", FAKE_ONLY) {
+        return;
+    }
     crate::common::init_crypto();
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
@@ -72,6 +79,9 @@ async fn serves_the_fixtures_and_logs_requests() {
 
 #[tokio::test]
 async fn a_bad_manifest_exits_2_naming_file_and_document() {
+    if skip_external("a_bad_manifest_exits_2_naming_file_and_document", FAKE_ONLY) {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.yaml");
     std::fs::write(&bad, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: fine, namespace: default}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: Not_Valid, namespace: default}\n").unwrap();

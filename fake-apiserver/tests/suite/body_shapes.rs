@@ -5,13 +5,10 @@
 //! server answers afterwards. Server-side apply that created an object whose `metadata` was not
 //! a map used to panic the request.
 
-use crate::common::{init_crypto, send};
-use fake_apiserver::FakeApiServer;
+use crate::common::{WIDGET_GROUP, cluster, ensure_widget_crd, send};
 use serde_json::{Value, json};
 
-const CMS: &str = "/api/v1/namespaces/default/configmaps";
 const NODES: &str = "/api/v1/nodes";
-const WIDGETS: &str = "/apis/conformance.mco.test/v1/widgets";
 
 /// The verbs, as (label, method, content type, path suffix).
 const VERBS: &[(&str, &str, &str, &str)] = &[
@@ -70,13 +67,13 @@ fn shapes() -> Vec<Shape> {
         codes: [400, 400, 422, 422, 422, 400, 400],
     };
     vec![
-        // create/update: the version/kind sniff fails; merge: "Invalid JSON Patch"; JSON patch:
-        // not `[]jsonPatchOp`; strategic: not a map; apply: not a map.
+        // create/update: the version/kind sniff fails; merge, strategic and apply: not a map;
+        // JSON patch: not `[]jsonPatchOp`.
         raw("number", "5", [400, 400, 400, 400, 400, 400, 400]),
         raw("string", "\"x\"", [400, 400, 400, 400, 400, 400, 400]),
         raw("bool", "true", [400, 400, 400, 400, 400, 400, 400]),
-        // merge: the array replaces the object, which does not decode (422).
-        raw("array", "[1]", [400, 400, 422, 400, 400, 400, 400]),
+        // merge: not a map either.
+        raw("array", "[1]", [400, 400, 400, 400, 400, 400, 400]),
         // create: an empty object, no name (422); update: no name, not the URL's (400);
         // merge: "Invalid JSON Patch"; JSON and strategic patches: no change; apply: no type.
         raw("null", "null", [422, 400, 400, 200, 200, 400, 400]),
@@ -206,99 +203,124 @@ async fn run(client: &kube::Client, collection: &str, kind: &str, name: &str, sh
 
 #[tokio::test]
 async fn every_verb_answers_every_body_shape_with_a_status() {
-    init_crypto();
-    let server = FakeApiServer::builder()
-        .object(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "exists", "namespace": "default"}, "data": {"k": "v"}}))
-        .object(json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}))
-        .start()
-        .await
-        .unwrap();
-    let client = server.admin_client().await.unwrap();
+    let c = cluster().await;
+    let client = &c.client;
+    let cms = c.path("v1", "configmaps");
+    // A Node is cluster-wide: one named for this test's namespace.
+    let node = format!("{}-n1", c.ns);
+    c.create(
+        &cms,
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "exists"}, "data": {"k": "v"}}),
+    )
+    .await;
+    c.create(
+        NODES,
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}}),
+    )
+    .await;
     let version = |r: crate::common::Reply| r.body["metadata"]["resourceVersion"].clone();
-    let before = version(send(&client, "GET", "/api/v1/namespaces", None, vec![]).await);
-    run(&client, CMS, "ConfigMap", "exists", shapes()).await;
-    run(&client, NODES, "Node", "n1", node_shapes()).await;
-    let after = version(send(&client, "GET", "/api/v1/namespaces", None, vec![]).await);
-    assert_eq!(before, after, "nothing was stored");
-    assert_eq!(send(&client, "GET", "/readyz", None, vec![]).await.code, 200);
-    let cms: kube::Api<k8s_openapi::api::core::v1::ConfigMap> = kube::Api::namespaced(client, "default");
+    let before = (
+        version(send(client, "GET", &format!("{cms}/exists"), None, vec![]).await),
+        version(send(client, "GET", &format!("{NODES}/{node}"), None, vec![]).await),
+    );
+    run(client, &cms, "ConfigMap", "exists", shapes()).await;
+    run(client, NODES, "Node", &node, node_shapes()).await;
+    let after = (
+        version(send(client, "GET", &format!("{cms}/exists"), None, vec![]).await),
+        version(send(client, "GET", &format!("{NODES}/{node}"), None, vec![]).await),
+    );
+    assert_eq!(before, after, "nothing was written");
+    for fresh in [format!("{cms}/fresh"), format!("{NODES}/fresh")] {
+        assert_eq!(
+            send(client, "GET", &fresh, None, vec![]).await.code,
+            404,
+            "{fresh} was not stored"
+        );
+    }
+    assert_eq!(send(client, "GET", "/readyz", None, vec![]).await.code, 200);
+    let typed: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+        kube::Api::namespaced(client.clone(), &c.ns);
     assert_eq!(
-        cms.get("exists").await.unwrap().data.unwrap()["k"],
+        typed.get("exists").await.unwrap().data.unwrap()["k"],
         "v",
         "still decodes"
     );
+    let deleted = send(client, "DELETE", &format!("{NODES}/{node}"), None, vec![]).await;
+    assert_eq!(deleted.code, 200, "{}", deleted.body);
+    c.cleanup().await;
 }
 
 #[tokio::test]
 async fn type_errors_are_worded_as_go_s_decoder_words_them() {
-    init_crypto();
-    let server = FakeApiServer::builder()
-        .object(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "exists", "namespace": "default"}}))
-        .start()
-        .await
-        .unwrap();
-    let client = server.admin_client().await.unwrap();
+    let c = cluster().await;
+    let client = &c.client;
+    let cms = c.path("v1", "configmaps");
+    c.create(
+        &cms,
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "exists"}}),
+    )
+    .await;
     let json_ct = Some("application/json");
     let cases = [
         (
             "POST",
-            CMS.to_string(),
+            cms.clone(),
             json_ct,
             "[1]".to_string(),
             "the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; json parse error: json: cannot unmarshal array into Go value of type struct { APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" } (5b315d)",
         ),
         (
             "POST",
-            CMS.to_string(),
+            cms.clone(),
             json_ct,
             r#"{"metadata":{"name":"a","labels":{"k":1}}}"#.to_string(),
             "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: json: cannot unmarshal number into Go struct field ObjectMeta.metadata.labels of type string",
         ),
         (
             "PUT",
-            format!("{CMS}/exists"),
+            format!("{cms}/exists"),
             json_ct,
             r#"{"metadata":"x"}"#.to_string(),
             "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: json: cannot unmarshal string into Go struct field ConfigMap.metadata of type v1.ObjectMeta",
         ),
         (
             "PUT",
-            format!("{CMS}/exists"),
+            format!("{cms}/exists"),
             json_ct,
             r#"{"data":{"k":"v"}}"#.to_string(),
-            "the name of the object () does not match the name on the URL (exists)",
+            "the name of the object (exists based on URL) was undeterminable: name must be provided",
         ),
         (
             "PATCH",
-            format!("{CMS}/exists"),
+            format!("{cms}/exists"),
             Some("application/json-patch+json"),
             "{}".to_string(),
             "error decoding patch: json: cannot unmarshal object into Go value of type []handlers.jsonPatchOp",
         ),
         (
             "PATCH",
-            format!("{CMS}/exists"),
+            format!("{cms}/exists"),
             Some("application/merge-patch+json"),
             "5".to_string(),
-            "Invalid JSON Patch",
+            "error decoding patch: json: cannot unmarshal number into Go value of type map[string]interface {}",
         ),
         (
             "PATCH",
-            format!("{CMS}/exists?fieldManager=m"),
+            format!("{cms}/exists?fieldManager=m"),
             Some("application/apply-patch+yaml"),
             "null".to_string(),
             "invalid object type: /, Kind=",
         ),
     ];
     for (method, path, ct, body, message) in cases {
-        let r = send(&client, method, &path, ct, body.into_bytes()).await;
+        let r = send(client, method, &path, ct, body.into_bytes()).await;
         assert_eq!(r.code, 400, "{method} {path}: {}", r.body);
         assert_eq!(r.body["message"], message, "{method} {path}");
     }
     let r = send(
-        &client,
+        client,
         "PATCH",
-        &format!("{CMS}/exists"),
+        &format!("{cms}/exists"),
         Some("application/merge-patch+json"),
         br#"{"metadata":{"annotations":{"a":{}}}}"#.to_vec(),
     )
@@ -318,30 +340,26 @@ async fn type_errors_are_worded_as_go_s_decoder_words_them() {
         message.ends_with("\": json: cannot unmarshal object into Go struct field ObjectMeta.metadata.annotations of type string"),
         "{message}"
     );
+    c.cleanup().await;
 }
 
 #[tokio::test]
 async fn a_custom_resource_keeps_what_decodes_of_its_metadata() {
     // apiextensions-apiserver coerces a custom resource's metadata, dropping fields that do not
     // decode (`schema/objectmeta/coerce.go`); metadata that is not a map fails.
-    init_crypto();
-    let crd = json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.conformance.mco.test"},
-        "spec": {"group": "conformance.mco.test", "scope": "Cluster",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-            "versions": [{"name": "v1", "served": true, "storage": true}]}});
-    let server = FakeApiServer::builder().object(crd).start().await.unwrap();
-    let client = server.admin_client().await.unwrap();
+    let c = cluster().await;
+    let client = &c.client;
+    ensure_widget_crd(client).await;
+    let widgets = c.path(&format!("{WIDGET_GROUP}/v1"), "widgets");
     let widget = |metadata: Value| {
         json!({"apiVersion": "conformance.mco.test/v1", "kind": "Widget", "metadata": metadata})
             .to_string()
             .into_bytes()
     };
     let r = send(
-        &client,
+        client,
         "POST",
-        WIDGETS,
+        &widgets,
         Some("application/json"),
         widget(json!("x")),
     )
@@ -349,20 +367,21 @@ async fn a_custom_resource_keeps_what_decodes_of_its_metadata() {
     assert_eq!(r.code, 400);
     assert_eq!(
         r.body["message"],
-        "Widget in version \"v1\" cannot be handled as a Widget: invalid metadata: expected object, got string"
+        "Widget in version \"v1\" cannot be handled as a Widget: json: cannot unmarshal string into Go value of type v1.ObjectMeta"
     );
     let body = widget(json!({"name": "w", "labels": 5, "annotations": {"a": "b"}}));
-    let r = send(&client, "POST", WIDGETS, Some("application/json"), body).await;
+    let r = send(client, "POST", &widgets, Some("application/json"), body).await;
     assert_eq!(r.code, 201, "{}", r.body);
     assert!(r.body["metadata"].get("labels").is_none());
     assert_eq!(r.body["metadata"]["annotations"], json!({"a": "b"}));
     let r = send(
-        &client,
+        client,
         "PATCH",
-        &format!("{WIDGETS}/fresh?fieldManager=m"),
+        &format!("{widgets}/fresh?fieldManager=m"),
         Some("application/apply-patch+yaml"),
         widget(json!(7)),
     )
     .await;
     assert_eq!(r.code, 400, "{}", r.body);
+    c.cleanup().await;
 }

@@ -4,30 +4,27 @@
 //! `api/validate/content/kube.go`; kubernetes `apis/core/validation/validation.go`), and every
 //! stored object still decodes with a typed client.
 
-use crate::common::{init_crypto, send};
-use fake_apiserver::FakeApiServer;
+use crate::common::{TestCluster, WIDGET_GROUP, cluster, ensure_widget_crd, send};
 use k8s_openapi::api::core::v1::ConfigMap;
 use serde_json::{Value, json};
 
-const CMS: &str = "/api/v1/namespaces/default/configmaps";
 const LABEL_KEY: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
 
-async fn client() -> (fake_apiserver::ServerHandle, kube::Client) {
-    init_crypto();
-    let crd = json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.conformance.mco.test"},
-        "spec": {"group": "conformance.mco.test", "scope": "Cluster",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-            "versions": [{"name": "v1", "served": true, "storage": true}]}});
-    let server = FakeApiServer::builder()
-        .object(crd)
-        .object(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "exists", "namespace": "default"}, "data": {"k": "v"}}))
-        .start()
-        .await
-        .unwrap();
-    let client = server.admin_client().await.unwrap();
-    (server, client)
+/// A test namespace holding the ConfigMap `exists`, and the widget CRD; with the ConfigMaps'
+/// and widgets' paths.
+async fn seeded() -> (TestCluster, String, String) {
+    let c = cluster().await;
+    ensure_widget_crd(&c.client).await;
+    let (cms, widgets) = (
+        c.path("v1", "configmaps"),
+        c.path(&format!("{WIDGET_GROUP}/v1"), "widgets"),
+    );
+    c.create(
+        &cms,
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "exists"}, "data": {"k": "v"}}),
+    )
+    .await;
+    (c, cms, widgets)
 }
 
 fn cm(name: &str, extra: Value) -> Vec<u8> {
@@ -59,7 +56,8 @@ fn invalid(name: &str, causes: &[(&str, &str, &str)]) -> Value {
 
 #[tokio::test]
 async fn metadata_and_data_rules_hold_on_create() {
-    let (_server, client) = client().await;
+    let (c, cms, _) = seeded().await;
+    let client = &c.client;
     let too_long = "Too long: may not be more than 1048576 bytes";
     let cases = [
         (
@@ -144,22 +142,24 @@ async fn metadata_and_data_rules_hold_on_create() {
         ),
     ];
     for (body, want) in cases {
-        let r = send(&client, "POST", CMS, Some("application/json"), body).await;
+        let r = send(client, "POST", &cms, Some("application/json"), body).await;
         assert_eq!(r.code, 422, "{}", r.body);
         assert_eq!(r.body, want);
     }
-    let listed = send(&client, "GET", CMS, None, vec![]).await;
+    let listed = send(client, "GET", &cms, None, vec![]).await;
     assert_eq!(
         listed.body["items"].as_array().unwrap().len(),
         1,
         "only the seeded one"
     );
+    c.cleanup().await;
 }
 
 #[tokio::test]
 async fn the_rules_hold_on_every_update_path_and_stored_objects_decode() {
-    let (_server, client) = client().await;
-    let path = format!("{CMS}/exists");
+    let (c, cms, widgets) = seeded().await;
+    let client = &c.client;
+    let path = format!("{cms}/exists");
     let big = "x".repeat(1024 * 1024 + 1);
     let cases = [
         ("application/merge-patch+json", json!({"data": {"k": big}})),
@@ -183,7 +183,7 @@ async fn the_rules_hold_on_every_update_path_and_stored_objects_decode() {
             ""
         };
         let r = send(
-            &client,
+            client,
             "PATCH",
             &format!("{path}{query}"),
             Some(ct),
@@ -198,10 +198,10 @@ async fn the_rules_hold_on_every_update_path_and_stored_objects_decode() {
         );
         assert_eq!(r.body["details"]["name"], "exists", "{ct}");
     }
-    let mut replacement = send(&client, "GET", &path, None, vec![]).await.body;
+    let mut replacement = send(client, "GET", &path, None, vec![]).await.body;
     replacement["data"] = json!({"a b": "x"});
     let r = send(
-        &client,
+        client,
         "PUT",
         &path,
         Some("application/json"),
@@ -213,17 +213,27 @@ async fn the_rules_hold_on_every_update_path_and_stored_objects_decode() {
     // A custom resource's finalizer need only be a qualified name (no core rule).
     let widget = json!({"apiVersion": "conformance.mco.test/v1", "kind": "Widget", "metadata": {"name": "w", "finalizers": ["hold"]}});
     let r = send(
-        &client,
+        client,
         "POST",
-        "/apis/conformance.mco.test/v1/widgets",
+        &widgets,
         Some("application/json"),
         widget.to_string().into_bytes(),
     )
     .await;
     assert_eq!(r.code, 201, "{}", r.body);
+    // Let the namespace go (the finalizer holds the widget, and a real server's namespace with it).
+    let r = send(
+        client,
+        "PATCH",
+        &format!("{widgets}/w"),
+        Some("application/merge-patch+json"),
+        br#"{"metadata":{"finalizers":null}}"#.to_vec(),
+    )
+    .await;
+    assert_eq!(r.code, 200, "{}", r.body);
 
-    let cms: kube::Api<ConfigMap> = kube::Api::namespaced(client, "default");
-    let all = cms
+    let typed: kube::Api<ConfigMap> = kube::Api::namespaced(client.clone(), &c.ns);
+    let all = typed
         .list(&Default::default())
         .await
         .expect("every stored ConfigMap decodes");
@@ -233,17 +243,19 @@ async fn the_rules_hold_on_every_update_path_and_stored_objects_decode() {
         "v",
         "no refused write changed it"
     );
+    c.cleanup().await;
 }
 
 #[tokio::test]
 async fn metadata_keeps_only_what_object_meta_declares() {
     // A typed decode drops what ObjectMeta does not declare, however deep it nests.
-    let (_server, client) = client().await;
+    let (c, cms, widgets) = seeded().await;
+    let client = &c.client;
     let deep = format!("{}1{}", "{\"a\":".repeat(5000), "}".repeat(5000));
     let body = format!(
         r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"m","extra":{deep},"ownerReferences":[{{"apiVersion":"v1","kind":"Node","name":"n","uid":"u","junk":{deep}}}]}}}}"#
     );
-    let r = send(&client, "POST", CMS, Some("application/json"), body.into_bytes()).await;
+    let r = send(client, "POST", &cms, Some("application/json"), body.into_bytes()).await;
     assert_eq!(r.code, 201, "{}", r.body);
     assert!(r.body["metadata"].get("extra").is_none());
     assert_eq!(
@@ -254,13 +266,14 @@ async fn metadata_keeps_only_what_object_meta_declares() {
         r#"{{"apiVersion":"conformance.mco.test/v1","kind":"Widget","metadata":{{"name":"w","extra":{deep}}}}}"#
     );
     let r = send(
-        &client,
+        client,
         "POST",
-        "/apis/conformance.mco.test/v1/widgets",
+        &widgets,
         Some("application/json"),
         widget.into_bytes(),
     )
     .await;
     assert_eq!(r.code, 201);
     assert!(r.body["metadata"].get("extra").is_none());
+    c.cleanup().await;
 }

@@ -26,6 +26,16 @@ pub fn init_crypto() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
+/// True, with the printed reason, when a test that needs the fake itself must skip because
+/// `APISERVER_KUBECONFIG` names another server.
+pub fn skip_external(what: &str, why: &str) -> bool {
+    let external = std::env::var_os("APISERVER_KUBECONFIG").is_some();
+    if external {
+        println!("SKIP {what}: {why} (APISERVER_KUBECONFIG is set)");
+    }
+    external
+}
+
 pub async fn cluster() -> TestCluster {
     init_crypto();
     let (client, server, external) = match std::env::var("APISERVER_KUBECONFIG") {
@@ -69,16 +79,43 @@ pub async fn cluster() -> TestCluster {
 }
 
 impl TestCluster {
+    /// The URL path of `resource` in this test's namespace, in `group_version` ("v1" for the
+    /// core group).
+    pub fn path(&self, group_version: &str, resource: &str) -> String {
+        let root = if group_version.contains('/') {
+            "apis"
+        } else {
+            "api"
+        };
+        format!("/{root}/{group_version}/namespaces/{}/{resource}", self.ns)
+    }
+
+    /// POST `object` to `path`, which must create it.
+    pub async fn create(&self, path: &str, object: Value) {
+        let r = send(
+            &self.client,
+            "POST",
+            path,
+            Some("application/json"),
+            object.to_string().into_bytes(),
+        )
+        .await;
+        assert_eq!(r.code, 201, "creating a fixture at {path}: {}", r.body);
+    }
+
     pub fn configmaps(&self) -> Api<ConfigMap> {
         Api::namespaced(self.client.clone(), &self.ns)
     }
 
     /// The fake, or a printed reason why this part of a test does not apply.
     pub fn fake(&self, what: &str) -> Option<&ServerHandle> {
+        self.fake_because(what, "needs the fake API server's fault injection")
+    }
+
+    /// The fake, or a printed `why` this part of a test does not apply to an external server.
+    pub fn fake_because(&self, what: &str, why: &str) -> Option<&ServerHandle> {
         if self.server.is_none() {
-            println!(
-                "SKIP {what}: needs the fake API server's fault injection (APISERVER_KUBECONFIG is set)"
-            );
+            println!("SKIP {what}: {why} (APISERVER_KUBECONFIG is set)");
         }
         self.server.as_ref()
     }
@@ -152,6 +189,35 @@ pub async fn ensure_widget_crd(client: &kube::Client) {
     tokio::time::timeout(
         Duration::from_secs(30),
         await_condition(crds, &name, conditions::is_crd_established()),
+    )
+    .await
+    .expect("CRD established within 30 s")
+    .expect("watching the CRD");
+}
+
+/// Delete the CRD `name` and wait until it is gone (a real server first removes its objects).
+pub async fn remove_crd(client: &kube::Client, name: &str) {
+    let crds: kube::Api<CustomResourceDefinition> = kube::Api::all(client.clone());
+    let Ok(crd) = crds.get(name).await else {
+        return;
+    };
+    let _ = crds.delete(name, &Default::default()).await;
+    let uid = crd.metadata.uid.unwrap_or_default();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        kube::runtime::wait::await_condition(crds, name, kube::runtime::conditions::is_deleted(&uid)),
+    )
+    .await
+    .expect("CRD deleted within 30 s")
+    .expect("watching the CRD");
+}
+
+/// Wait until the CRD `name` is Established (a real server takes a moment; the fake none).
+pub async fn await_established(client: &kube::Client, name: &str) {
+    let crds: kube::Api<CustomResourceDefinition> = kube::Api::all(client.clone());
+    tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        kube::runtime::wait::await_condition(crds, name, kube::runtime::conditions::is_crd_established()),
     )
     .await
     .expect("CRD established within 30 s")

@@ -2,12 +2,15 @@
 //! and from Rust: failing the next N matching requests, latency, and a restart that loses the
 //! store.
 
-use crate::common::{configmap, init_crypto, status_of};
+use crate::common::{configmap, init_crypto, skip_external, status_of};
 use fake_apiserver::{FakeApiServer, Fault};
 use http_body_util::BodyExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use std::time::{Duration, Instant};
+
+/// Why these tests run against the fake only.
+const FAKE_ONLY: &str = "they inject faults through the fake's admin endpoint";
 
 async fn post_fault(client: &kube::Client, body: &str) -> u16 {
     let req = http::Request::post("/_fake/v1/faults")
@@ -22,6 +25,9 @@ async fn post_fault(client: &kube::Client, body: &str) -> u16 {
 
 #[tokio::test]
 async fn fail_next_and_latency_over_the_admin_endpoint() {
+    if skip_external("fail_next_and_latency_over_the_admin_endpoint", FAKE_ONLY) {
+        return;
+    }
     init_crypto();
     let server = FakeApiServer::builder().start().await.unwrap();
     let admin = server.admin_client().await.unwrap();
@@ -74,6 +80,9 @@ async fn fail_next_and_latency_over_the_admin_endpoint() {
 
 #[tokio::test]
 async fn a_restart_that_loses_the_store() {
+    if skip_external("a_restart_that_loses_the_store", FAKE_ONLY) {
+        return;
+    }
     init_crypto();
     let server = FakeApiServer::builder().start().await.unwrap();
     let cms: Api<ConfigMap> = Api::namespaced(server.admin_client().await.unwrap(), "default");

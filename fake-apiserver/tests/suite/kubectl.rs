@@ -1,10 +1,9 @@
-//! Real kubectl clients against the fake: create a CRD and a ControllerConfig from the
+//! Real kubectl clients against the fake (or the server `APISERVER_KUBECONFIG` names): create a CRD and a ControllerConfig from the
 //! fixtures, get -o yaml, patch (merge, json), label, annotate, get -w seeing an update, apply a
 //! ConfigMap twice, delete. Each version found beside the machine's `kubectl` runs; a missing
 //! one is skipped with the reason printed.
 
-use crate::common::init_crypto;
-use fake_apiserver::FakeApiServer;
+use crate::common::{cluster, remove_crd};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use serde_json::json;
@@ -64,7 +63,6 @@ impl Kubectl {
 
 #[tokio::test]
 async fn kubectl_versions_drive_the_fake() {
-    init_crypto();
     let dir = match kubectl_dir() {
         Ok(d) => d,
         Err(why) => {
@@ -95,12 +93,19 @@ async fn kubectl_versions_drive_the_fake() {
 }
 
 async fn exercise(binary: PathBuf) {
-    let server = FakeApiServer::builder().start().await.unwrap();
+    let c = cluster().await;
     let home = tempfile::tempdir().unwrap();
     let kubeconfig = home.path().join("kubeconfig");
-    std::fs::write(&kubeconfig, server.kubeconfig(server.admin_identity())).unwrap();
+    let config = match (&c.server, std::env::var("APISERVER_KUBECONFIG")) {
+        (Some(server), _) => server.kubeconfig(server.admin_identity()),
+        (None, Ok(path)) => std::fs::read_to_string(path).expect("APISERVER_KUBECONFIG is readable"),
+        (None, Err(e)) => panic!("no fake and no kubeconfig: {e}"),
+    };
+    std::fs::write(&kubeconfig, config).unwrap();
     let k = Kubectl { binary, kubeconfig };
-    let client = server.admin_client().await.unwrap();
+    let client = c.client.clone();
+    // The CRD and the ControllerConfig are cluster-wide: start without them.
+    remove_crd(&client, "controllerconfigs.machineconfiguration.openshift.io").await;
     let fixtures = repo().join("fixtures");
     let crd = fixtures.join("crds/controllerconfigs.machineconfiguration.openshift.io.yaml");
     let cc = fixtures.join("cluster/controllerconfig.yaml");
@@ -259,7 +264,7 @@ async fn exercise(binary: PathBuf) {
     // apply twice, then a change.
     let cm_file = home.path().join("cm.yaml");
     let write_cm = |value: &str| {
-        std::fs::write(&cm_file, format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: probe-cm\n  namespace: default\ndata:\n  k: {value}\n")).unwrap()
+        std::fs::write(&cm_file, format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: probe-cm\n  namespace: {}\ndata:\n  k: {value}\n", c.ns)).unwrap()
     };
     let cm_path = cm_file.to_str().unwrap();
     write_cm("v1");
@@ -267,7 +272,7 @@ async fn exercise(binary: PathBuf) {
     assert!(k.ok(&["apply", "-f", cm_path]).await.contains("unchanged"));
     write_cm("v2");
     assert!(k.ok(&["apply", "-f", cm_path]).await.contains("configured"));
-    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &c.ns);
     assert_eq!(cms.get("probe-cm").await.unwrap().data.unwrap()["k"], "v2");
 
     k.ok(&["delete", "-f", cc]).await;
@@ -280,6 +285,8 @@ async fn exercise(binary: PathBuf) {
         stderr.contains("NotFound") || stderr.contains("not found"),
         "{stderr}"
     );
+    remove_crd(&client, "controllerconfigs.machineconfiguration.openshift.io").await;
+    c.cleanup().await;
 }
 
 /// The next line kubectl prints, or `None` if none comes within the deadline.

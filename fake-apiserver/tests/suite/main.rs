@@ -9,6 +9,7 @@ mod bad_input;
 mod binary;
 mod body_shapes;
 mod built_in_types;
+mod clientgo;
 mod crd_rules;
 mod faults;
 mod http_edges;

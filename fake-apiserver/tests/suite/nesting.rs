@@ -4,36 +4,33 @@
 //! up holding objects at the bound. Before the bound, repeated JSON patches that each added
 //! ~120 levels overflowed the server's stack near 7,700 levels and aborted the process.
 
-use crate::common::{init_crypto, send};
-use fake_apiserver::FakeApiServer;
+use crate::common::{
+    TestCluster, WIDGET_GROUP, await_established, cluster, ensure_widget_crd, remove_crd, send,
+};
 use fake_apiserver::depth::MAX_DEPTH;
 use serde_json::json;
 
-const WIDGETS: &str = "/apis/conformance.mco.test/v1/widgets";
-const CMS: &str = "/api/v1/namespaces/default/configmaps";
 const JSON: Option<&str> = Some("application/json");
 const MERGE: Option<&str> = Some("application/merge-patch+json");
 const JSON_PATCH: Option<&str> = Some("application/json-patch+json");
 const STRATEGIC: Option<&str> = Some("application/strategic-merge-patch+json");
 const APPLY: Option<&str> = Some("application/apply-patch+yaml");
 
-async fn server() -> (fake_apiserver::ServerHandle, kube::Client) {
-    init_crypto();
-    let widget_crd = json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.conformance.mco.test"},
-        "spec": {"group": "conformance.mco.test", "scope": "Cluster",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-            "versions": [{"name": "v1", "served": true, "storage": true,
-                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
-    let server = FakeApiServer::builder()
-        .object(widget_crd)
-        .object(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "default"}}))
-        .start()
-        .await
-        .unwrap();
-    let client = server.admin_client().await.unwrap();
-    (server, client)
+/// A test namespace holding the ConfigMap `cm`, and the widget CRD; with the widgets' and
+/// ConfigMaps' paths.
+async fn seeded() -> (TestCluster, String, String) {
+    let c = cluster().await;
+    ensure_widget_crd(&c.client).await;
+    let (w, cms) = (
+        c.path(&format!("{WIDGET_GROUP}/v1"), "widgets"),
+        c.path("v1", "configmaps"),
+    );
+    c.create(
+        &cms,
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}}),
+    )
+    .await;
+    (c, w, cms)
 }
 
 /// `levels` nested objects around `leaf`: `{"a":{"a":…leaf…}}`.
@@ -76,18 +73,19 @@ fn depth_of(text: &[u8]) -> usize {
     deepest
 }
 
-async fn still_serving(client: &kube::Client) {
+async fn still_serving(client: &kube::Client, widgets: &str) {
     assert_eq!(send(client, "GET", "/readyz", None, vec![]).await.code, 200);
-    assert_eq!(send(client, "GET", WIDGETS, None, vec![]).await.code, 200);
+    assert_eq!(send(client, "GET", widgets, None, vec![]).await.code, 200);
 }
 
 #[tokio::test]
 async fn repeated_json_patches_stop_at_the_decoders_depth() {
-    let (_server, client) = server().await;
+    let (c, w, _) = seeded().await;
+    let client = &c.client;
     let created = send(
-        &client,
+        client,
         "POST",
-        WIDGETS,
+        &w,
         JSON,
         br#"{"apiVersion":"conformance.mco.test/v1","kind":"Widget","metadata":{"name":"w"},"spec":{}}"#
             .to_vec(),
@@ -102,14 +100,7 @@ async fn repeated_json_patches_stop_at_the_decoders_depth() {
             r#"[{{"op":"add","path":"{path}/a","value":{}}}]"#,
             nested(119, "{}")
         );
-        let r = send(
-            &client,
-            "PATCH",
-            &format!("{WIDGETS}/w"),
-            JSON_PATCH,
-            op.into_bytes(),
-        )
-        .await;
+        let r = send(client, "PATCH", &format!("{w}/w"), JSON_PATCH, op.into_bytes()).await;
         if r.code != 200 {
             break r;
         }
@@ -144,18 +135,20 @@ async fn repeated_json_patches_stop_at_the_decoders_depth() {
         "{}",
         &message[message.len() - 120..]
     );
-    let stored = send(&client, "GET", &format!("{WIDGETS}/w"), None, vec![]).await;
+    let stored = send(client, "GET", &format!("{w}/w"), None, vec![]).await;
     assert_eq!(stored.code, 200);
     assert_eq!(depth_of(&stored.bytes), 9962, "the refused patch changed nothing");
-    still_serving(&client).await;
-    let deleted = send(&client, "DELETE", &format!("{WIDGETS}/w"), None, vec![]).await;
+    still_serving(client, &w).await;
+    let deleted = send(client, "DELETE", &format!("{w}/w"), None, vec![]).await;
     assert_eq!(deleted.code, 200);
-    still_serving(&client).await;
+    still_serving(client, &w).await;
+    c.cleanup().await;
 }
 
 #[tokio::test]
 async fn every_write_path_refuses_past_the_bound_and_keeps_objects_at_it() {
-    let (_server, client) = server().await;
+    let (c, w, cms) = seeded().await;
+    let client = &c.client;
     let too_deep = "invalid character '{' exceeded max depth";
     let unrecognized = format!(
         "the object provided is unrecognized (must be of type Widget): couldn't get version/kind; json parse error: {too_deep} ("
@@ -164,7 +157,7 @@ async fn every_write_path_refuses_past_the_bound_and_keeps_objects_at_it() {
     let refused = [
         (
             "POST",
-            WIDGETS.to_string(),
+            w.clone(),
             JSON,
             widget("d", MAX_DEPTH),
             400,
@@ -172,7 +165,7 @@ async fn every_write_path_refuses_past_the_bound_and_keeps_objects_at_it() {
         ),
         (
             "PUT",
-            format!("{WIDGETS}/d"),
+            format!("{w}/d"),
             JSON,
             widget("d", MAX_DEPTH),
             400,
@@ -180,7 +173,7 @@ async fn every_write_path_refuses_past_the_bound_and_keeps_objects_at_it() {
         ),
         (
             "PATCH",
-            format!("{WIDGETS}/d"),
+            format!("{w}/d"),
             MERGE,
             format!(r#"{{"spec":{}}}"#, nested(MAX_DEPTH, "1")).into_bytes(),
             400,
@@ -188,7 +181,7 @@ async fn every_write_path_refuses_past_the_bound_and_keeps_objects_at_it() {
         ),
         (
             "PATCH",
-            format!("{WIDGETS}/d"),
+            format!("{w}/d"),
             JSON_PATCH,
             format!(
                 r#"[{{"op":"replace","path":"/spec","value":{}}}]"#,
@@ -200,7 +193,7 @@ async fn every_write_path_refuses_past_the_bound_and_keeps_objects_at_it() {
         ),
         (
             "PATCH",
-            format!("{CMS}/cm"),
+            format!("{cms}/cm"),
             STRATEGIC,
             format!(r#"{{"x":{}}}"#, nested(MAX_DEPTH, "1")).into_bytes(),
             400,
@@ -208,7 +201,7 @@ async fn every_write_path_refuses_past_the_bound_and_keeps_objects_at_it() {
         ),
         (
             "PATCH",
-            format!("{WIDGETS}/d?fieldManager=t"),
+            format!("{w}/d?fieldManager=t"),
             APPLY,
             widget("d", MAX_DEPTH),
             400,
@@ -216,10 +209,10 @@ async fn every_write_path_refuses_past_the_bound_and_keeps_objects_at_it() {
                 .to_string(),
         ),
     ];
-    let created = send(&client, "POST", WIDGETS, JSON, widget("d", 1)).await;
+    let created = send(client, "POST", &w, JSON, widget("d", 1)).await;
     assert_eq!(created.code, 201);
     for (method, path, ct, body, code, message) in refused {
-        let r = send(&client, method, &path, ct, body).await;
+        let r = send(client, method, &path, ct, body).await;
         assert_eq!(
             (r.code, r.body["reason"].as_str()),
             (code, Some("BadRequest")),
@@ -228,29 +221,23 @@ async fn every_write_path_refuses_past_the_bound_and_keeps_objects_at_it() {
         );
         let got = r.body["message"].as_str().unwrap();
         assert!(got.starts_with(&message), "{method} {path} {ct:?}: {got}");
-        still_serving(&client).await;
+        still_serving(client, &w).await;
     }
 
     // At the bound, every path stores and serves the object.
     let accepted = [
-        ("POST", WIDGETS.to_string(), JSON, widget("e", MAX_DEPTH - 1), 201),
-        (
-            "PUT",
-            format!("{WIDGETS}/d"),
-            JSON,
-            widget("d", MAX_DEPTH - 1),
-            200,
-        ),
+        ("POST", w.clone(), JSON, widget("e", MAX_DEPTH - 1), 201),
+        ("PUT", format!("{w}/d"), JSON, widget("d", MAX_DEPTH - 1), 200),
         (
             "PATCH",
-            format!("{WIDGETS}/d"),
+            format!("{w}/d"),
             MERGE,
             format!(r#"{{"spec":{}}}"#, nested(MAX_DEPTH - 1, "2")).into_bytes(),
             200,
         ),
         (
             "PATCH",
-            format!("{WIDGETS}/d"),
+            format!("{w}/d"),
             JSON_PATCH,
             format!(
                 r#"[{{"op":"replace","path":"/spec","value":{}}}]"#,
@@ -261,61 +248,69 @@ async fn every_write_path_refuses_past_the_bound_and_keeps_objects_at_it() {
         ),
         (
             "PATCH",
-            format!("{WIDGETS}/f?fieldManager=t"),
+            format!("{w}/f?fieldManager=t"),
             APPLY,
             widget("f", MAX_DEPTH - 1),
             201,
         ),
         (
             "PATCH",
-            format!("{WIDGETS}/f?fieldManager=t"),
+            format!("{w}/f?fieldManager=t"),
             APPLY,
             widget("f", MAX_DEPTH - 2),
             200,
         ),
     ];
     for (method, path, ct, body, code) in accepted {
-        let r = send(&client, method, &path, ct, body).await;
+        let r = send(client, method, &path, ct, body).await;
         assert_eq!(r.code, code, "{method} {path} {ct:?}: {}", r.body);
-        still_serving(&client).await;
+        still_serving(client, &w).await;
     }
-    let e = send(&client, "GET", &format!("{WIDGETS}/e"), None, vec![]).await;
+    let e = send(client, "GET", &format!("{w}/e"), None, vec![]).await;
     assert_eq!(depth_of(&e.bytes), MAX_DEPTH);
-    let list = send(&client, "GET", WIDGETS, None, vec![]).await;
+    let list = send(client, "GET", &w, None, vec![]).await;
     assert_eq!(
         depth_of(&list.bytes),
         MAX_DEPTH + 2,
         "the list and its items array hold it"
     );
     for name in ["d", "e", "f"] {
-        let r = send(&client, "DELETE", &format!("{WIDGETS}/{name}"), None, vec![]).await;
+        let r = send(client, "DELETE", &format!("{w}/{name}"), None, vec![]).await;
         assert_eq!(r.code, 200, "{name}");
     }
-    still_serving(&client).await;
+    still_serving(client, &w).await;
+    c.cleanup().await;
 }
 
 #[tokio::test]
 async fn a_crd_schema_at_the_bound_is_served_and_removed() {
-    let (_server, client) = server().await;
+    let (c, w, _) = seeded().await;
+    let client = &c.client;
     // The schema sits five levels down in the CRD: spec, versions, [0], schema, openAPIV3Schema.
-    let schema = nested(MAX_DEPTH - 6, "1");
+    // A structural root (a real server requires `type` there); the rest nests to the bound.
+    let schema = format!(
+        r#"{{"type":"object","x-kubernetes-preserve-unknown-fields":true,"a":{}}}"#,
+        nested(MAX_DEPTH - 7, "1")
+    );
     let crd = format!(
         r#"{{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{{"name":"gadgets.conformance.mco.test"}},"spec":{{"group":"conformance.mco.test","scope":"Cluster","names":{{"plural":"gadgets","singular":"gadget","kind":"Gadget"}},"versions":[{{"name":"v1","served":true,"storage":true,"schema":{{"openAPIV3Schema":{schema}}}}}]}}}}"#
     );
     let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
-    let created = send(&client, "POST", crds, JSON, crd.into_bytes()).await;
+    remove_crd(client, "gadgets.conformance.mco.test").await;
+    let created = send(client, "POST", crds, JSON, crd.into_bytes()).await;
     assert_eq!(created.code, 201, "{}", created.body);
+    await_established(client, "gadgets.conformance.mco.test").await;
     for path in [
         "/openapi/v3",
         "/openapi/v3/apis/conformance.mco.test/v1",
         "/apis",
         "/apis/conformance.mco.test/v1/gadgets",
     ] {
-        let r = send(&client, "GET", path, None, vec![]).await;
+        let r = send(client, "GET", path, None, vec![]).await;
         assert_eq!(r.code, 200, "{path}");
     }
     let deleted = send(
-        &client,
+        client,
         "DELETE",
         &format!("{crds}/gadgets.conformance.mco.test"),
         None,
@@ -323,9 +318,9 @@ async fn a_crd_schema_at_the_bound_is_served_and_removed() {
     )
     .await;
     assert_eq!(deleted.code, 200);
-    still_serving(&client).await;
+    still_serving(client, &w).await;
     let gone = send(
-        &client,
+        client,
         "GET",
         "/openapi/v3/apis/conformance.mco.test/v1",
         None,
@@ -333,19 +328,21 @@ async fn a_crd_schema_at_the_bound_is_served_and_removed() {
     )
     .await;
     assert_eq!(gone.code, 200, "widgets still serve the group");
+    c.cleanup().await;
 }
 
 #[tokio::test]
 async fn json_patch_copies_cannot_grow_a_document_without_bound() {
     // kube-apiserver applies at most 10,000 operations and copies at most 3 MiB in one JSON
     // patch; within those, a copy into its own subtree still meets the depth bound.
-    let (_server, client) = server().await;
-    assert_eq!(post_widget(&client, "c", 5_000).await, 201);
-    let path = format!("{WIDGETS}/c");
+    let (c, w, _) = seeded().await;
+    let client = &c.client;
+    assert_eq!(post_widget(client, &w, "c", 5_000).await, 201);
+    let path = format!("{w}/c");
     let leaf = format!("/spec{}", "/a".repeat(4_999));
     let copy = json!([{"op": "copy", "from": "/spec", "path": format!("{leaf}/a")},
                       {"op": "copy", "from": "/spec", "path": "/spec/b"}]);
-    let r = send(&client, "PATCH", &path, JSON_PATCH, copy.to_string().into_bytes()).await;
+    let r = send(client, "PATCH", &path, JSON_PATCH, copy.to_string().into_bytes()).await;
     assert_eq!(
         (r.code, r.body["details"]["causes"][0]["field"].as_str()),
         (422, Some("patch"))
@@ -354,7 +351,7 @@ async fn json_patch_copies_cannot_grow_a_document_without_bound() {
         .map(|i| json!({"op": "copy", "from": "/spec", "path": format!("/spec/c{i}")}))
         .collect();
     let r = send(
-        &client,
+        client,
         "PATCH",
         &path,
         JSON_PATCH,
@@ -368,7 +365,7 @@ async fn json_patch_copies_cannot_grow_a_document_without_bound() {
     );
     let many = vec![json!({"op": "test", "path": "/kind", "value": "Widget"}); 10_001];
     let r = send(
-        &client,
+        client,
         "PATCH",
         &path,
         JSON_PATCH,
@@ -385,11 +382,12 @@ async fn json_patch_copies_cannot_grow_a_document_without_bound() {
             )
         )
     );
-    still_serving(&client).await;
+    still_serving(client, &w).await;
+    c.cleanup().await;
 }
 
-async fn post_widget(client: &kube::Client, name: &str, levels: usize) -> u16 {
-    send(client, "POST", WIDGETS, JSON, widget(name, levels))
+async fn post_widget(client: &kube::Client, widgets: &str, name: &str, levels: usize) -> u16 {
+    send(client, "POST", widgets, JSON, widget(name, levels))
         .await
         .code
 }

@@ -144,6 +144,32 @@ async fn streaming_lists_end_initial_events_with_a_bookmark() {
     c.cleanup().await;
 }
 
+/// Events of a watch of `cms` from `rv`, each with when it came after the watch began, and
+/// when the stream ended; `during` runs once the watch has begun.
+async fn timed_watch(
+    cms: &kube::Api<ConfigMap>,
+    params: &WatchParams,
+    rv: &str,
+    during: impl std::future::Future<Output = ()>,
+) -> (Vec<(Duration, WatchEvent<ConfigMap>)>, Duration) {
+    let began = std::time::Instant::now();
+    let mut stream = cms.watch(params, rv).await.unwrap().boxed();
+    during.await;
+    let mut events = Vec::new();
+    while let Some(event) = tokio::time::timeout(DEADLINE, stream.try_next())
+        .await
+        .expect("the stream ends at timeoutSeconds")
+        .unwrap()
+    {
+        events.push((began.elapsed(), event));
+    }
+    (events, began.elapsed())
+}
+
+/// kube-apiserver's watch cache sends a bookmark about 2 s before a watch's deadline (and every
+/// minute), and only once the resource has changed since the watch began (apiserver
+/// `storage/cacher/cache_watcher.go`); none for a watch of 2 s or less; the stream itself ends
+/// at `timeoutSeconds`.
 #[tokio::test]
 async fn bookmarks_and_timeouts() {
     let c = cluster().await;
@@ -155,30 +181,72 @@ async fn bookmarks_and_timeouts() {
         .metadata
         .resource_version
         .unwrap();
-    let started = std::time::Instant::now();
-    let events: Vec<_> = cms
-        .watch(&WatchParams::default().timeout(1).disable_bookmarks(), &rv)
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
-    assert!(events.is_empty(), "no writes, no events: {events:?}");
-    assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "the stream ends at timeoutSeconds"
-    );
-    let events: Vec<_> = cms
-        .watch(&WatchParams::default().timeout(1), &rv)
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
-    assert!(
-        events.iter().any(|e| matches!(e, WatchEvent::Bookmark(_))),
-        "a bookmark when allowed: {events:?}"
-    );
+    for params in [
+        WatchParams::default().timeout(1).disable_bookmarks(),
+        WatchParams::default().timeout(1),
+    ] {
+        let (events, ended) = timed_watch(&cms, &params, &rv, async {}).await;
+        assert!(
+            events.is_empty(),
+            "no writes and no time 2 s before the deadline, no events: {events:?}"
+        );
+        assert!(
+            ended < Duration::from_secs(10),
+            "the stream ends at timeoutSeconds"
+        );
+    }
+
+    let write = async {
+        cms.create(&PostParams::default(), &configmap("moved", &[]))
+            .await
+            .unwrap();
+    };
+    let (events, ended) = timed_watch(&cms, &WatchParams::default().timeout(4), &rv, write).await;
+    assert!(ended >= Duration::from_millis(3500), "ended after {ended:?}");
+    let (added_rv, bookmarks) = match events.as_slice() {
+        [(_, WatchEvent::Added(cm)), bookmarks @ ..] => (
+            cm.metadata
+                .resource_version
+                .as_deref()
+                .unwrap()
+                .parse::<u64>()
+                .unwrap(),
+            bookmarks,
+        ),
+        other => panic!("expected ADDED, then a bookmark: {other:?}"),
+    };
+    // The watch cache files a watch under the whole second its bookmark falls due in, and
+    // looks about once a second: a real server may send one a second early, and then once more.
+    assert!(!bookmarks.is_empty(), "a bookmark before the deadline");
+    for (at, event) in bookmarks {
+        let WatchEvent::Bookmark(b) = event else {
+            panic!("only bookmarks after the write: {bookmarks:?}");
+        };
+        assert!(
+            b.metadata.resource_version.parse::<u64>().unwrap() >= added_rv,
+            "the bookmark is at or past the write: {}",
+            b.metadata.resource_version
+        );
+        assert!(
+            ended.saturating_sub(*at) >= Duration::from_millis(500),
+            "bookmarks come before the deadline, not with it: at {at:?}, ended {ended:?}"
+        );
+    }
+
+    let shared = "on a shared API server other clients' writes move the resource's version too";
+    if c.fake_because("a watch that no write moves gets no bookmark", shared)
+        .is_some()
+    {
+        let rv = cms
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .metadata
+            .resource_version
+            .unwrap();
+        let (events, _) = timed_watch(&cms, &WatchParams::default().timeout(4), &rv, async {}).await;
+        assert!(events.is_empty(), "nothing moved, no bookmark: {events:?}");
+    }
     c.cleanup().await;
 }
 
