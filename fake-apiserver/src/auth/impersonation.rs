@@ -148,25 +148,10 @@ fn wanted_user(headers: &HeaderMap) -> Result<Option<Identity>, ApiError> {
 
 /// `url.PathUnescape`, keeping the key as sent when it is malformed (`unescapeExtraKey`).
 fn path_unescape(key: &str) -> String {
-    let bytes = key.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
-            match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
-                Some(b) => {
-                    out.push(b);
-                    i += 3;
-                    continue;
-                }
-                None => return key.to_string(),
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
+    match crate::http::route::percent_decode(key) {
+        Some(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        None => key.to_string(),
     }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Go's `%#v` of a `*user.DefaultInfo`.

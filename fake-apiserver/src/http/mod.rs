@@ -18,7 +18,7 @@ mod discovery;
 mod objects;
 mod openapi;
 mod query;
-mod route;
+pub(crate) mod route;
 mod table;
 mod watch;
 mod write;

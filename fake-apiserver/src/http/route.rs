@@ -52,25 +52,28 @@ pub fn decode_path(raw: &str) -> std::borrow::Cow<'_, str> {
     if !raw.contains('%') {
         return raw.into();
     }
+    match percent_decode(raw).map(String::from_utf8) {
+        Some(Ok(decoded)) => decoded.into(),
+        _ => raw.into(),
+    }
+}
+
+/// `%XX` escapes decoded to bytes (Go's `url.PathUnescape`); `None` for a malformed escape.
+pub(crate) fn percent_decode(raw: &str) -> Option<Vec<u8>> {
     let bytes = raw.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' {
-            let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
-            match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
-                Some(b) => {
-                    out.push(b);
-                    i += 3;
-                    continue;
-                }
-                None => return raw.into(),
-            }
+            let hex = bytes.get(i + 1..i + 3).filter(|h| h.iter().all(u8::is_ascii_hexdigit))?;
+            out.push(u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?);
+            i += 3;
+            continue;
         }
         out.push(bytes[i]);
         i += 1;
     }
-    String::from_utf8(out).map_or(raw.into(), Into::into)
+    Some(out)
 }
 
 pub fn parse(path: &str) -> Route {
@@ -157,6 +160,8 @@ mod tests {
         assert_eq!(decode_path("/api%2Fv1/nodes"), "/api/v1/nodes");
         assert_eq!(decode_path("/api/v1/nodes/a%zz"), "/api/v1/nodes/a%zz");
         assert_eq!(decode_path("/api/v1/nodes/%ff"), "/api/v1/nodes/%ff");
+        // A sign is no hex digit, though from_str_radix takes one.
+        assert_eq!(decode_path("/api/v1/nodes/a%+f"), "/api/v1/nodes/a%+f");
         assert_eq!(
             parse(&decode_path("/api/v1/namespaces/kube%2Dsystem/configmaps")),
             res("", Some("kube-system"), "configmaps", None, None)
