@@ -44,24 +44,101 @@ impl Rng {
     }
 }
 
-const METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "PROPFIND", "get"];
+const METHODS: &[&str] = &[
+    "GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "PROPFIND", "get",
+];
 const SEGMENTS: &[&str] = &[
-    "api", "apis", "v1", "v1beta1", "namespaces", "default", "kube-system", "kube-public", "configmaps",
-    "secrets", "nodes", "pods", "events", "leases", "serviceaccounts", "namespaces", "status", "binding",
-    "proxy", "coordination.k8s.io", "apiextensions.k8s.io", "customresourcedefinitions",
-    "machineconfiguration.openshift.io", "machineconfigs", "controllerconfigs", "exists", "x", "node-1",
-    "%2F", "%2e%2e", "..", ".", "%00", "%zz", "a%20b", "UPPER", "-", "ünïcode", "openapi", "version",
-    "healthz", "readyz", "livez", "metrics", "",
+    "api",
+    "apis",
+    "v1",
+    "v1beta1",
+    "namespaces",
+    "default",
+    "kube-system",
+    "kube-public",
+    "configmaps",
+    "secrets",
+    "nodes",
+    "pods",
+    "events",
+    "leases",
+    "serviceaccounts",
+    "namespaces",
+    "status",
+    "binding",
+    "proxy",
+    "coordination.k8s.io",
+    "apiextensions.k8s.io",
+    "customresourcedefinitions",
+    "machineconfiguration.openshift.io",
+    "machineconfigs",
+    "controllerconfigs",
+    "exists",
+    "x",
+    "node-1",
+    "%2F",
+    "%2e%2e",
+    "..",
+    ".",
+    "%00",
+    "%zz",
+    "a%20b",
+    "UPPER",
+    "-",
+    "ünïcode",
+    "openapi",
+    "version",
+    "healthz",
+    "readyz",
+    "livez",
+    "metrics",
+    "",
 ];
 const QUERY_KEYS: &[&str] = &[
-    "watch", "labelSelector", "fieldSelector", "resourceVersion", "resourceVersionMatch", "limit",
-    "continue", "timeoutSeconds", "allowWatchBookmarks", "sendInitialEvents", "dryRun", "fieldManager",
-    "fieldValidation", "force", "propagationPolicy", "gracePeriodSeconds", "pretty", "unknown",
+    "watch",
+    "labelSelector",
+    "fieldSelector",
+    "resourceVersion",
+    "resourceVersionMatch",
+    "limit",
+    "continue",
+    "timeoutSeconds",
+    "allowWatchBookmarks",
+    "sendInitialEvents",
+    "dryRun",
+    "fieldManager",
+    "fieldValidation",
+    "force",
+    "propagationPolicy",
+    "gracePeriodSeconds",
+    "pretty",
+    "unknown",
 ];
 const QUERY_VALUES: &[&str] = &[
-    "true", "false", "0", "1", "-1", "99999999999999999999", "", "a=b", "a!=b", "a in (b,c)", "!a",
-    "metadata.name=exists", "metadata.namespace==default", "spec.x=y", "NotOlderThan", "Exact", "All",
-    "Foreground", "Strict", "1.5", "%ff", "%", "a,b,,c", "(",
+    "true",
+    "false",
+    "0",
+    "1",
+    "-1",
+    "99999999999999999999",
+    "",
+    "a=b",
+    "a!=b",
+    "a in (b,c)",
+    "!a",
+    "metadata.name=exists",
+    "metadata.namespace==default",
+    "spec.x=y",
+    "NotOlderThan",
+    "Exact",
+    "All",
+    "Foreground",
+    "Strict",
+    "1.5",
+    "%ff",
+    "%",
+    "a,b,,c",
+    "(",
 ];
 const CONTENT_TYPES: &[&str] = &[
     "application/json",
@@ -86,8 +163,26 @@ const ACCEPTS: &[&str] = &[
     "text/html",
     ",,,",
 ];
-const KINDS: &[&str] = &["ConfigMap", "Secret", "Node", "Namespace", "Pod", "Lease", "Event", "CustomResourceDefinition", "MachineConfig", ""];
-const VERSIONS: &[&str] = &["v1", "coordination.k8s.io/v1", "apiextensions.k8s.io/v1", "machineconfiguration.openshift.io/v1", "no/such", ""];
+const KINDS: &[&str] = &[
+    "ConfigMap",
+    "Secret",
+    "Node",
+    "Namespace",
+    "Pod",
+    "Lease",
+    "Event",
+    "CustomResourceDefinition",
+    "MachineConfig",
+    "",
+];
+const VERSIONS: &[&str] = &[
+    "v1",
+    "coordination.k8s.io/v1",
+    "apiextensions.k8s.io/v1",
+    "machineconfiguration.openshift.io/v1",
+    "no/such",
+    "",
+];
 
 /// A JSON value of the generator's choosing: small and typed, or deep, or wide.
 fn value(rng: &mut Rng, depth: usize) -> Value {
@@ -103,7 +198,16 @@ fn value(rng: &mut Rng, depth: usize) -> Value {
         }
         _ => {
             let n = rng.below(4);
-            let keys = ["metadata", "spec", "status", "data", "binaryData", "labels", "name", "x"];
+            let keys = [
+                "metadata",
+                "spec",
+                "status",
+                "data",
+                "binaryData",
+                "labels",
+                "name",
+                "x",
+            ];
             Value::Object(
                 (0..n)
                     .map(|_| (keys[rng.below(keys.len())].to_string(), value(rng, depth + 1)))
@@ -121,7 +225,11 @@ fn body(rng: &mut Rng) -> Vec<u8> {
         1 => {
             // Nested deep: arrays or objects, up to 20,000 levels.
             let depth = 1 + rng.below(20_000);
-            let (open, close) = if rng.chance(50) { ("[", "]") } else { ("{\"a\":", "}") };
+            let (open, close) = if rng.chance(50) {
+                ("[", "]")
+            } else {
+                ("{\"a\":", "}")
+            };
             let mut text = open.repeat(depth);
             text.push('1');
             text.push_str(&close.repeat(depth));
@@ -130,13 +238,25 @@ fn body(rng: &mut Rng) -> Vec<u8> {
         2 => {
             // Wide: thousands of keys or items.
             let n = rng.below(20_000);
-            let data: serde_json::Map<String, Value> = (0..n).map(|i| (format!("k{i}"), json!("v"))).collect();
-            serde_json::to_vec(&json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "wide"}, "data": data}))
-                .unwrap_or_default()
+            let data: serde_json::Map<String, Value> =
+                (0..n).map(|i| (format!("k{i}"), json!("v"))).collect();
+            serde_json::to_vec(
+                &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "wide"}, "data": data}),
+            )
+            .unwrap_or_default()
         }
         3 => {
             let ops = ["add", "remove", "replace", "move", "copy", "test", "nope"];
-            let paths = ["/metadata/labels/a", "/data", "/", "", "/spec/x/-", "/metadata", "/a~1b", "/data/0"];
+            let paths = [
+                "/metadata/labels/a",
+                "/data",
+                "/",
+                "",
+                "/spec/x/-",
+                "/metadata",
+                "/a~1b",
+                "/data/0",
+            ];
             let patch: Vec<Value> = (0..1 + rng.below(4))
                 .map(|_| json!({"op": ops[rng.below(ops.len())], "path": paths[rng.below(paths.len())], "from": paths[rng.below(paths.len())], "value": value(rng, 2)}))
                 .collect();
@@ -161,24 +281,66 @@ fn body(rng: &mut Rng) -> Vec<u8> {
 }
 
 const GROUPS: &[(&str, &str, &[&str])] = &[
-    ("", "v1", &["configmaps", "secrets", "nodes", "pods", "events", "namespaces", "serviceaccounts"]),
+    (
+        "",
+        "v1",
+        &[
+            "configmaps",
+            "secrets",
+            "nodes",
+            "pods",
+            "events",
+            "namespaces",
+            "serviceaccounts",
+        ],
+    ),
     ("coordination.k8s.io", "v1", &["leases"]),
     ("apiextensions.k8s.io", "v1", &["customresourcedefinitions"]),
-    ("machineconfiguration.openshift.io", "v1", &["machineconfigs", "controllerconfigs", "machineconfigpools"]),
+    (
+        "machineconfiguration.openshift.io",
+        "v1",
+        &["machineconfigs", "controllerconfigs", "machineconfigpools"],
+    ),
 ];
-const NAMES: &[&str] = &["exists", "new", "default", "kube-system", "node-1", "a.b", "UPPER", "x%2Fy", ""];
+const NAMES: &[&str] = &[
+    "exists",
+    "new",
+    "default",
+    "kube-system",
+    "node-1",
+    "a.b",
+    "UPPER",
+    "x%2Fy",
+    "",
+];
 
 /// The segments of a path the API serves, mostly: discovery, or a collection or an object
 /// (namespaced or not) with a subresource now and then.
 fn route_segments(rng: &mut Rng) -> Vec<&'static str> {
     if rng.chance(10) {
-        let roots: &[&[&str]] = &[&["api"], &["apis"], &["api", "v1"], &["version"], &["readyz"], &["healthz"], &["openapi", "v2"], &[]];
+        let roots: &[&[&str]] = &[
+            &["api"],
+            &["apis"],
+            &["api", "v1"],
+            &["version"],
+            &["readyz"],
+            &["healthz"],
+            &["openapi", "v2"],
+            &[],
+        ];
         return roots[rng.below(roots.len())].to_vec();
     }
     let (group, version, resources) = GROUPS[rng.below(GROUPS.len())];
-    let mut out: Vec<&'static str> = if group.is_empty() { vec!["api", version] } else { vec!["apis", group, version] };
+    let mut out: Vec<&'static str> = if group.is_empty() {
+        vec!["api", version]
+    } else {
+        vec!["apis", group, version]
+    };
     if rng.chance(60) {
-        out.extend(["namespaces", rng.pick(&["default", "kube-system", "kube-public", "missing"])]);
+        out.extend([
+            "namespaces",
+            rng.pick(&["default", "kube-system", "kube-public", "missing"]),
+        ]);
     }
     out.push(resources[rng.below(resources.len())]);
     if rng.chance(60) {
@@ -290,7 +452,10 @@ async fn answer(server: &ServerHandle, raw: &[u8]) -> Result<u16, String> {
                 Ok(0) | Err(_) => {
                     return Err(format!(
                         "no HTTP answer (the connection closed): {:?}",
-                        String::from_utf8_lossy(&read).chars().take(200).collect::<String>()
+                        String::from_utf8_lossy(&read)
+                            .chars()
+                            .take(200)
+                            .collect::<String>()
                     ));
                 }
                 Ok(n) => read.extend_from_slice(&chunk[..n]),
@@ -310,7 +475,11 @@ fn corpus_dir() -> PathBuf {
 fn keep_failure(raw: &[u8]) -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/fuzz-failures");
     let _ = std::fs::create_dir_all(&dir);
-    let name = format!("{:016x}.http", raw.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ *b as u64).wrapping_mul(0x100_0000_01b3)));
+    let name = format!(
+        "{:016x}.http",
+        raw.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ *b as u64)
+            .wrapping_mul(0x100_0000_01b3))
+    );
     let path = dir.join(name);
     let _ = std::fs::write(&path, raw);
     path
@@ -327,13 +496,18 @@ async fn fuzz_server() -> ServerHandle {
 }
 
 async fn ready(server: &ServerHandle) -> bool {
-    let raw = format!("GET /readyz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nAuthorization: Bearer {TOKEN}\r\n\r\n");
+    let raw = format!(
+        "GET /readyz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nAuthorization: Bearer {TOKEN}\r\n\r\n"
+    );
     answer(server, raw.as_bytes()).await == Ok(200)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_corpus_still_gets_answers() {
-    if skip_external("the fuzz corpus", "it speaks raw HTTP with the fake's bearer token") {
+    if skip_external(
+        "the fuzz corpus",
+        "it speaks raw HTTP with the fake's bearer token",
+    ) {
         return;
     }
     let server = fuzz_server().await;
@@ -359,11 +533,20 @@ async fn the_corpus_still_gets_answers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn random_requests_over_the_whole_surface_get_answers() {
-    if skip_external("the fuzz target", "it speaks raw HTTP with the fake's bearer token") {
+    if skip_external(
+        "the fuzz target",
+        "it speaks raw HTTP with the fake's bearer token",
+    ) {
         return;
     }
-    let seconds: u64 = std::env::var("FUZZ_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(3);
-    let seed: u64 = std::env::var("FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5eed);
+    let seconds: u64 = std::env::var("FUZZ_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3);
+    let seed: u64 = std::env::var("FUZZ_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5eed);
     let server = fuzz_server().await;
     let mut rng = Rng(seed.max(1));
     let started = Instant::now();
@@ -379,7 +562,10 @@ async fn random_requests_over_the_whole_surface_get_answers() {
             }
             outcome => {
                 let kept = keep_failure(&raw);
-                failures.push(format!("{route}: {outcome:?} (request kept in {})", kept.display()));
+                failures.push(format!(
+                    "{route}: {outcome:?} (request kept in {})",
+                    kept.display()
+                ));
                 if failures.len() >= 5 {
                     break;
                 }
@@ -393,5 +579,8 @@ async fn random_requests_over_the_whole_surface_get_answers() {
         failures.len()
     );
     assert!(failures.is_empty(), "seed {seed}:\n{}", failures.join("\n"));
-    assert!(ready(&server).await, "the server still serves after {sent} requests");
+    assert!(
+        ready(&server).await,
+        "the server still serves after {sent} requests"
+    );
 }
