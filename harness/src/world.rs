@@ -35,6 +35,10 @@ pub struct ConformanceWorld {
     pub originals: BTreeMap<(String, String), (Vec<u8>, u32)>,
     /// Per (node, path): the inode and contents a "noted" step found.
     pub noted: BTreeMap<(String, String), (u64, Vec<u8>)>,
+    /// Where the scenario is (`file:line`), for progress lines; empty outside a run.
+    pub place: String,
+    /// Whether long steps print progress (off for quiet runs such as the self-test's).
+    pub progress: bool,
 }
 
 impl std::fmt::Debug for ConformanceWorld {
@@ -66,6 +70,8 @@ impl ConformanceWorld {
             agent: crate::scenario::AgentKind::Reference,
             backend: crate::scenario::NodeBackend::Embedded,
             deadline: std::time::Duration::from_secs(30),
+            place: String::new(),
+            progress: false,
         }
     }
 

@@ -1,8 +1,10 @@
 //! `mco-conformance`: run the conformance features, or list the steps they can use.
 //!
 //! - `mco-conformance run [--profile ocp-4.12|ocp-4.16|all] [--tags EXPR] [--nodes embedded|container]
-//!   [--report-dir DIR] [--junit PATH] [--json PATH] [FEATURE_OR_DIR …]`: lint, run, print the summary line last; exit 1 on
-//!   a failure, 2 on bad input (a feature that does not lint, an unknown profile).
+//!   [--report-dir DIR] [--junit PATH] [--json PATH] [-v] [--allow-empty] [FEATURE_OR_DIR …]`: lint, run, print a
+//!   line per scenario and the summary line last; exit 1 on a failure (an undefined step
+//!   included), 2 on bad input (a feature that does not lint, a missing path, an unknown
+//!   profile, paths and tags that select nothing to run).
 //! - `mco-conformance node-image`: build (or reuse) the container node image and tag it for
 //!   agent images' `FROM` lines.
 //! - `mco-conformance steps [--markdown]`: every step phrase with its description and source.
@@ -78,6 +80,12 @@ enum Command {
         /// scenario's result, failures, the command to reproduce).
         #[arg(long)]
         report: Option<PathBuf>,
+        /// Print every step of every scenario (default: one line per scenario).
+        #[arg(short, long)]
+        verbose: bool,
+        /// Succeed when the paths and tags select no scenario to run (default: exit 2).
+        #[arg(long)]
+        allow_empty: bool,
         /// Feature files or directories.
         #[arg(default_value = "features")]
         features: Vec<PathBuf>,
@@ -203,7 +211,13 @@ async fn main() -> ExitCode {
                         ExitCode::FAILURE
                     }
                 }
-                Err(e @ (RunError::Lint(_) | RunError::NoFeatures(_) | RunError::Tags(..))) => bad(e),
+                Err(
+                    e @ (RunError::Lint(_)
+                    | RunError::NoFeatures(_)
+                    | RunError::MissingPath(_)
+                    | RunError::NotAFeature(_)
+                    | RunError::Tags(..)),
+                ) => bad(e),
                 Err(e) => {
                     eprintln!("mco-conformance: {e}");
                     ExitCode::FAILURE
@@ -224,13 +238,17 @@ async fn main() -> ExitCode {
         },
         Command::Steps { markdown } => {
             if markdown {
-                print!("{}", steps::catalogue_markdown());
+                print!("{}", harness::runner::catalogue::catalogue_markdown());
             } else {
-                for s in steps::catalogue() {
+                for s in harness::runner::catalogue::catalogue() {
                     println!(
                         "{} {}\n    {}\n    ({})",
                         s.keyword, s.phrase, s.description, s.location
                     );
+                }
+                println!("\nParameters that name something of the fixtures accept exactly these values:");
+                for p in harness::runner::catalogue::parameter_values() {
+                    println!("{}: {}\n    taken by {}", p.kind, p.values.join(", "), p.used_by);
                 }
             }
             ExitCode::SUCCESS
@@ -248,6 +266,8 @@ async fn main() -> ExitCode {
             agent_image,
             agent_timeout,
             report,
+            verbose,
+            allow_empty,
             features,
         } => {
             let profiles = match profile.as_str() {
@@ -322,6 +342,8 @@ async fn main() -> ExitCode {
             config.agent = agent;
             config.agent_timeout = agent_timeout;
             config.report = report;
+            config.verbose = verbose;
+            config.allow_empty = allow_empty;
             config.command = std::env::args()
                 .map(|a| {
                     if a.chars()
@@ -344,6 +366,9 @@ async fn main() -> ExitCode {
                 Err(
                     e @ (RunError::Lint(_)
                     | RunError::NoFeatures(_)
+                    | RunError::MissingPath(_)
+                    | RunError::NotAFeature(_)
+                    | RunError::Empty(_)
                     | RunError::Tags(..)
                     | RunError::Containers(_)),
                 ) => bad(e),

@@ -20,14 +20,16 @@ pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
     let (number, unit) = t.split_at(split);
     let n: i64 = number.parse().map_err(|_| bad())?;
     let unit = unit.trim();
-    Ok(match unit {
-        "d" | "day" | "days" => Duration::days(n),
-        "h" | "hour" | "hours" => Duration::hours(n),
-        "m" | "minute" | "minutes" => Duration::minutes(n),
-        "s" | "second" | "seconds" => Duration::seconds(n),
-        "y" | "year" | "years" => Duration::days(365 * n),
+    let unit_seconds: i64 = match unit {
+        "d" | "day" | "days" => 86_400,
+        "h" | "hour" | "hours" => 3600,
+        "m" | "minute" | "minutes" => 60,
+        "s" | "second" | "seconds" => 1,
+        "y" | "year" | "years" => 365 * 86_400,
         _ => return Err(bad()),
-    })
+    };
+    // A number too large for a duration is bad input, not an overflow panic.
+    n.checked_mul(unit_seconds).map(Duration::seconds).ok_or_else(bad)
 }
 
 /// The shortest exact way to write `d` (`365d`, `36h`, `90m`, `45s`).
@@ -53,7 +55,16 @@ mod tests {
         assert_eq!(parse_duration("12 hours").unwrap(), Duration::hours(12));
         assert_eq!(parse_duration("24h").unwrap(), Duration::hours(24));
         assert_eq!(parse_duration("8y").unwrap(), Duration::days(2920));
-        for bad in ["", "d", "12", "12 fortnights", "-3d", "1.5d"] {
+        for bad in [
+            "",
+            "d",
+            "12",
+            "12 fortnights",
+            "-3d",
+            "1.5d",
+            "9000000000000000000 days",
+            "99999999999999999999 days",
+        ] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
         assert_eq!(format_duration(Duration::days(292)), "292d");

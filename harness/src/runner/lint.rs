@@ -1,7 +1,10 @@
 //! Feature-file lint, run before anything executes (DESIGN.md, "Profiles and tags"): a
-//! feature that does not parse, a `profile` column in Examples (write one tagged Examples
-//! block per profile instead), a Scenario Outline without Examples, and untagged Examples in an
-//! Outline whose other Examples are tagged by profile. Every error names the file and line.
+//! feature that does not parse (with the line, column and what the parser expected there), a
+//! `profile` column in Examples (write one tagged Examples block per profile instead), a
+//! Scenario Outline without Examples, untagged Examples in an Outline whose other Examples are
+//! tagged by profile, an `@ocp-*` tag naming no profile this suite knows (it would run the
+//! scenario on every profile), and a scenario with no steps (a misspelt keyword turns a step
+//! into description text, and an empty scenario passes). Every error names the file and line.
 
 use cucumber::gherkin::{Feature, GherkinEnv, Scenario};
 use std::path::{Path, PathBuf};
@@ -52,24 +55,77 @@ pub fn lint(files: &[PathBuf]) -> Result<Vec<Feature>, Vec<LintError>> {
     let (mut features, mut errors) = (Vec::new(), Vec::new());
     for file in files {
         let name = file.display().to_string();
-        let feature = match Feature::parse_path(file, GherkinEnv::default()) {
-            Ok(f) => f,
+        let text = match std::fs::read_to_string(file) {
+            Ok(text) => text,
             Err(e) => {
-                let line = parse_error_line(&e.to_string()).unwrap_or(1);
                 errors.push(LintError {
                     file: name,
-                    line,
-                    message: format!("does not parse: {e}"),
+                    line: 0,
+                    message: format!("cannot be read: {e}"),
                 });
                 continue;
             }
         };
+        let feature = match Feature::parse_path(file, GherkinEnv::default()) {
+            Ok(f) => f,
+            Err(e) => {
+                errors.push(parse_error(&name, &text, &e));
+                continue;
+            }
+        };
+        let err = |line: usize, message: String| LintError {
+            file: name.clone(),
+            line,
+            message,
+        };
+        let mut tagged_at: Vec<(usize, &Vec<String>)> = vec![(feature.position.line, &feature.tags)];
+        for rule in &feature.rules {
+            tagged_at.push((rule.position.line, &rule.tags));
+        }
         for scenario in scenarios(&feature) {
-            let err = |line: usize, message: String| LintError {
-                file: name.clone(),
-                line,
-                message,
-            };
+            tagged_at.push((scenario.position.line, &scenario.tags));
+            for examples in &scenario.examples {
+                tagged_at.push((examples.position.line, &examples.tags));
+            }
+        }
+        for (line, tags) in tagged_at {
+            for tag in tags {
+                if tag.starts_with("ocp-") && !PROFILE_TAGS.contains(&tag.as_str()) {
+                    errors.push(err(
+                        tag_line(&text, line, tag),
+                        format!(
+                            "@{tag} names no profile of this suite (it would run on every profile): use {}",
+                            PROFILE_TAGS
+                                .iter()
+                                .map(|t| format!("@{t}"))
+                                .collect::<Vec<_>>()
+                                .join(" or ")
+                        ),
+                    ));
+                }
+            }
+        }
+        let background_steps = feature.background.as_ref().map_or(0, |b| b.steps.len());
+        for scenario in scenarios(&feature) {
+            if scenario.steps.is_empty() && background_steps == 0 {
+                let hint = scenario
+                    .description
+                    .as_deref()
+                    .and_then(|d| d.lines().map(str::trim).find(|l| !l.is_empty()))
+                    .map(|l| {
+                        format!(
+                            ": `{l}` is description text, not a step (a step starts with Given, When, Then, And, But or *)"
+                        )
+                    })
+                    .unwrap_or_default();
+                errors.push(err(
+                    scenario.position.line,
+                    format!(
+                        "Scenario {:?} has no steps, and would pass doing nothing{hint}",
+                        scenario.name
+                    ),
+                ));
+            }
             let outline = scenario.keyword.contains("Outline") || scenario.keyword.contains("Template");
             if outline && scenario.examples.is_empty() {
                 errors.push(err(
@@ -91,6 +147,26 @@ pub fn lint(files: &[PathBuf]) -> Result<Vec<Feature>, Vec<LintError>> {
                         "a `profile` column: write one Examples block per profile, tagged @ocp-4.12 or @ocp-4.16".into(),
                     ));
                 }
+                // The parser drops cells beyond the header's width: count them in the text.
+                if let Some(table) = &examples.table {
+                    let cells = |n: usize| {
+                        text.lines()
+                            .nth(n.saturating_sub(1))
+                            .map_or(0, |l| l.trim().matches('|').count().saturating_sub(1))
+                    };
+                    let width = cells(table.position.line);
+                    for n in table.position.line..table.position.line + table.rows.len() {
+                        if cells(n) != width {
+                            errors.push(err(
+                                n,
+                                format!(
+                                    "an Examples row with {} cells under a header of {width}",
+                                    cells(n)
+                                ),
+                            ));
+                        }
+                    }
+                }
                 let untagged = !examples.tags.iter().any(|t| PROFILE_TAGS.contains(&t.as_str()));
                 if tagged > 0 && untagged {
                     errors.push(err(
@@ -109,14 +185,119 @@ pub fn lint(files: &[PathBuf]) -> Result<Vec<Feature>, Vec<LintError>> {
     }
 }
 
-fn parse_error_line(message: &str) -> Option<usize> {
-    let after = message.split("line").nth(1)?;
-    after
-        .trim_start_matches([' ', ':'])
-        .split(|c: char| !c.is_ascii_digit())
-        .next()?
-        .parse()
-        .ok()
+/// A parse failure as `file:line: does not parse at column C: found `…`; expected …`. The
+/// gherkin parser names the position and the tokens it expected only in its error's source
+/// (`Error at L:C: {tokens}`).
+fn parse_error(file: &str, text: &str, error: &cucumber::gherkin::ParseFileError) -> LintError {
+    let mut detail = None;
+    let mut source: Option<&dyn std::error::Error> = Some(error);
+    while let Some(e) = source {
+        detail = detail.or_else(|| parse_position(&e.to_string()));
+        source = e.source();
+    }
+    let Some((line, column, expected)) = detail else {
+        return LintError {
+            file: file.into(),
+            line: 0,
+            message: format!("does not parse: {error}"),
+        };
+    };
+    let found = text
+        .lines()
+        .nth(line.saturating_sub(1))
+        .map(str::trim)
+        .unwrap_or("");
+    let found = if found.is_empty() {
+        "the end of the file or an empty line".to_string()
+    } else {
+        format!("`{found}`")
+    };
+    // The parser's own rule names (`_`, `unknown keyword`, character classes) tell a reader
+    // nothing; keywords do.
+    let mut expected: Vec<&str> = expected
+        .split(',')
+        .map(|t| t.trim().trim_matches('"').trim())
+        .filter(|t| {
+            !t.is_empty() && t.chars().next().is_some_and(char::is_alphabetic) && *t != "unknown keyword"
+        })
+        .collect();
+    expected.sort_unstable();
+    expected.dedup();
+    let wanted = if expected.is_empty() {
+        String::new()
+    } else {
+        format!("; expected {}", expected.join(", "))
+    };
+    let hint = if text.lines().all(|l| !l.trim_start().starts_with("Feature:")) {
+        " (a feature file starts with `Feature:`, after any tags and comments)".to_string()
+    } else {
+        match unknown_line(text, line) {
+            Some((at, l)) => format!(" (line {at}, `{l}`, starts with no Gherkin keyword)"),
+            None => String::new(),
+        }
+    };
+    LintError {
+        file: file.into(),
+        line,
+        message: format!("does not parse at column {column}: found {found}{wanted}{hint}"),
+    }
+}
+
+/// The nearest line at or above `line` that starts with no Gherkin keyword (a misspelt
+/// `Scenario:` is taken as description text, and the parser fails further down).
+fn unknown_line(text: &str, line: usize) -> Option<(usize, String)> {
+    const STARTS: &[&str] = &[
+        "Feature:",
+        "Rule:",
+        "Background:",
+        "Scenario:",
+        "Scenario Outline:",
+        "Scenario Template:",
+        "Example:",
+        "Examples:",
+        "Scenarios:",
+        "Given ",
+        "When ",
+        "Then ",
+        "And ",
+        "But ",
+        "* ",
+        "|",
+        "@",
+        "#",
+        "\"\"\"",
+        "```",
+    ];
+    let lines: Vec<&str> = text.lines().collect();
+    (1..=line.min(lines.len())).rev().find_map(|n| {
+        let l = lines[n - 1].trim();
+        let known = l.is_empty() || STARTS.iter().any(|k| l.starts_with(k));
+        (!known && l.contains(':')).then(|| (n, l.to_string()))
+    })
+}
+
+/// `(line, column, expected tokens)` from the gherkin parser's `Error at L:C: {…}`.
+fn parse_position(message: &str) -> Option<(usize, usize, String)> {
+    let rest = message.strip_prefix("Error at ")?;
+    let (position, expected) = rest.split_once(": ")?;
+    let (line, column) = position.split_once(':')?;
+    let expected = expected.trim().trim_start_matches('{').trim_end_matches('}');
+    Some((
+        line.parse().ok()?,
+        column.parse().ok()?,
+        expected.replace("\\\"", ""),
+    ))
+}
+
+/// The line of `@tag` for an element at `line`: the nearest line at or above it that carries
+/// the tag (tags sit on the lines before the keyword).
+fn tag_line(text: &str, line: usize, tag: &str) -> usize {
+    let needle = format!("@{tag}");
+    let lines: Vec<&str> = text.lines().collect();
+    (1..=line.min(lines.len()))
+        .rev()
+        .find(|&l| lines[l - 1].split_whitespace().any(|w| w == needle))
+        .unwrap_or(line)
 }
 
 #[cfg(test)]

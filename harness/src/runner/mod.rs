@@ -12,9 +12,19 @@
 //! - `report`: the YAML conformance report.
 //! - `features_table`: the README's features table, from the files.
 //! - `self_test`: every mutant of the reference daemon over the suite, and who rejected it.
+//! - `catalogue`: the step phrases, read from the step sources, and the nearest ones to a step
+//!   that matches none.
+//! - `progress`: the console while a run goes, a line per scenario.
+//!
+//! No silent green: a step no definition matches is named before the run with the nearest
+//! phrases, and fails its scenario in every report; a run whose paths and tags select no
+//! scenario to run is an error unless `allow_empty`; the reports a run writes are removed
+//! before it starts, so a refused run leaves none from an earlier one.
 
+pub mod catalogue;
 mod features_table;
 pub mod lint;
+mod progress;
 pub mod report;
 pub mod self_test;
 
@@ -69,6 +79,10 @@ pub struct RunConfig {
     /// Run only the scenario at this feature file name and line (an Outline's row: the row's
     /// line), as the Cucumber JSON names it.
     pub only: Option<(String, u64)>,
+    /// Print every step of every scenario, not just a line per scenario.
+    pub verbose: bool,
+    /// A run that selects no scenario to run is not an error.
+    pub allow_empty: bool,
 }
 
 impl RunConfig {
@@ -90,6 +104,8 @@ impl RunConfig {
             quiet: false,
             fail_fast: false,
             only: None,
+            verbose: false,
+            allow_empty: false,
         }
     }
 }
@@ -110,6 +126,36 @@ pub struct Summary {
     pub sync_latencies: Vec<SyncLatency>,
     /// The signal that interrupted the run (its scenarios stopped early and failed).
     pub interrupted: Option<&'static str>,
+    /// Steps of the selected scenarios that no step definition matches (or more than one
+    /// does), each with where it is and the nearest known phrases.
+    pub undefined: Vec<UndefinedStep>,
+}
+
+/// A step that matches no definition, or more than one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UndefinedStep {
+    pub file: String,
+    pub line: usize,
+    /// The step as written, keyword first.
+    pub step: String,
+    /// Why: "undefined", or "ambiguous: …".
+    pub problem: String,
+    /// The catalogue's nearest phrases, best first.
+    pub nearest: Vec<String>,
+}
+
+impl std::fmt::Display for UndefinedStep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}:{}: {} step: {}",
+            self.file, self.line, self.problem, self.step
+        )?;
+        match self.nearest.as_slice() {
+            [] => write!(f, " (no phrase is close: `mco-conformance steps` lists them all)"),
+            nearest => write!(f, "; did you mean: {}", nearest.join(" | ")),
+        }
+    }
 }
 
 /// How long a scenario's nodes took, at most, to reflect a change (wall time).
@@ -133,16 +179,24 @@ impl Summary {
         self.skipped.extend(container.skipped);
         self.sync_latencies.extend(container.sync_latencies);
         self.interrupted = self.interrupted.or(container.interrupted);
+        for u in container.undefined {
+            if !self.undefined.contains(&u) {
+                self.undefined.push(u);
+            }
+        }
         self
     }
 
     pub fn line(&self) -> String {
-        let counts = format!(
+        let mut counts = format!(
             "{} passed, {} failed, {} skipped",
             self.passed,
             self.failed,
             self.skipped.len()
         );
+        if !self.undefined.is_empty() {
+            counts.push_str(&format!(" ({} undefined step(s))", self.undefined.len()));
+        }
         match self.interrupted {
             Some(signal) => format!("interrupted by {signal}: {counts}"),
             None => counts,
@@ -154,8 +208,14 @@ impl Summary {
 pub enum RunError {
     #[error("{} feature file problem(s):\n{}", .0.len(), .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
     Lint(Vec<lint::LintError>),
-    #[error("no feature files under {0:?}")]
+    #[error("no feature files under {}", .0.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))]
     NoFeatures(Vec<PathBuf>),
+    #[error("{}: no such file or directory", .0.display())]
+    MissingPath(PathBuf),
+    #[error("{}: not a feature file (a feature file's name ends in .feature)", .0.display())]
+    NotAFeature(PathBuf),
+    #[error("nothing to run: {0} (--allow-empty makes this a success)")]
+    Empty(String),
     #[error("invalid tag expression {0:?}: {1}")]
     Tags(String, String),
     #[error("{0}: {1}")]
@@ -269,8 +329,42 @@ async fn prepare_backend(config: &RunConfig) -> Result<Result<NodeBackend, Strin
     .map_err(|e| RunError::Containers(e.to_string()))?
 }
 
+/// Every report file a run writes: removed before it starts.
+fn report_files(config: &RunConfig) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = config
+        .profiles
+        .iter()
+        .flat_map(|&p| {
+            [
+                report_path(config, config.junit.as_ref(), p, "junit.xml"),
+                report_path(config, config.json.as_ref(), p, "cucumber.json"),
+            ]
+        })
+        .collect();
+    files.extend(config.report.clone());
+    files
+}
+
 /// Lint, run every profile, print the skips and the summary line last.
 pub async fn run(config: &RunConfig) -> Result<Summary, RunError> {
+    // A stale report must not stand for this run, refused or not.
+    for file in report_files(config) {
+        match std::fs::remove_file(&file) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(RunError::Io(file, e)),
+            _ => {}
+        }
+    }
+    for profile in &config.profiles {
+        let _ = std::fs::remove_dir_all(config.report_dir.join("failed").join(profile.as_str()));
+    }
+    for path in &config.paths {
+        if !path.exists() {
+            return Err(RunError::MissingPath(path.clone()));
+        }
+        if path.is_file() && path.extension().is_none_or(|x| x != "feature") {
+            return Err(RunError::NotAFeature(path.clone()));
+        }
+    }
     let files = lint::feature_files(&config.paths);
     if files.is_empty() {
         return Err(RunError::NoFeatures(config.paths.clone()));
@@ -286,8 +380,17 @@ pub async fn run(config: &RunConfig) -> Result<Summary, RunError> {
         None => None,
     };
     std::fs::create_dir_all(&config.report_dir).map_err(|e| RunError::Io(config.report_dir.clone(), e))?;
+    let mut summary = Summary {
+        undefined: undefined_steps(config, &features, tags.as_ref()),
+        ..Summary::default()
+    };
+    if !config.quiet {
+        for u in &summary.undefined {
+            println!("{u}");
+        }
+    }
     let backend = prepare_backend(config).await?;
-    let mut summary = Summary::default();
+    let mut to_run = 0;
     for &profile in &config.profiles {
         for feature in &features {
             for (rule, scenario) in scenarios_of(feature) {
@@ -298,7 +401,11 @@ pub async fn run(config: &RunConfig) -> Result<Summary, RunError> {
                         (Selection::Skip(reason), _) => reason,
                         // Without a Docker engine nothing runs, and nothing counts as passed.
                         (Selection::Run, Err(why)) => format!("no Docker engine ({why})"),
-                        _ => continue,
+                        (Selection::Run, Ok(_)) => {
+                            to_run += 1;
+                            continue;
+                        }
+                        (Selection::Out, _) => continue,
                     };
                     summary
                         .skipped
@@ -306,6 +413,42 @@ pub async fn run(config: &RunConfig) -> Result<Summary, RunError> {
                 }
             }
         }
+    }
+    if to_run == 0 && !config.allow_empty {
+        let profiles: Vec<&str> = config.profiles.iter().map(|p| p.as_str()).collect();
+        let mut why = format!(
+            "no scenario of {} is selected to run on {} with {} nodes",
+            config
+                .paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            profiles.join(" and "),
+            match config.nodes {
+                Nodes::Embedded => "embedded",
+                Nodes::Container => "container",
+            },
+        );
+        if let Some(t) = &config.tags {
+            why.push_str(&format!(" and the tags {t:?}"));
+        }
+        if !summary.skipped.is_empty() {
+            why.push_str(&format!(
+                "; {} skipped: {}",
+                summary.skipped.len(),
+                summary
+                    .skipped
+                    .iter()
+                    .take(3)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ));
+        }
+        return Err(RunError::Empty(why));
+    }
+    for &profile in &config.profiles {
         let Ok(backend) = &backend else { continue };
         if let Some(signal) = crate::interrupt::interrupted() {
             summary.skipped.push(format!(
@@ -313,7 +456,18 @@ pub async fn run(config: &RunConfig) -> Result<Summary, RunError> {
             ));
             continue;
         }
+        let started = std::time::Instant::now();
         let tally = run_profile(config, profile, &features, tags.clone(), backend.clone()).await?;
+        if !config.quiet && config.profiles.len() > 1 {
+            let prefix = format!("{profile}: ");
+            println!(
+                "{profile}: {} passed, {} failed, {} skipped in {:.1} s",
+                tally.passed,
+                tally.failed,
+                summary.skipped.iter().filter(|s| s.starts_with(&prefix)).count(),
+                started.elapsed().as_secs_f64()
+            );
+        }
         summary.passed += tally.passed;
         summary.failed += tally.failed;
         summary.mco_logs_failed += tally.mco_logs_failed;
@@ -364,6 +518,58 @@ pub async fn run(config: &RunConfig) -> Result<Summary, RunError> {
         println!("{}", summary.line());
     }
     Ok(summary)
+}
+
+/// The steps of the scenarios this run selects that match no step definition, or several.
+fn undefined_steps(config: &RunConfig, features: &[Feature], tags: Option<&TagFilter>) -> Vec<UndefinedStep> {
+    let steps = ConformanceWorld::collection();
+    let phrases = catalogue::catalogue();
+    let mut out: Vec<UndefinedStep> = Vec::new();
+    for feature in features {
+        use cucumber::feature::Ext as _;
+        let Ok(feature) = feature.clone().expand_examples() else {
+            continue;
+        };
+        let file = feature
+            .path
+            .as_ref()
+            .map_or_else(|| feature.name.clone(), |p| p.display().to_string());
+        for (rule, scenario) in scenarios_of(&feature) {
+            let all = tags_of(&feature, rule, scenario);
+            if config
+                .profiles
+                .iter()
+                .all(|&p| select(p, config.nodes, tags, &all) == Selection::Out)
+            {
+                continue;
+            }
+            let backgrounds = feature
+                .background
+                .iter()
+                .chain(rule.and_then(|r| r.background.as_ref()));
+            for step in backgrounds
+                .flat_map(|b| b.steps.iter())
+                .chain(scenario.steps.iter())
+            {
+                let (problem, nearest) = match steps.find(step) {
+                    Ok(Some(_)) => continue,
+                    Ok(None) => ("undefined".to_string(), catalogue::nearest(&step.value, &phrases)),
+                    Err(e) => (format!("ambiguous ({e})"), Vec::new()),
+                };
+                let found = UndefinedStep {
+                    file: file.clone(),
+                    line: step.position.line,
+                    step: format!("{}{}", step.keyword, step.value),
+                    problem,
+                    nearest,
+                };
+                if !out.contains(&found) {
+                    out.push(found);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// A scenario's name and the extra tags of each row it expands to.
@@ -462,6 +668,7 @@ async fn run_profile(
     let (agent, agent_timeout) = (config.agent.clone(), config.agent_timeout);
     let vendor = !matches!(agent, AgentKind::Reference);
     let quiet = config.quiet;
+    let evidence: progress::Evidence = Default::default();
     let console: Box<dyn std::io::Write + Send> = if quiet {
         Box::new(std::io::sink())
     } else {
@@ -479,8 +686,10 @@ async fn run_profile(
         };
         let only = config.only.clone();
         cucumber
-            .fail_on_skipped()
-            .before(move |_, _, _, world| {
+            .before(move |feature, _, scenario, world| {
+                let (file, line) = progress::scenario_key(feature, scenario);
+                world.place = format!("{file}:{line}");
+                world.progress = !quiet;
                 world.profile = profile;
                 world.agent = agent.clone();
                 world.backend = backend.clone();
@@ -491,6 +700,7 @@ async fn run_profile(
                 let tally = after_tally.clone();
                 let failed_dir = failed_dir.clone();
                 let steps = steps.clone();
+                let evidence = evidence.clone();
                 move |feature, rule, scenario, finished, world| {
                     // A step that matches no definition is reported "skipped" and does not end
                     // the scenario in error; it fails the scenario here (fail_on_skipped),
@@ -530,6 +740,8 @@ async fn run_profile(
                     let feature_name = feature.name.clone();
                     let failed_dir = failed_dir.clone();
                     let tally = tally.clone();
+                    let key = progress::scenario_key(feature, scenario);
+                    let evidence = evidence.clone();
                     Box::pin(async move {
                         let Some(world) = world else { return };
                         if let Some(s) = world.scenario.take() {
@@ -543,8 +755,11 @@ async fn run_profile(
                                     scenario: name.clone(),
                                     slowest: s.slowest_sync(),
                                 });
-                            if failed {
-                                keep_evidence(&failed_dir, &name, &s, quiet).await;
+                            if failed && let Some(dir) = keep_evidence(&failed_dir, &name, &s).await {
+                                evidence
+                                    .lock()
+                                    .unwrap_or_else(|p| p.into_inner())
+                                    .insert(key, dir);
                             }
                             s.shutdown().await;
                         }
@@ -552,21 +767,19 @@ async fn run_profile(
                 }
             })
             .with_writer(
-                writer::Basic::new(
-                    console,
-                    cucumber::writer::Coloring::Auto,
-                    writer::Verbosity::Default,
-                )
-                .summarized()
-                .tee::<ConformanceWorld, _>(writer::JUnit::for_tee(
-                    junit.try_clone().map_err(|e| RunError::Io(report.clone(), e))?,
-                    0,
-                ))
-                .tee::<ConformanceWorld, _>(writer::Json::for_tee(
-                    json.try_clone().map_err(|e| RunError::Io(report.clone(), e))?,
-                ))
-                .normalized(),
+                progress::Progress::new(console, profile, evidence.clone(), config.verbose)
+                    .tee::<ConformanceWorld, _>(writer::JUnit::for_tee(
+                        junit.try_clone().map_err(|e| RunError::Io(report.clone(), e))?,
+                        0,
+                    ))
+                    .tee::<ConformanceWorld, _>(writer::Json::for_tee(
+                        json.try_clone().map_err(|e| RunError::Io(report.clone(), e))?,
+                    ))
+                    .normalized(),
             )
+            // After the writer (it wraps it): a step no definition matches is a failure in
+            // every report, not a skip, unless the scenario is tagged @allow.skipped.
+            .fail_on_skipped()
             // Last: changing the writer drops CLI options set before it, and without them
             // cucumber would parse this process's own arguments.
             .with_cli(cucumber::cli::Opts::<_, _, _, cucumber::cli::Empty>::default())
@@ -593,16 +806,18 @@ async fn run_profile(
     Ok(std::mem::take(&mut *t))
 }
 
-/// Write each node's journal and the cluster log of a failed scenario, and say where.
-async fn keep_evidence(dir: &std::path::Path, scenario: &str, s: &crate::scenario::Scenario, quiet: bool) {
+/// Write each node's journal and the cluster log of a failed scenario; where they went.
+async fn keep_evidence(
+    dir: &std::path::Path,
+    scenario: &str,
+    s: &crate::scenario::Scenario,
+) -> Option<PathBuf> {
     let safe: String = scenario
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
         .collect();
     let dir = dir.join(safe);
-    if std::fs::create_dir_all(&dir).is_err() {
-        return;
-    }
+    std::fs::create_dir_all(&dir).ok()?;
     for node in &s.nodes {
         let text = match node.journal_since(crate::node::JournalMark(0)).await {
             Ok(lines) => lines.join("\n"),
@@ -611,13 +826,7 @@ async fn keep_evidence(dir: &std::path::Path, scenario: &str, s: &crate::scenari
         let _ = std::fs::write(dir.join(format!("{}.journal", node.name())), text);
     }
     let _ = std::fs::write(dir.join("cluster.log"), s.log.lines().join("\n"));
-    if quiet {
-        return;
-    }
-    println!(
-        "kept the failed scenario's journals and cluster log in {}",
-        dir.display()
-    );
+    Some(dir)
 }
 
 #[cfg(test)]

@@ -151,7 +151,7 @@ pub async fn conformance_report(ctx: &ReportContext<'_>) -> Result<String, Strin
     // An interrupted run judged only part of the catalogue: it has no verdict to give.
     let verdict = if ctx.summary.interrupted.is_some() {
         "interrupted"
-    } else if failed_for_verdict == 0 {
+    } else if failed_for_verdict == 0 && ctx.summary.undefined.is_empty() {
         "passed"
     } else {
         "failed"
@@ -180,6 +180,20 @@ pub async fn conformance_report(ctx: &ReportContext<'_>) -> Result<String, Strin
         timeliness: timeliness(ctx),
         results: profiles,
         skipped: ctx.summary.skipped.clone(),
+        undefined_steps: ctx
+            .summary
+            .undefined
+            .iter()
+            .map(|u| {
+                json!({
+                    "file": u.file,
+                    "line": u.line,
+                    "step": u.step,
+                    "problem": u.problem,
+                    "nearest": u.nearest,
+                })
+            })
+            .collect(),
         mco_logs: json!({
             "note": if vendor {
                 "@mco-logs scenarios check upstream MCO log wording; for an agent other than the reference daemon they are reported here, apart from the verdict"
@@ -216,6 +230,9 @@ struct Report {
     reproduce: String,
     results: Vec<Value>,
     skipped: Vec<String>,
+    /// Steps no definition matches (or several do): each fails its scenario.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    undefined_steps: Vec<Value>,
     timeliness: Value,
     mco_logs: Value,
     beyond_upstream: Value,

@@ -198,6 +198,8 @@ async fn run_once(
     run_config.quiet = true;
     run_config.fail_fast = fail_fast;
     run_config.only = only;
+    // A mutant's run may select nothing on a profile (its scenario is the other profile's).
+    run_config.allow_empty = true;
     run(&run_config).await?;
     rejections(&dir.join(format!("{profile}.cucumber.json"))).map_err(RunError::Report)
 }

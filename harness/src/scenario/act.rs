@@ -247,6 +247,26 @@ impl Scenario {
         Ok(cc.data["spec"].clone())
     }
 
+    /// The `(namespace, name)` of the ConfigMap whose `ca-bundle.crt` carries signer `name`
+    /// (`fixtures/signers.yaml`); an unknown signer is an error listing the known ones.
+    pub fn signer_bundle(&self, name: &str) -> Result<(String, String), ScenarioError> {
+        self.secret_namespace(name)?;
+        let spec = self.catalogue.signer(name).ok_or_else(|| {
+            let signers: Vec<&str> = self.catalogue.signers.iter().map(|s| s.name.as_str()).collect();
+            fixture_err(format!(
+                "{name:?} is a target, not a signer: it has no CA bundle; signers: {}",
+                signers.join(", ")
+            ))
+        })?;
+        let (namespace, bundle) = spec.bundle.split_once('/').ok_or_else(|| {
+            fixture_err(format!(
+                "fixtures/signers.yaml: {name}'s bundle {:?} is not namespace/name",
+                spec.bundle
+            ))
+        })?;
+        Ok((namespace.to_string(), bundle.to_string()))
+    }
+
     /// The namespace of the Secret that holds a signer or target of the catalogue
     /// (`fixtures/signers.yaml`); an unknown name is an error that lists the known ones.
     pub fn secret_namespace(&self, name: &str) -> Result<String, ScenarioError> {

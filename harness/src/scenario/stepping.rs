@@ -65,13 +65,26 @@ const AGENT_GONE_LINE_CHARS: usize = 400;
 impl Scenario {
     /// Move the clock by `by`, stopping at every rule deadline on the way.
     pub async fn advance(&self, by: time::Duration) -> Result<(), ScenarioError> {
+        self.advance_reporting(by, |_, _| {}).await
+    }
+
+    /// [`Scenario::advance`], calling `report` with the simulated instant and the number of
+    /// stops so far after each stop (a long advance's progress).
+    pub async fn advance_reporting(
+        &self,
+        by: time::Duration,
+        mut report: impl FnMut(time::OffsetDateTime, usize),
+    ) -> Result<(), ScenarioError> {
         let until = self.clock.now() + by;
+        let mut stops = 0;
         loop {
             let stop = self.side.next_stop(until).await?;
             self.side.move_clock(stop, self.await_heartbeats()).await?;
             self.side.settle().await?;
             self.converge().await?;
             self.scrape_metrics().await?;
+            stops += 1;
+            report(stop, stops);
             if stop >= until {
                 return Ok(());
             }

@@ -4,8 +4,6 @@ use anyhow::ensure;
 use cucumber::{then, when};
 use harness::world::ConformanceWorld;
 
-const NAMESPACE: &str = "openshift-kube-apiserver-operator";
-
 /// MCO's e2e way: a JSON patch nulling `auth.openshift.io/certificate-not-after`.
 #[when(expr = "the {word} is rotated by force")]
 async fn rotate_by_force(world: &mut ConformanceWorld, signer: String) -> anyhow::Result<()> {
@@ -73,17 +71,15 @@ async fn has_not_rotated(world: &mut ConformanceWorld, signer: String) -> anyhow
     Ok(())
 }
 
-/// The signer's CA bundle lists that many signers.
+/// The signer's CA bundle (its `bundle` in fixtures/signers.yaml) lists that many certificates.
 #[then(expr = "the {word} bundle holds {int} signer(s)")]
 async fn bundle_holds(world: &mut ConformanceWorld, signer: String, count: usize) -> anyhow::Result<()> {
-    let bundle_name = match signer.as_str() {
-        "kube-apiserver-to-kubelet-signer" => "kube-apiserver-to-kubelet-client-ca",
-        other => anyhow::bail!("no bundle known for {other}"),
-    };
-    let names = super::oracle::names(world.cluster()?.bundle(NAMESPACE, bundle_name).await?.as_bytes())?;
+    let c = world.cluster()?;
+    let (namespace, bundle_name) = c.signer_bundle(&signer)?;
+    let names = super::oracle::names(c.bundle(&namespace, &bundle_name).await?.as_bytes())?;
     ensure!(
         names.len() == count,
-        "{bundle_name} holds {}: {names:?}",
+        "{namespace}/{bundle_name} holds {}: {names:?}",
         names.len()
     );
     Ok(())

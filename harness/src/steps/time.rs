@@ -3,11 +3,39 @@
 use cucumber::when;
 use harness::world::ConformanceWorld;
 
+/// The longest one time step may move the clock: ten years, the longest validity in
+/// `fixtures/signers.yaml`. A step beyond it is refused (split it into several) rather than
+/// left to run for hours.
+const LONGEST_STEP_DAYS: i64 = 3650;
+
+/// How often (wall time) a long time step prints where it is.
+const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Move the scenario's clock, stopping at every certificate deadline on the way
-/// ("When 292 days pass", "When 1 hour passes").
+/// ("When 292 days pass", "When 1 hour passes"); at most 3650 days in one step.
 #[when(regex = r"^(\d+ (?:days?|hours?|minutes?|seconds?)) pass(?:es)?$")]
 async fn time_passes(world: &mut ConformanceWorld, duration: String) -> anyhow::Result<()> {
-    let by = harness::pki::parse_duration(&duration)?;
-    world.cluster()?.advance(by).await?;
+    let by = harness::pki::parse_duration(&duration)
+        .map_err(|e| anyhow::anyhow!("{duration:?}: {e} (at most {LONGEST_STEP_DAYS} days in one step)"))?;
+    anyhow::ensure!(
+        by <= time::Duration::days(LONGEST_STEP_DAYS),
+        "{duration} is more than one step may move the clock: at most {LONGEST_STEP_DAYS} days (10 years, the longest signer validity); split it into several steps"
+    );
+    let (progress, place, profile) = (world.progress, world.place.clone(), world.profile);
+    let started = std::time::Instant::now();
+    let mut last = started;
+    world
+        .cluster()?
+        .advance_reporting(by, |now, stops| {
+            if progress && last.elapsed() >= PROGRESS_EVERY {
+                last = std::time::Instant::now();
+                println!(
+                    "  ... {profile} {place}: {duration} passing: simulated {}, {stops} stops so far, {:.0} s",
+                    harness::pki::rfc3339(now),
+                    started.elapsed().as_secs_f64()
+                );
+            }
+        })
+        .await?;
     Ok(())
 }

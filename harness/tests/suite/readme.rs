@@ -8,14 +8,17 @@ fn the_readme_step_catalogue_matches_the_code() {
     let (begin, end) = ("<!-- steps:begin -->\n", "<!-- steps:end -->");
     let start = readme.find(begin).expect("README has a steps:begin marker") + begin.len();
     let stop = readme[start..].find(end).expect("README has a steps:end marker") + start;
-    let generated = crate::steps::catalogue_markdown();
+    let generated = harness::runner::catalogue::catalogue_markdown();
     assert_eq!(
         &readme[start..stop],
         generated,
         "the README step catalogue is stale: replace it with the output of `cargo run --bin mco-conformance -- steps --markdown`"
     );
-    assert!(crate::steps::catalogue().len() >= 10, "every step is listed");
-    for step in crate::steps::catalogue() {
+    assert!(
+        harness::runner::catalogue::catalogue().len() >= 10,
+        "every step is listed"
+    );
+    for step in harness::runner::catalogue::catalogue() {
         assert!(
             !step.phrase.is_empty(),
             "{} has no phrase in the catalogue",

@@ -1,0 +1,365 @@
+//! The step catalogue: every step phrase with its description and where it is defined, read
+//! from the step sources themselves (they are compiled into the binaries that run features, not
+//! into this library; see `steps/mod.rs`). It serves `mco-conformance steps`, the README table,
+//! and the nearest phrases offered for an undefined step.
+
+/// The step sources, for `mco-conformance steps` (phrases listed from the code itself).
+pub const SOURCES: &[(&str, &str)] = &[
+    (
+        "harness/src/steps/cluster.rs",
+        include_str!("../steps/cluster.rs"),
+    ),
+    ("harness/src/steps/config.rs", include_str!("../steps/config.rs")),
+    ("harness/src/steps/drift.rs", include_str!("../steps/drift.rs")),
+    (
+        "harness/src/steps/kubelet.rs",
+        include_str!("../steps/kubelet.rs"),
+    ),
+    ("harness/src/steps/node.rs", include_str!("../steps/node.rs")),
+    ("harness/src/steps/oracle.rs", include_str!("../steps/oracle.rs")),
+    ("harness/src/steps/pool.rs", include_str!("../steps/pool.rs")),
+    (
+        "harness/src/steps/registry.rs",
+        include_str!("../steps/registry.rs"),
+    ),
+    (
+        "harness/src/steps/serving.rs",
+        include_str!("../steps/serving.rs"),
+    ),
+    ("harness/src/steps/signer.rs", include_str!("../steps/signer.rs")),
+    ("harness/src/steps/time.rs", include_str!("../steps/time.rs")),
+];
+
+/// One step definition as its source declares it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepDoc {
+    pub keyword: &'static str,
+    pub phrase: String,
+    pub description: String,
+    pub location: String,
+}
+
+/// Every step, read from the step sources: the attribute's expression or regex, the first line
+/// of its doc comment, and where it is defined.
+pub fn catalogue() -> Vec<StepDoc> {
+    let mut out = Vec::new();
+    for (file, text) in SOURCES {
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let line = line.trim();
+            let Some(keyword) = ["given", "when", "then"]
+                .into_iter()
+                .find(|k| line.starts_with(&format!("#[{k}(")))
+            else {
+                continue;
+            };
+            // rustfmt breaks a long attribute over lines: read it to its closing `)]`.
+            let attribute: String = lines[i..]
+                .iter()
+                .map(|l| l.trim())
+                .scan(false, |closed, l| {
+                    if *closed {
+                        return None;
+                    }
+                    *closed = l.ends_with(")]");
+                    Some(l)
+                })
+                .collect::<Vec<_>>()
+                .join(" ");
+            let phrase = attribute
+                .split_once('"')
+                .map(|(_, rest)| rest.rsplit_once('"').map_or(rest, |(p, _)| p))
+                .unwrap_or("")
+                .trim_start_matches('^')
+                .trim_end_matches('$')
+                .replace("\\\\", "\\");
+            let mut doc = Vec::new();
+            for prev in lines[..i].iter().rev() {
+                match prev.trim().strip_prefix("///") {
+                    Some(d) => doc.push(d.trim()),
+                    None => break,
+                }
+            }
+            doc.reverse();
+            let keyword = match keyword {
+                "given" => "Given",
+                "when" => "When",
+                _ => "Then",
+            };
+            out.push(StepDoc {
+                keyword,
+                phrase,
+                description: doc.join(" "),
+                location: format!("{file}:{}", i + 1),
+            });
+        }
+    }
+    out
+}
+
+/// The catalogue as the README's Markdown table, then the values each fixture-named parameter
+/// accepts.
+pub fn catalogue_markdown() -> String {
+    format!(
+        "{}\nParameters that name something of the fixtures accept exactly these values (any other fails the step with this list):\n\n{}",
+        steps_markdown(),
+        parameter_values_markdown()
+    )
+}
+
+/// The step phrases as a Markdown table.
+fn steps_markdown() -> String {
+    let mut out = String::from("| step | what it does | defined in |\n|---|---|---|\n");
+    for s in catalogue() {
+        out.push_str(&format!(
+            "| {} `{}` | {} | `{}` |\n",
+            s.keyword,
+            s.phrase.replace('|', "\\|"),
+            s.description,
+            s.location
+        ));
+    }
+    out
+}
+
+/// What a step parameter naming something of the fixtures accepts: the kind, the steps that
+/// take it, and its values (read from the fixtures this binary was built with).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParameterValues {
+    pub kind: &'static str,
+    pub used_by: &'static str,
+    pub values: Vec<String>,
+}
+
+/// Every fixture-named parameter with the values it accepts; a step given another name fails
+/// with this list.
+pub fn parameter_values() -> Vec<ParameterValues> {
+    use crate::pki::{Catalogue, StartingState};
+    use std::path::Path;
+    let catalogue = Catalogue::parse(
+        Path::new("fixtures/signers.yaml"),
+        include_str!("../../../fixtures/signers.yaml"),
+    );
+    let (signers, targets, states) = match &catalogue {
+        Ok(c) => (
+            c.signers.iter().map(|s| s.name.clone()).collect(),
+            c.targets.iter().map(|t| t.name.clone()).collect(),
+            StartingState::parse_all(
+                Path::new("fixtures/starting-states.yaml"),
+                include_str!("../../../fixtures/starting-states.yaml"),
+                c,
+            )
+            .map(|all| all.into_iter().map(|s| s.name).collect())
+            .unwrap_or_default(),
+        ),
+        Err(_) => (Vec::new(), Vec::new(), Vec::new()),
+    };
+    let pools = include_str!("../../../fixtures/cluster/machineconfigpools.yaml")
+        .split("\n---")
+        .filter_map(|doc| serde_yaml::from_str::<serde_yaml::Value>(doc).ok())
+        .filter_map(|doc| doc["metadata"]["name"].as_str().map(String::from))
+        .collect();
+    vec![
+        ParameterValues {
+            kind: "signer",
+            used_by: "`the {word} is rotated by force`, `the {word} has rotated`, `every node's kubelet-ca.crt lists the current (\\S+)`, `the {word} bundle holds {int} signer(s)` and every step naming a signer",
+            values: signers,
+        },
+        ParameterValues {
+            kind: "target (a certificate a signer issues)",
+            used_by: "the signer steps that judge a certificate rather than a bundle: `the {word} is rotated by force`, `every node's kubelet-ca.crt lists the current (\\S+)`",
+            values: targets,
+        },
+        ParameterValues {
+            kind: "pool",
+            used_by: "`the {word} pool has {int} rendered config(s)`, `the newest rendered config of the (\\w+) pool …` and every step naming a pool",
+            values: pools,
+        },
+        ParameterValues {
+            kind: "starting state",
+            used_by: "`a cluster in the starting state {string} with {int} worker node(s)`",
+            values: states,
+        },
+    ]
+}
+
+/// The parameter values as the README's Markdown table.
+pub fn parameter_values_markdown() -> String {
+    let mut out = String::from("| parameter | accepted values | taken by |\n|---|---|---|\n");
+    for p in parameter_values() {
+        let values: Vec<String> = p.values.iter().map(|v| format!("`{v}`")).collect();
+        out.push_str(&format!(
+            "| {} | {} | {} |\n",
+            p.kind,
+            values.join(", "),
+            p.used_by
+        ));
+    }
+    out
+}
+
+/// A phrase as words, each parameter (`{int}`, `{word}`, a regex group) one wildcard word.
+fn skeleton(phrase: &str) -> Vec<String> {
+    let mut out = String::new();
+    let mut chars = phrase.chars().peekable();
+    let mut prev = ' ';
+    while let Some(c) = chars.next() {
+        match c {
+            '{' => {
+                for d in chars.by_ref() {
+                    if d == '}' {
+                        break;
+                    }
+                }
+                out.push_str(" \u{0} ");
+            }
+            '(' => {
+                let mut depth = 1;
+                let mut inner = String::new();
+                for d in chars.by_ref() {
+                    match d {
+                        '(' => depth += 1,
+                        ')' => depth -= 1,
+                        _ => {}
+                    }
+                    if depth == 0 {
+                        break;
+                    }
+                    inner.push(d);
+                }
+                // `signer(s)` is an optional plural and `pass(?:es)?` an optional ending, not
+                // parameters.
+                let optional = chars.peek() == Some(&'?');
+                if optional {
+                    chars.next();
+                }
+                let plural = prev.is_alphanumeric() && inner == "s";
+                if !(optional || plural) {
+                    out.push_str(" \u{0} ");
+                }
+            }
+            '\\' => {
+                if let Some(d) = chars.next() {
+                    out.push(d);
+                }
+            }
+            '^' | '$' | '?' => {}
+            _ => out.push(c),
+        }
+        prev = c;
+    }
+    out.split_whitespace().map(str::to_lowercase).collect()
+}
+
+/// Word-level edit distance where a wildcard (`\0`) matches any one word.
+fn distance(text: &[String], phrase: &[String]) -> usize {
+    let mut row: Vec<usize> = (0..=phrase.len()).collect();
+    for (i, t) in text.iter().enumerate() {
+        let mut next = vec![i + 1; phrase.len() + 1];
+        for (j, p) in phrase.iter().enumerate() {
+            let same = p == "\u{0}" || p == t;
+            next[j + 1] = (row[j] + usize::from(!same)).min(row[j + 1] + 1).min(next[j] + 1);
+        }
+        row = next;
+    }
+    row[phrase.len()]
+}
+
+/// The catalogue's phrases nearest a step's text (without its keyword), best first: at most
+/// three, each within half the step's words.
+pub fn nearest(text: &str, catalogue: &[StepDoc]) -> Vec<String> {
+    let words: Vec<String> = text.split_whitespace().map(str::to_lowercase).collect();
+    let mut scored: Vec<(usize, String)> = catalogue
+        .iter()
+        .filter_map(|s| {
+            let phrase = skeleton(&s.phrase);
+            // A phrase of mostly parameters is near anything: at least half its own words
+            // must be in the step.
+            let literal: Vec<&String> = phrase.iter().filter(|w| *w != "\u{0}").collect();
+            let shared = literal.iter().filter(|w| words.contains(w)).count();
+            (shared * 2 >= literal.len())
+                .then(|| (distance(&words, &phrase), format!("{} {}", s.keyword, s.phrase)))
+        })
+        .filter(|(d, _)| *d <= (words.len() / 2).max(2))
+        .collect();
+    scored.sort();
+    scored.dedup_by(|a, b| a.1 == b.1);
+    scored.into_iter().take(3).map(|(_, p)| p).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phrases_become_words_with_wildcards() {
+        assert_eq!(
+            skeleton(r"^(\d+ (?:days?|hours?)) pass(?:es)?$"),
+            ["\u{0}", "pass"]
+        );
+        assert_eq!(
+            skeleton("the {word} bundle holds {int} signer(s)"),
+            ["the", "\u{0}", "bundle", "holds", "\u{0}", "signer"]
+        );
+        assert_eq!(
+            skeleton(r"^every node's kubelet-ca\.crt (lists|lacks) the current (\S+)$"),
+            [
+                "every",
+                "node's",
+                "kubelet-ca.crt",
+                "\u{0}",
+                "the",
+                "current",
+                "\u{0}"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_misspelt_step_is_offered_the_phrase_it_missed() {
+        let all = catalogue();
+        let offered = nearest("3 dayz pass", &all);
+        assert!(
+            offered
+                .first()
+                .is_some_and(|p| p.starts_with("When (\\d+ (?:days?")),
+            "{offered:?}"
+        );
+        assert_eq!(
+            offered.len(),
+            1,
+            "phrases made mostly of parameters are not near: {offered:?}"
+        );
+        let offered = nearest(
+            "every nodes kubelet-ca.crt lists the current kubelet-signer",
+            &all,
+        );
+        assert!(
+            offered
+                .iter()
+                .any(|p| p.contains("kubelet-ca\\.crt (lists|lacks) the current")),
+            "{offered:?}"
+        );
+        assert!(nearest("the moon is made of cheese and nothing else", &all).is_empty());
+    }
+
+    #[test]
+    fn parameter_values_come_from_the_fixtures() {
+        let all = parameter_values();
+        let of = |kind: &str| {
+            all.iter()
+                .find(|p| p.kind == kind)
+                .map(|p| p.values.clone())
+                .unwrap()
+        };
+        assert!(of("signer").contains(&"kube-apiserver-to-kubelet-signer".to_string()));
+        assert!(
+            of("signer").contains(&"csr-signer-signer".to_string()),
+            "{:?}",
+            of("signer")
+        );
+        assert!(of("target (a certificate a signer issues)").contains(&"csr-signer".to_string()));
+        assert_eq!(of("pool"), ["master", "worker"]);
+        assert!(of("starting state").contains(&"fresh-install".to_string()));
+    }
+}
