@@ -68,7 +68,7 @@ fn an_unmatched_step_fails_the_run_with_its_location() {
     assert!(stdout.contains("typo.feature:3"), "{stdout}");
     assert_eq!(
         stdout.lines().last(),
-        Some("0 passed, 1 failed, 0 skipped"),
+        Some("0 passed, 1 failed, 0 skipped (1 undefined step(s))"),
         "{stdout}"
     );
 }
@@ -207,13 +207,26 @@ fn a_run_with_an_agent_binary_writes_the_conformance_report() {
 #[test]
 fn a_container_run_without_docker_skips_every_scenario_with_the_reason() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let out = Command::new(BIN)
-        .current_dir(root)
-        .args(["run", "--nodes", "container", "--profile", "ocp-4.16"])
-        .arg(root.join("features/signer_rotation.feature"))
-        .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
-        .output()
-        .unwrap();
+    let run = |extra: &[&str]| {
+        Command::new(BIN)
+            .current_dir(root)
+            .args(["run", "--nodes", "container", "--profile", "ocp-4.16"])
+            .args(extra)
+            .arg(root.join("features/signer_rotation.feature"))
+            .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+            .output()
+            .unwrap()
+    };
+    // Nothing can run: no silent green, the run is refused with the reason.
+    let out = run(&[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("nothing to run:") && stderr.contains(": no Docker engine ("),
+        "{stderr}"
+    );
+    // Allowed, every scenario is listed skipped with the reason.
+    let out = run(&["--allow-empty"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),

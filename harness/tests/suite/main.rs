@@ -22,6 +22,7 @@ mod node_image;
 mod node_status;
 mod operator;
 mod oracle;
+mod qe_input;
 mod readme;
 mod reference_daemon_binary;
 mod rotation_end_to_end;

@@ -85,7 +85,10 @@ fn no_step_computes_an_expectation_with_reference_code() {
         "steps reach into reference code:\n{}",
         found.join("\n")
     );
-    let listed: Vec<&str> = harness::runner::catalogue::SOURCES.iter().map(|(f, _)| *f).collect();
+    let listed: Vec<&str> = harness::runner::catalogue::SOURCES
+        .iter()
+        .map(|(f, _)| *f)
+        .collect();
     for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/src/steps")).unwrap() {
         let name = entry.unwrap().file_name().to_string_lossy().into_owned();
         if name.ends_with(".rs") && name != "mod.rs" {

@@ -1,0 +1,241 @@
+//! What a QE engineer's mistakes get from `mco-conformance run`: never a silent green or a
+//! silent skip, and always the file, the line and the reason. Each case runs the CLI on a
+//! feature written the way the mistake is made, and asserts the exit code and the message.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_mco-conformance");
+
+/// A feature file `name` with `text` in a fresh directory, and that directory.
+fn feature(name: &str, text: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).unwrap();
+    (dir, path)
+}
+
+fn run(dir: &Path, args: &[&str], path: &Path) -> (Option<i32>, String, String) {
+    let out: Output = Command::new(BIN)
+        .arg("run")
+        .arg("--report-dir")
+        .arg(dir.join("report"))
+        .args(args)
+        .arg(path)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn an_undefined_step_is_named_with_the_nearest_phrase_and_fails_in_every_report() {
+    let (dir, path) = feature(
+        "typo.feature",
+        "Feature: typo\n  Scenario: a misspelt step\n    Given a fresh cluster with 1 worker node\n    When 3 dayz pass\n",
+    );
+    let report = dir.path().join("report.yaml");
+    let junit = dir.path().join("junit.xml");
+    let json = dir.path().join("cucumber.json");
+    let (code, stdout, _) = run(
+        dir.path(),
+        &[
+            "--profile",
+            "ocp-4.16",
+            "--report",
+            report.to_str().unwrap(),
+            "--junit",
+            junit.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        &path,
+    );
+    assert_eq!(code, Some(1), "{stdout}");
+    let place = format!(
+        "{}:4: undefined step: When 3 dayz pass; did you mean: When (\\d+ (?:days?",
+        path.display()
+    );
+    assert!(stdout.contains(&place), "{stdout}");
+    assert!(
+        stdout.contains("FAIL ocp-4.16 typo.feature:2 a misspelt step"),
+        "a line per scenario: {stdout}"
+    );
+    assert!(
+        stdout.contains("undefined: no step definition matches it"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.to_lowercase().contains("skipped: ocp"),
+        "not a skip: {stdout}"
+    );
+    // JUnit: a failure, not a skip.
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("<failure"), "{xml}");
+    assert!(!xml.contains("<skipped"), "{xml}");
+    // Cucumber JSON: the step is undefined (its own status there), the scenario failed.
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let step = &doc[0]["elements"][0]["steps"][1];
+    assert_eq!(step["result"]["status"].as_str(), Some("undefined"), "{step}");
+    // The vendor report: failed, with the step and the suggestion.
+    let yaml: serde_yaml::Value = serde_yaml::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(yaml["verdict"].as_str(), Some("failed"));
+    assert_eq!(yaml["undefinedSteps"][0]["line"].as_u64(), Some(4), "{yaml:?}");
+    assert_eq!(
+        yaml["undefinedSteps"][0]["step"].as_str(),
+        Some("When 3 dayz pass")
+    );
+}
+
+#[test]
+fn a_selection_of_nothing_exits_2_unless_allowed() {
+    let (dir, path) = feature(
+        "one.feature",
+        "Feature: one\n  Scenario: s\n    Given a fresh cluster with 1 worker node\n",
+    );
+    let (code, _, stderr) = run(dir.path(), &["--tags", "@no-such-tag"], &path);
+    assert_eq!(code, Some(2));
+    assert!(
+        stderr.contains("nothing to run: no scenario of") && stderr.contains("the tags \"@no-such-tag\""),
+        "{stderr}"
+    );
+    let (code, stdout, _) = run(dir.path(), &["--tags", "@no-such-tag", "--allow-empty"], &path);
+    assert_eq!(code, Some(0));
+    assert_eq!(stdout.lines().last(), Some("0 passed, 0 failed, 0 skipped"));
+}
+
+#[test]
+fn an_unknown_profile_tag_is_a_lint_error_at_its_line() {
+    let (dir, path) = feature(
+        "tag.feature",
+        "Feature: f\n\n  @ocp-4.14\n  Scenario: for 4.14\n    Given a fresh cluster with 1 worker node\n",
+    );
+    let (code, _, stderr) = run(dir.path(), &[], &path);
+    assert_eq!(code, Some(2));
+    assert!(
+        stderr.contains(&format!(
+            "{}:3: @ocp-4.14 names no profile of this suite",
+            path.display()
+        )),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_refused_run_leaves_no_report_of_an_earlier_one() {
+    let (dir, path) = feature(
+        "tag.feature",
+        "Feature: f\n  @ocp-4.99\n  Scenario: s\n    Given x\n",
+    );
+    let junit = dir.path().join("junit.xml");
+    std::fs::write(&junit, "<testsuites>an earlier run's</testsuites>").unwrap();
+    let (code, _, _) = run(
+        dir.path(),
+        &["--profile", "ocp-4.16", "--junit", junit.to_str().unwrap()],
+        &path,
+    );
+    assert_eq!(code, Some(2));
+    assert!(!junit.exists(), "the stale JUnit file was removed");
+}
+
+#[test]
+fn parse_errors_and_missing_paths_say_where_and_why() {
+    let (dir, path) = feature(
+        "broken.feature",
+        "Feature: a\n\n  Scenario: b\n    Given a fresh cluster with 1 worker node\n  Scenari: oops\n    Given x\n",
+    );
+    let (code, _, stderr) = run(dir.path(), &[], &path);
+    assert_eq!(code, Some(2));
+    assert!(
+        stderr.contains(&format!(
+            "{}:6: does not parse at column 4: found `Given x`",
+            path.display()
+        )) && stderr.contains("(line 5, `Scenari: oops`, starts with no Gherkin keyword)"),
+        "{stderr}"
+    );
+    let (dir, path) = feature("nofeature.feature", "Scenario: b\n    Given x\n");
+    let (code, _, stderr) = run(dir.path(), &[], &path);
+    assert_eq!(code, Some(2));
+    assert!(
+        stderr.contains("a feature file starts with `Feature:`"),
+        "{stderr}"
+    );
+    let missing = dir.path().join("nope.feature");
+    let (code, _, stderr) = run(dir.path(), &[], &missing);
+    assert_eq!(code, Some(2));
+    assert!(
+        stderr.contains(&format!("{}: no such file or directory", missing.display())),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn stepless_scenarios_and_ragged_examples_are_lint_errors() {
+    let (dir, path) = feature(
+        "empty.feature",
+        "Feature: f\n  Scenario: no steps\n    Gvien a fresh cluster with 1 worker node\n",
+    );
+    let (code, _, stderr) = run(dir.path(), &[], &path);
+    assert_eq!(code, Some(2));
+    assert!(
+        stderr.contains(":2: Scenario \"no steps\" has no steps")
+            && stderr.contains("`Gvien a fresh cluster with 1 worker node` is description text, not a step"),
+        "{stderr}"
+    );
+    let (dir, path) = feature(
+        "ragged.feature",
+        "Feature: f\n  Scenario Outline: o <n>\n    Given a fresh cluster with <n> worker node\n    Examples:\n      | n |\n      | 1 | 2 |\n",
+    );
+    let (code, _, stderr) = run(dir.path(), &[], &path);
+    assert_eq!(code, Some(2));
+    assert!(
+        stderr.contains(":6: an Examples row with 2 cells under a header of 1"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_time_step_beyond_ten_years_is_refused_with_the_bound() {
+    let (dir, path) = feature(
+        "long.feature",
+        "Feature: f\n  Scenario: too long\n    Given a fresh cluster with 1 worker node\n    When 99999 days pass\n",
+    );
+    let (code, stdout, _) = run(dir.path(), &["--profile", "ocp-4.16"], &path);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(
+        stdout.contains("99999 days is more than one step may move the clock: at most 3650 days"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("journals and cluster log: "), "{stdout}");
+}
+
+#[test]
+fn a_passing_scenario_is_one_line_and_verbose_shows_its_steps() {
+    let (dir, path) = feature(
+        "one.feature",
+        "Feature: one\n  Scenario: starts\n    Given a fresh cluster with 1 worker node\n    Then no node has rebooted\n",
+    );
+    let (code, stdout, _) = run(dir.path(), &["--profile", "ocp-4.12"], &path);
+    assert_eq!(code, Some(0), "{stdout}");
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("PASS "))
+        .unwrap_or_default();
+    assert!(
+        line.starts_with("PASS ocp-4.12 one.feature:2 starts ("),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("no node has rebooted"),
+        "steps only with -v: {stdout}"
+    );
+    let (code, stdout, _) = run(dir.path(), &["--profile", "ocp-4.12", "-v"], &path);
+    assert_eq!(code, Some(0), "{stdout}");
+    assert!(
+        stdout.contains("ok   Then no node has rebooted (line 4)"),
+        "{stdout}"
+    );
+}
