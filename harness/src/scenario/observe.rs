@@ -130,6 +130,23 @@ impl Scenario {
         Ok(self.node_history.since(mark, node))
     }
 
+    /// That the cluster has a MachineConfigPool named `pool`; else an error listing those it has
+    /// (a misspelt pool would otherwise count zero rendered configs and pass).
+    pub async fn require_pool(&self, pool: &str) -> Result<(), ScenarioError> {
+        let all = machine_config_pools(&self.admin)
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| ClusterError::kube("machineconfigpools".into(), e))?;
+        let names: Vec<String> = all.into_iter().filter_map(|p| p.metadata.name).collect();
+        if names.iter().any(|n| n == pool) {
+            return Ok(());
+        }
+        Err(fixture_err(format!(
+            "no MachineConfigPool {pool:?} in the cluster; pools: {}",
+            names.join(", ")
+        )))
+    }
+
     /// A MachineConfigPool's spec.
     pub async fn pool_spec(&self, pool: &str) -> Result<serde_json::Value, ScenarioError> {
         let object = machine_config_pools(&self.admin)

@@ -123,6 +123,7 @@ async fn machine_config_changes(
     change: String,
 ) -> anyhow::Result<()> {
     let spec = changes_spec(&change)?;
+    world.cluster()?.require_pool(&pool).await?;
     world.history_mark = world.cluster()?.node_history.mark();
     world.cluster()?.add_machine_config(&pool, spec).await?;
     Ok(())
@@ -132,6 +133,7 @@ async fn machine_config_changes(
 /// of the pool runs the config rendered without it.
 #[when(regex = r"^the newest MachineConfig for the (\w+) pool is deleted$")]
 async fn newest_machine_config_deleted(world: &mut ConformanceWorld, pool: String) -> anyhow::Result<()> {
+    world.cluster()?.require_pool(&pool).await?;
     world.history_mark = world.cluster()?.node_history.mark();
     world.cluster()?.delete_newest_machine_config(&pool).await?;
     Ok(())
@@ -142,6 +144,7 @@ async fn newest_machine_config_deleted(world: &mut ConformanceWorld, pool: Strin
 /// the pool's nodes; what they do with it is for the next steps.
 #[when(regex = r"^a MachineConfig for the (\w+) pool turns FIPS on$")]
 async fn machine_config_turns_fips_on(world: &mut ConformanceWorld, pool: String) -> anyhow::Result<()> {
+    world.cluster()?.require_pool(&pool).await?;
     world.history_mark = world.cluster()?.node_history.mark();
     world
         .cluster()?

@@ -9,7 +9,9 @@ use harness::world::ConformanceWorld;
 /// How many `rendered-<pool>-<hash>` configs exist.
 #[then(expr = "the {word} pool has {int} rendered config(s)")]
 async fn rendered_configs(world: &mut ConformanceWorld, pool: String, count: usize) -> anyhow::Result<()> {
-    let names = world.cluster()?.rendered_configs(&pool).await?;
+    let c = world.cluster()?;
+    c.require_pool(&pool).await?;
+    let names = c.rendered_configs(&pool).await?;
     ensure!(
         names.len() == count,
         "{} rendered configs for pool {pool}: {names:?}",
@@ -51,6 +53,7 @@ async fn newest_rendered_has_file(
 /// The pool's `spec.paused` is true before anything else happens.
 #[given(regex = r"^the (\w+) pool is paused$")]
 async fn pool_is_paused(world: &mut ConformanceWorld, pool: String) -> anyhow::Result<()> {
+    world.cluster()?.require_pool(&pool).await?;
     world.cluster()?.set_paused(&pool, true).await?;
     Ok(())
 }
@@ -59,6 +62,7 @@ async fn pool_is_paused(world: &mut ConformanceWorld, pool: String) -> anyhow::R
 /// have followed (an unpaused pool's nodes run its newest rendered config).
 #[when(regex = r"^the (\w+) pool is (paused|unpaused)$")]
 async fn pool_pauses(world: &mut ConformanceWorld, pool: String, what: String) -> anyhow::Result<()> {
+    world.cluster()?.require_pool(&pool).await?;
     world.cluster()?.set_paused(&pool, what == "paused").await?;
     Ok(())
 }
@@ -76,6 +80,7 @@ async fn paused_pool_metric(
     signer: String,
 ) -> anyhow::Result<()> {
     let c = world.cluster()?;
+    c.require_pool(&pool).await?;
     let page = scrape(c.metrics_addr).await.map_err(anyhow::Error::msg)?;
     let expected = if what == "0" {
         0.0
@@ -141,9 +146,8 @@ async fn paused_pool_alert(
 #[then(regex = r"^the (\w+) pool's certExpirys list the current (\S+)$")]
 async fn cert_expirys(world: &mut ConformanceWorld, pool: String, signer: String) -> anyhow::Result<()> {
     let c = world.cluster()?;
-    let current = c
-        .certificate("openshift-kube-apiserver-operator", &signer)
-        .await?;
+    c.require_pool(&pool).await?;
+    let current = c.certificate(&c.secret_namespace(&signer)?, &signer).await?;
     let status = c.pool_status(&pool).await?;
     let listed = status["certExpirys"].as_array().cloned().unwrap_or_default();
     let expiry = harness::pki::rfc3339(current.not_after);

@@ -239,3 +239,28 @@ fn a_passing_scenario_is_one_line_and_verbose_shows_its_steps() {
         "{stdout}"
     );
 }
+
+#[test]
+fn an_unknown_signer_or_pool_fails_its_step_with_the_known_names() {
+    let (dir, path) = feature(
+        "names.feature",
+        "Feature: f\n  Scenario: a misspelt pool\n    Given a fresh cluster with 1 worker node\n    Then the wrokers pool has 0 rendered configs\n\n  Scenario: a misspelt signer\n    Given a fresh cluster with 1 worker node\n    Then the kube-apiserver-to-kubelet-singer has not rotated\n\n  Scenario: every signer's bundle\n    Given a fresh cluster with 1 worker node\n    Then the csr-signer-signer bundle holds 1 signer\n",
+    );
+    let (code, stdout, _) = run(dir.path(), &["--profile", "ocp-4.16"], &path);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(
+        stdout.contains("no MachineConfigPool \"wrokers\" in the cluster; pools: master, worker"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("\"kube-apiserver-to-kubelet-singer\"")
+            && stdout.contains("kube-apiserver-to-kubelet-signer, "),
+        "the known signers are listed: {stdout}"
+    );
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("PASS ocp-4.16 names.feature:10 every signer's bundle")),
+        "a bundle step works for a signer other than the kubelet client CA's: {stdout}"
+    );
+}
