@@ -39,6 +39,8 @@ pub struct ConformanceWorld {
     pub place: String,
     /// Whether long steps print progress (off for quiet runs such as the self-test's).
     pub progress: bool,
+    /// Whether the scenario records its timeline (a report that shows it was asked for).
+    pub timeline: bool,
 }
 
 impl std::fmt::Debug for ConformanceWorld {
@@ -72,6 +74,7 @@ impl ConformanceWorld {
             deadline: std::time::Duration::from_secs(30),
             place: String::new(),
             progress: false,
+            timeline: false,
         }
     }
 

@@ -80,6 +80,10 @@ enum Command {
         /// scenario's result, failures, the command to reproduce).
         #[arg(long)]
         report: Option<PathBuf>,
+        /// Write the run as one self-contained HTML page: per scenario its steps, result and
+        /// a timeline of signer rotations, node syncs, kubelet-ca.crt changes, reboots and alerts.
+        #[arg(long)]
+        html: Option<PathBuf>,
         /// Print every step of every scenario (default: one line per scenario).
         #[arg(short, long)]
         verbose: bool,
@@ -266,6 +270,7 @@ async fn main() -> ExitCode {
             agent_image,
             agent_timeout,
             report,
+            html,
             verbose,
             allow_empty,
             features,
@@ -343,6 +348,7 @@ async fn main() -> ExitCode {
             config.agent_timeout = agent_timeout;
             config.report = report;
             config.verbose = verbose;
+            config.html = html;
             config.allow_empty = allow_empty;
             config.command = std::env::args()
                 .map(|a| {

@@ -23,6 +23,7 @@
 
 pub mod catalogue;
 mod features_table;
+pub mod html;
 pub mod lint;
 mod progress;
 pub mod report;
@@ -83,6 +84,9 @@ pub struct RunConfig {
     pub verbose: bool,
     /// A run that selects no scenario to run is not an error.
     pub allow_empty: bool,
+    /// Write the run as one self-contained HTML page here: per scenario its steps, result and
+    /// timeline.
+    pub html: Option<PathBuf>,
 }
 
 impl RunConfig {
@@ -106,6 +110,7 @@ impl RunConfig {
             only: None,
             verbose: false,
             allow_empty: false,
+            html: None,
         }
     }
 }
@@ -129,6 +134,21 @@ pub struct Summary {
     /// Steps of the selected scenarios that no step definition matches (or more than one
     /// does), each with where it is and the nearest known phrases.
     pub undefined: Vec<UndefinedStep>,
+    /// Per scenario run, what changed when (recorded when `--html` or `--report` asks).
+    pub timelines: Vec<ScenarioTimeline>,
+}
+
+/// One scenario's timeline, as the reports show it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScenarioTimeline {
+    pub profile: Profile,
+    /// The feature file's name and the scenario's line (an Outline row's own line).
+    pub file: String,
+    pub line: usize,
+    pub scenario: String,
+    /// When the scenario's cluster was up (simulated).
+    pub started: time::OffsetDateTime,
+    pub events: Vec<crate::scenario::timeline::TimelineEvent>,
 }
 
 /// A step that matches no definition, or more than one.
@@ -178,6 +198,7 @@ impl Summary {
         self.beyond_upstream_failed += container.beyond_upstream_failed;
         self.skipped.extend(container.skipped);
         self.sync_latencies.extend(container.sync_latencies);
+        self.timelines.extend(container.timelines);
         self.interrupted = self.interrupted.or(container.interrupted);
         for u in container.undefined {
             if !self.undefined.contains(&u) {
@@ -185,6 +206,19 @@ impl Summary {
             }
         }
         self
+    }
+
+    /// The run's verdict, the one rule the console, the YAML report and the HTML page share:
+    /// `interrupted` when a signal stopped it, `failed` when a scenario counted in the verdict
+    /// failed or a step matched no definition, else `passed`.
+    pub fn verdict(&self) -> &'static str {
+        if self.interrupted.is_some() {
+            "interrupted"
+        } else if self.failed > 0 || !self.undefined.is_empty() {
+            "failed"
+        } else {
+            "passed"
+        }
     }
 
     pub fn line(&self) -> String {
@@ -342,6 +376,7 @@ fn report_files(config: &RunConfig) -> Vec<PathBuf> {
         })
         .collect();
     files.extend(config.report.clone());
+    files.extend(config.html.clone());
     files
 }
 
@@ -473,6 +508,7 @@ pub async fn run(config: &RunConfig) -> Result<Summary, RunError> {
         summary.mco_logs_failed += tally.mco_logs_failed;
         summary.beyond_upstream_failed += tally.beyond_upstream_failed;
         summary.sync_latencies.extend(tally.sync_latencies);
+        summary.timelines.extend(tally.timelines);
     }
     summary.interrupted = crate::interrupt::interrupted();
     if !config.quiet {
@@ -512,6 +548,28 @@ pub async fn run(config: &RunConfig) -> Result<Summary, RunError> {
         std::fs::write(path, yaml).map_err(|e| RunError::Io(path.clone(), e))?;
         if !config.quiet {
             println!("conformance report: {}", path.display());
+        }
+    }
+    if let Some(path) = &config.html {
+        let mut results = Vec::new();
+        for &p in &config.profiles {
+            let json = report_path(config, config.json.as_ref(), p, "cucumber.json");
+            if json.exists() {
+                results.push((p, report::read_results(&json).map_err(RunError::Report)?));
+            }
+        }
+        let page = html::render(&html::Page {
+            summary: &summary,
+            results,
+            command: &config.command,
+            verdict: summary.verdict(),
+        });
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| RunError::Io(dir.to_path_buf(), e))?;
+        }
+        std::fs::write(path, page).map_err(|e| RunError::Io(path.clone(), e))?;
+        if !config.quiet {
+            println!("HTML report: {}", path.display());
         }
     }
     if !config.quiet {
@@ -594,6 +652,7 @@ struct Tally {
     mco_logs_failed: usize,
     beyond_upstream_failed: usize,
     sync_latencies: Vec<SyncLatency>,
+    timelines: Vec<ScenarioTimeline>,
 }
 
 /// The features of a run, parsed and linted once, handed to cucumber as they are: one cucumber
@@ -669,6 +728,7 @@ async fn run_profile(
     let vendor = !matches!(agent, AgentKind::Reference);
     let quiet = config.quiet;
     let evidence: progress::Evidence = Default::default();
+    let timeline = config.html.is_some() || config.report.is_some();
     let console: Box<dyn std::io::Write + Send> = if quiet {
         Box::new(std::io::sink())
     } else {
@@ -690,6 +750,7 @@ async fn run_profile(
                 let (file, line) = progress::scenario_key(feature, scenario);
                 world.place = format!("{file}:{line}");
                 world.progress = !quiet;
+                world.timeline = timeline;
                 world.profile = profile;
                 world.agent = agent.clone();
                 world.backend = backend.clone();
@@ -745,16 +806,25 @@ async fn run_profile(
                     Box::pin(async move {
                         let Some(world) = world else { return };
                         if let Some(s) = world.scenario.take() {
-                            tally
-                                .lock()
-                                .unwrap_or_else(|p| p.into_inner())
-                                .sync_latencies
-                                .push(SyncLatency {
+                            {
+                                let mut t = tally.lock().unwrap_or_else(|p| p.into_inner());
+                                t.sync_latencies.push(SyncLatency {
                                     profile,
                                     feature: feature_name,
                                     scenario: name.clone(),
                                     slowest: s.slowest_sync(),
                                 });
+                                if let Some((started, events)) = s.timeline() {
+                                    t.timelines.push(ScenarioTimeline {
+                                        profile,
+                                        file: key.0.clone(),
+                                        line: key.1,
+                                        scenario: name.clone(),
+                                        started,
+                                        events,
+                                    });
+                                }
+                            }
                             if failed && let Some(dir) = keep_evidence(&failed_dir, &name, &s).await {
                                 evidence
                                     .lock()

@@ -31,6 +31,17 @@ pub struct ScenarioOutcome {
     pub failed: bool,
     /// The failed step, or the first one that did not pass when none failed.
     pub failure: Option<FailedStep>,
+    /// Every step in order, with its status (`passed`, `failed`, `undefined`, `skipped`).
+    pub steps: Vec<StepOutcome>,
+}
+
+pub struct StepOutcome {
+    /// Keyword and text.
+    pub step: String,
+    pub line: u64,
+    pub status: String,
+    /// The error message of a step that did not pass.
+    pub message: Option<String>,
 }
 
 pub struct FailedStep {
@@ -73,12 +84,28 @@ pub fn read_results(path: &Path) -> Result<Vec<FeatureResults>, String> {
                     .trim()
                     .to_string(),
             });
+            let steps = steps
+                .iter()
+                .map(|s| StepOutcome {
+                    step: format!(
+                        "{}{}",
+                        s["keyword"].as_str().unwrap_or(""),
+                        s["name"].as_str().unwrap_or("")
+                    ),
+                    line: s["line"].as_u64().unwrap_or(0),
+                    status: s["result"]["status"].as_str().unwrap_or("unknown").to_string(),
+                    message: s["result"]["error_message"]
+                        .as_str()
+                        .map(|m| m.trim().to_string()),
+                })
+                .collect();
             scenarios.push(ScenarioOutcome {
                 name: element["name"].as_str().unwrap_or("").to_string(),
                 line: element["line"].as_u64().unwrap_or(0),
                 tags,
                 failed,
                 failure,
+                steps,
             });
         }
         features.push(FeatureResults {
@@ -114,11 +141,27 @@ pub async fn conformance_report(ctx: &ReportContext<'_>) -> Result<String, Strin
         let mut features = Vec::new();
         for feature in read_results(path)? {
             let mut scenarios = Vec::new();
+            let file = Path::new(&feature.uri)
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_default();
             for outcome in feature.scenarios {
                 let result = if outcome.failed { "failed" } else { "passed" };
                 let mut entry = json!({"name": outcome.name, "line": outcome.line, "result": result});
                 if let Some(f) = &outcome.failure {
                     entry["failure"] = json!({"step": f.step, "line": f.line, "message": f.message});
+                }
+                // What changed when, in simulated time: the events the HTML page draws.
+                if let Some(t) = ctx
+                    .summary
+                    .timelines
+                    .iter()
+                    .find(|t| t.profile == *profile && t.file == file && t.line as u64 == outcome.line)
+                {
+                    entry["timeline"] = json!({
+                        "started": crate::pki::rfc3339(t.started),
+                        "events": serde_json::to_value(&t.events).map_err(|e| e.to_string())?,
+                    });
                 }
                 let tags = outcome.tags;
                 // Scenarios judged apart for an agent other than the reference daemon: their

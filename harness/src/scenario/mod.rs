@@ -18,6 +18,7 @@ mod join;
 pub mod node_history;
 mod observe;
 mod stepping;
+pub mod timeline;
 pub use act::ServingCaChange;
 pub use stepping::SYNC_BOUND;
 
@@ -67,6 +68,8 @@ pub struct ScenarioOptions {
     /// Whether the bootstrap node has handed over (`kube-system/bootstrap` exists) when the
     /// scenario starts. When not, the nodes run the configs the bootstrap MCO rendered.
     pub bootstrap_complete: bool,
+    /// Record what changed when, for the reports (`timeline`): API reads at every clock stop.
+    pub timeline: bool,
 }
 
 /// Where a scenario's nodes run.
@@ -135,6 +138,7 @@ impl ScenarioOptions {
             agent: AgentKind::Reference,
             backend: NodeBackend::Embedded,
             bootstrap_complete: true,
+            timeline: false,
         }
     }
 }
@@ -280,6 +284,8 @@ pub struct Scenario {
     catalogue: Arc<Catalogue>,
     /// The serving CAs the agents' kubeconfigs trust (a joining node's agent trusts them too).
     agent_trust: String,
+    /// What changed when, for the reports; `None` unless `options.timeline`.
+    timeline: Option<std::sync::Mutex<timeline::Timeline>>,
 }
 
 fn fixture_err(e: impl std::fmt::Display) -> ScenarioError {
@@ -422,6 +428,7 @@ impl Scenario {
             .serve(stop.clone())
             .await
             .map_err(|e| ScenarioError::ApiServer(format!("serving the controller's metrics: {e}")))?;
+        let options_timeline = options.timeline;
         let scenario = Scenario {
             options,
             server,
@@ -442,11 +449,14 @@ impl Scenario {
             slowest_sync_ms: std::sync::atomic::AtomicU64::new(0),
             catalogue,
             agent_trust: trusted,
+            timeline: options_timeline.then(Default::default),
         };
         let ready = async {
             scenario.await_kubelets().await?;
             scenario.await_first_sync().await?;
-            scenario.scrape_metrics().await
+            scenario.scrape_metrics().await?;
+            scenario.record_timeline().await;
+            Ok(())
         };
         if let Err(e) = ready.await {
             // Nothing of a scenario that never became ready may outlive it.

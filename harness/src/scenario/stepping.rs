@@ -193,6 +193,7 @@ impl Scenario {
     pub async fn converge(&self) -> Result<(), ScenarioError> {
         let started = std::time::Instant::now();
         let rollout = self.converge_within(self.options.deadline).await?;
+        self.record_timeline().await;
         if !rollout.seen {
             return self.in_time(started, "caught up with the cluster");
         }

@@ -16,6 +16,7 @@ async fn start_with(world: &mut ConformanceWorld, mut options: ScenarioOptions) 
     options.agent = world.agent.clone();
     options.backend = world.backend.clone();
     options.deadline = world.deadline;
+    options.timeline = world.timeline;
     let scenario = Scenario::start(options).await?;
     for node in &scenario.nodes {
         record_node_start(world, &scenario, node.as_ref()).await?;

@@ -15,6 +15,7 @@ mod agent_binary_suite;
 mod cli;
 mod container_nodes;
 mod faulty_agent;
+mod html_report;
 mod interrupts;
 mod machine_config_controller;
 mod machine_configs;

@@ -1,0 +1,345 @@
+//! The run as one self-contained HTML page (`--html PATH`): no script, no network, inline CSS
+//! and SVG, so it opens anywhere a CI system keeps artifacts. Per profile and feature, each
+//! scenario with its result and steps (a failed one open, its message under the step), and its
+//! timeline: a lane per signer that rotated, with each certificate's validity window and the
+//! instant it was issued; a lane per node with its rendered configs, states, ControllerConfig
+//! syncs, kubelet-ca.crt changes and reboots; the paused-pool alerts. Below it, the same events
+//! as a table.
+
+use super::report::FeatureResults;
+use super::{ScenarioTimeline, Summary};
+use crate::profile::Profile;
+use crate::scenario::timeline::TimelineEvent;
+use std::fmt::Write as _;
+use time::{Duration, OffsetDateTime};
+
+/// Everything the page shows.
+pub struct Page<'a> {
+    pub summary: &'a Summary,
+    /// Per profile, the run's results (read from its Cucumber JSON).
+    pub results: Vec<(Profile, Vec<FeatureResults>)>,
+    pub command: &'a str,
+    pub verdict: &'a str,
+}
+
+fn esc(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+const STYLE: &str = r#"
+body { font: 14px/1.45 system-ui, sans-serif; margin: 24px auto; max-width: 1040px; color: #1f2328; }
+h1 { font-size: 22px; margin: 0 0 4px; }
+h2 { font-size: 18px; margin: 28px 0 8px; border-bottom: 1px solid #d0d7de; }
+h3 { font-size: 15px; margin: 18px 0 6px; }
+code, .mono { font: 12px ui-monospace, monospace; }
+.verdict { display: inline-block; padding: 2px 10px; border-radius: 10px; color: #fff; font-weight: 600; }
+.verdict.passed { background: #1a7f37; } .verdict.failed { background: #cf222e; } .verdict.interrupted { background: #9a6700; }
+details.scenario { border: 1px solid #d0d7de; border-radius: 6px; margin: 6px 0; padding: 4px 10px; }
+details.scenario.fail { border-color: #cf222e; }
+details.scenario > summary { cursor: pointer; }
+.result { font-weight: 700; display: inline-block; width: 3.2em; }
+.result.pass { color: #1a7f37; } .result.fail { color: #cf222e; }
+ol.steps { margin: 6px 0; padding-left: 22px; }
+ol.steps li.passed::marker { color: #1a7f37; } ol.steps li.failed, ol.steps li.undefined { color: #cf222e; }
+ol.steps li.skipped { color: #6e7781; }
+pre.message { background: #fff8f8; border-left: 3px solid #cf222e; padding: 6px 8px; white-space: pre-wrap; margin: 4px 0; }
+svg.timeline { display: block; margin: 8px 0; background: #fafbfc; border: 1px solid #eaeef2; }
+svg.timeline text { font: 11px system-ui, sans-serif; fill: #1f2328; }
+svg.timeline text.axis { fill: #57606a; }
+table.events { border-collapse: collapse; font-size: 12px; margin: 6px 0 10px; }
+table.events td, table.events th { border-bottom: 1px solid #eaeef2; padding: 2px 8px; text-align: left; vertical-align: top; }
+table.events td:nth-child(-n+3) { white-space: nowrap; }
+.legend span { display: inline-block; margin-right: 14px; font-size: 12px; }
+.legend i { display: inline-block; width: 10px; height: 10px; border-radius: 5px; margin-right: 4px; vertical-align: -1px; }
+"#;
+
+/// The colour of an event's marker.
+fn colour(kind: &str) -> &'static str {
+    match kind {
+        "issued" => "#0969da",
+        "config" => "#8250df",
+        "state" => "#bf8700",
+        "controllerconfig" => "#1b7c83",
+        "kubelet-ca" => "#1a7f37",
+        "reboot" => "#cf222e",
+        "alert" => "#fb8500",
+        _ => "#57606a",
+    }
+}
+
+/// Simulated time since the scenario started, as `day D HH:MM`.
+fn offset(started: OffsetDateTime, at: OffsetDateTime) -> String {
+    let d = at - started;
+    let minutes = d.whole_minutes().max(0);
+    format!(
+        "day {} {:02}:{:02}",
+        minutes / 1440,
+        (minutes % 1440) / 60,
+        minutes % 60
+    )
+}
+
+/// The timeline of one scenario as an SVG drawing.
+fn timeline_svg(t: &ScenarioTimeline) -> String {
+    let start = t.started;
+    let last = t.events.iter().map(|e| e.at).max().unwrap_or(start);
+    let span = (last - start).max(Duration::hours(1));
+    let end = start + span + span / 20;
+    let (left, width) = (230.0, 700.0);
+    let x = |at: OffsetDateTime| -> f64 {
+        let at = at.clamp(start, end);
+        left + width * ((at - start).as_seconds_f64() / (end - start).as_seconds_f64())
+    };
+    // Lanes: signers that rotated (issued more than once), then nodes, then alerts.
+    let mut lanes: Vec<String> = Vec::new();
+    let issued = |lane: &str| {
+        t.events
+            .iter()
+            .filter(|e| e.lane == lane && e.kind == "issued")
+            .count()
+    };
+    for e in &t.events {
+        if !lanes.contains(&e.lane) && (e.kind != "issued" || issued(&e.lane) > 1) {
+            lanes.push(e.lane.clone());
+        }
+    }
+    lanes.sort_by_key(|l| {
+        let first = t.events.iter().find(|e| &e.lane == l);
+        match first.map(|e| e.kind) {
+            Some("issued") => 0,
+            Some("alert") => 2,
+            _ => 1,
+        }
+    });
+    let lane_h = 26.0;
+    let height = 34.0 + lane_h * lanes.len() as f64;
+    let mut svg = String::new();
+    let _ = write!(
+        svg,
+        r#"<svg class="timeline" xmlns="http://www.w3.org/2000/svg" width="960" height="{height}" role="img" aria-label="timeline of {}">"#,
+        esc(&t.scenario)
+    );
+    // The axis: about eight ticks, in hours or days.
+    let step = {
+        let hours = (end - start).whole_hours().max(1);
+        let raw = (hours / 8).max(1);
+        if raw < 24 {
+            Duration::hours(raw)
+        } else {
+            Duration::days((raw + 23) / 24)
+        }
+    };
+    let mut tick = start;
+    while tick <= end {
+        let px = x(tick);
+        let _ = write!(
+            svg,
+            r##"<line x1="{px:.1}" y1="18" x2="{px:.1}" y2="{height}" stroke="#eaeef2"/><text class="axis" x="{px:.1}" y="12" text-anchor="middle">{}</text>"##,
+            esc(&offset(start, tick).replace(" 00:00", ""))
+        );
+        tick += step;
+    }
+    for (i, lane) in lanes.iter().enumerate() {
+        let y = 24.0 + lane_h * i as f64;
+        let _ = write!(
+            svg,
+            r#"<text x="8" y="{:.1}">{}</text>"#,
+            y + 15.0,
+            esc(&truncate(lane, 34))
+        );
+        let events: Vec<&TimelineEvent> = t.events.iter().filter(|e| &e.lane == lane).collect();
+        // Successive certificates overlap (a new one is issued before the old one expires): they
+        // alternate between two rows.
+        for (n, e) in events.iter().filter(|e| e.not_before.is_some()).enumerate() {
+            if let (Some(nb), Some(na)) = (e.not_before, e.not_after) {
+                let (x0, x1) = (x(nb), x(na));
+                let _ = write!(
+                    svg,
+                    r##"<rect class="validity" x="{x0:.1}" y="{:.1}" width="{:.1}" height="9" rx="2" fill="#ddf4ff" stroke="#54aeff"><title>{} valid {} to {}</title></rect>"##,
+                    y + if n % 2 == 0 { 2.0 } else { 12.0 },
+                    (x1 - x0).max(1.0),
+                    esc(&e.text),
+                    crate::pki::rfc3339(nb),
+                    crate::pki::rfc3339(na)
+                );
+            }
+        }
+        for e in &events {
+            let _ = write!(
+                svg,
+                r#"<circle class="event {}" cx="{:.1}" cy="{:.1}" r="5" fill="{}"><title>{}: {}</title></circle>"#,
+                e.kind,
+                x(e.at),
+                y + 11.0,
+                colour(e.kind),
+                esc(&offset(start, e.at)),
+                esc(&e.text)
+            );
+        }
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
+fn truncate(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    format!("{}…", text.chars().take(max - 1).collect::<String>())
+}
+
+fn legend() -> String {
+    let mut out = String::from(r#"<p class="legend">"#);
+    for (kind, what) in [
+        ("issued", "certificate issued (bar: its validity)"),
+        ("config", "rendered config"),
+        ("state", "state"),
+        ("controllerconfig", "ControllerConfig synced"),
+        ("kubelet-ca", "kubelet-ca.crt changed"),
+        ("reboot", "boot"),
+        ("alert", "alert"),
+    ] {
+        let _ = write!(
+            out,
+            r#"<span><i style="background:{}"></i>{what}</span>"#,
+            colour(kind)
+        );
+    }
+    out.push_str("</p>");
+    out
+}
+
+/// The page.
+pub fn render(page: &Page<'_>) -> String {
+    let s = page.summary;
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>mco-conformance: {}</title><style>{STYLE}</style></head><body>"#,
+        esc(&s.line())
+    );
+    let _ = write!(
+        out,
+        r#"<h1>mco-conformance run <span class="verdict {v}" id="verdict">{v}</span></h1><p id="summary">{}</p><p class="mono">{}</p>"#,
+        esc(&s.line()),
+        esc(page.command),
+        v = esc(page.verdict),
+    );
+    if !s.undefined.is_empty() {
+        out.push_str(r#"<h2>Undefined steps</h2><ul id="undefined">"#);
+        for u in &s.undefined {
+            let _ = write!(out, "<li><code>{}</code></li>", esc(&u.to_string()));
+        }
+        out.push_str("</ul>");
+    }
+    out.push_str(&legend());
+    // A small run shows every scenario open; a large one opens only the failed ones.
+    let total: usize = page
+        .results
+        .iter()
+        .flat_map(|(_, f)| f.iter())
+        .map(|f| f.scenarios.len())
+        .sum();
+    let open_all = total <= 6;
+    for (profile, features) in &page.results {
+        let _ = write!(out, r#"<h2 id="{profile}">{profile}</h2>"#);
+        for feature in features {
+            let file = std::path::Path::new(&feature.uri)
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let _ = write!(
+                out,
+                "<h3>{} <span class=\"mono\">{}</span></h3>",
+                esc(&feature.name),
+                esc(&file)
+            );
+            for scenario in &feature.scenarios {
+                let (class, result) = if scenario.failed {
+                    ("fail", "FAIL")
+                } else {
+                    ("pass", "PASS")
+                };
+                let _ = write!(
+                    out,
+                    r#"<details class="scenario {class}" id="{profile}-{}-{}"{}><summary><span class="result {class}">{result}</span> {} <span class="mono">{}:{}</span></summary><ol class="steps">"#,
+                    esc(&file),
+                    scenario.line,
+                    if scenario.failed || open_all { " open" } else { "" },
+                    esc(&scenario.name),
+                    esc(&file),
+                    scenario.line
+                );
+                for step in &scenario.steps {
+                    let _ = write!(
+                        out,
+                        r#"<li class="{}">{} <span class="mono">(line {}, {})</span>"#,
+                        esc(&step.status),
+                        esc(&step.step),
+                        step.line,
+                        esc(&step.status)
+                    );
+                    if step.status != "passed"
+                        && let Some(m) = &step.message
+                    {
+                        let _ = write!(out, r#"<pre class="message">{}</pre>"#, esc(m));
+                    }
+                    out.push_str("</li>");
+                }
+                out.push_str("</ol>");
+                let timeline = s
+                    .timelines
+                    .iter()
+                    .find(|t| t.profile == *profile && t.file == file && t.line as u64 == scenario.line);
+                if let Some(t) = timeline {
+                    out.push_str(&timeline_svg(t));
+                    let unchanged: Vec<&str> = {
+                        let mut lanes: Vec<&str> = t
+                            .events
+                            .iter()
+                            .filter(|e| e.kind == "issued")
+                            .map(|e| e.lane.as_str())
+                            .collect();
+                        lanes.dedup();
+                        lanes
+                            .into_iter()
+                            .filter(|l| t.events.iter().filter(|e| e.lane == *l).count() == 1)
+                            .collect()
+                    };
+                    if !unchanged.is_empty() {
+                        let _ = write!(
+                            out,
+                            "<p class=\"mono\">signers that did not rotate: {}</p>",
+                            esc(&unchanged.join(", "))
+                        );
+                    }
+                    out.push_str(r#"<table class="events"><tr><th>simulated</th><th>when</th><th>what</th><th></th></tr>"#);
+                    for e in &t.events {
+                        let _ = write!(
+                            out,
+                            "<tr><td>{}</td><td class=\"mono\">{}</td><td>{}</td><td>{}</td></tr>",
+                            esc(&offset(t.started, e.at)),
+                            esc(&crate::pki::rfc3339(e.at)),
+                            esc(&e.lane),
+                            esc(&e.text)
+                        );
+                    }
+                    out.push_str("</table>");
+                }
+                out.push_str("</details>");
+            }
+        }
+    }
+    if !s.skipped.is_empty() {
+        let _ = write!(out, "<h2>Skipped ({})</h2><ul>", s.skipped.len());
+        for skip in &s.skipped {
+            let _ = write!(out, "<li>{}</li>", esc(skip));
+        }
+        out.push_str("</ul>");
+    }
+    out.push_str("</body></html>\n");
+    out
+}

@@ -1,0 +1,185 @@
+//! A scenario's timeline for the reports (`--html`, `--report`): what changed, when, in
+//! simulated time. After the cluster starts and after every convergence (each clock stop, each
+//! change step), the scenario looks at what a user can see — every signer's certificate, each
+//! Node's annotations and boot id, each node's kubelet-ca.crt, the paused-pool alerts — and
+//! records what differs from the last look.
+//!
+//! Recording costs API reads at every stop, so it is on only when a report that shows it is
+//! asked for (`ScenarioOptions::timeline`). What it cannot show: a change that came and went
+//! between two looks, and the kubelets' TLS verdicts, which the steps judge on demand.
+
+use super::*;
+use crate::prometheus::{AlertState, Severity};
+use std::collections::BTreeMap;
+
+/// One change, in simulated time.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TimelineEvent {
+    /// When it was seen (RFC 3339, simulated).
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: time::OffsetDateTime,
+    /// What it happened to: a signer's name, a node's name, or `alerts`.
+    pub lane: String,
+    /// `issued`, `config`, `state`, `controllerconfig`, `kubelet-ca`, `reboot`, `alert`.
+    pub kind: &'static str,
+    pub text: String,
+    /// For `issued`: the certificate's validity window.
+    #[serde(
+        with = "time::serde::rfc3339::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub not_before: Option<time::OffsetDateTime>,
+    #[serde(
+        with = "time::serde::rfc3339::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub not_after: Option<time::OffsetDateTime>,
+}
+
+#[derive(Debug, Default)]
+pub struct Timeline {
+    pub events: Vec<TimelineEvent>,
+    /// When the scenario's cluster was up.
+    pub started: Option<time::OffsetDateTime>,
+    last: BTreeMap<(String, &'static str), String>,
+}
+
+impl Timeline {
+    /// Record `value` for `(lane, kind)` if it differs from the last one seen.
+    fn saw(
+        &mut self,
+        at: time::OffsetDateTime,
+        lane: &str,
+        kind: &'static str,
+        value: String,
+        text: String,
+    ) -> bool {
+        let key = (lane.to_string(), kind);
+        if self.last.get(&key) == Some(&value) {
+            return false;
+        }
+        self.last.insert(key, value);
+        self.events.push(TimelineEvent {
+            at,
+            lane: lane.to_string(),
+            kind,
+            text,
+            not_before: None,
+            not_after: None,
+        });
+        true
+    }
+}
+
+/// The subjects' common names of a PEM bundle, in order.
+fn bundle_names(pem: &[u8]) -> Vec<String> {
+    crate::pki::subjects(&String::from_utf8_lossy(pem)).unwrap_or_default()
+}
+
+impl Scenario {
+    /// Look at the cluster and the nodes and record what changed since the last look.
+    pub(super) async fn record_timeline(&self) {
+        let Some(timeline) = &self.timeline else { return };
+        let now = self.clock.now();
+        let mut signers = Vec::new();
+        for (name, namespace) in self.catalogue_signers() {
+            if let Ok(cert) = self.certificate(&namespace, &name).await {
+                signers.push((name, cert));
+            }
+        }
+        let nodes = Api::<NodeObject>::all(self.admin.clone())
+            .list(&ListParams::default())
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default();
+        let mut kubelet_cas = Vec::new();
+        for node in &self.nodes {
+            if let Ok(bytes) = node.read(crate::mco::KUBELET_CA_PATH).await {
+                kubelet_cas.push((node.name().to_string(), bytes));
+            }
+        }
+        let mut t = timeline.lock().unwrap_or_else(|p| p.into_inner());
+        t.started.get_or_insert(now);
+        for (name, cert) in signers {
+            let fresh = t.saw(now, &name, "issued", cert.pem.clone(), cert.common_name.clone());
+            if fresh && let Some(e) = t.events.last_mut() {
+                e.not_before = Some(cert.not_before);
+                e.not_after = Some(cert.not_after);
+            }
+        }
+        for node in &nodes {
+            let name = node.metadata.name.clone().unwrap_or_default();
+            let annotations = node.metadata.annotations.clone().unwrap_or_default();
+            let get = |k: &str| annotations.get(k).cloned().unwrap_or_default();
+            let config = get(crate::mco::CURRENT_CONFIG);
+            if !config.is_empty() {
+                t.saw(now, &name, "config", config.clone(), format!("runs {config}"));
+            }
+            let state = get(crate::mco::STATE);
+            if !state.is_empty() {
+                let reason = get(crate::mco::REASON);
+                let text = if reason.is_empty() {
+                    format!("state {state}")
+                } else {
+                    format!("state {state}: {reason}")
+                };
+                t.saw(now, &name, "state", state, text);
+            }
+            let synced = get(crate::mco::LAST_SYNCED_CONTROLLER_CONFIG);
+            if !synced.is_empty() {
+                t.saw(
+                    now,
+                    &name,
+                    "controllerconfig",
+                    synced.clone(),
+                    format!("synced ControllerConfig resourceVersion {synced}"),
+                );
+            }
+            let boot = node
+                .status
+                .as_ref()
+                .and_then(|s| s.node_info.as_ref())
+                .map(|i| i.boot_id.clone())
+                .unwrap_or_default();
+            if !boot.is_empty() {
+                let first = !t.last.contains_key(&(name.clone(), "reboot"));
+                let text = if first { "booted" } else { "rebooted" };
+                t.saw(now, &name, "reboot", boot, text.to_string());
+            }
+        }
+        for (name, bytes) in kubelet_cas {
+            let names = bundle_names(&bytes);
+            let value = String::from_utf8_lossy(&bytes).into_owned();
+            let text = format!("kubelet-ca.crt holds {}: {}", names.len(), names.join(", "));
+            t.saw(now, &name, "kubelet-ca", value, text);
+        }
+        drop(t);
+        let mut alerts = Vec::new();
+        for pool in ["master", "worker"] {
+            for severity in [Severity::Warning, Severity::Critical] {
+                let state = self.paused_pool_alert(severity, pool);
+                alerts.push((format!("{pool} {severity:?}"), state));
+            }
+        }
+        let mut t = timeline.lock().unwrap_or_else(|p| p.into_inner());
+        for (which, state) in alerts {
+            if state == AlertState::Inactive && !t.last.contains_key(&(format!("alert {which}"), "alert")) {
+                continue;
+            }
+            t.saw(
+                now,
+                &format!("alert {which}"),
+                "alert",
+                state.to_string(),
+                format!("MachineConfigControllerPausedPoolKubeletCA ({which}) {state}"),
+            );
+        }
+    }
+
+    /// What the timeline recorded, if it was on.
+    pub fn timeline(&self) -> Option<(time::OffsetDateTime, Vec<TimelineEvent>)> {
+        let t = self.timeline.as_ref()?.lock().unwrap_or_else(|p| p.into_inner());
+        Some((t.started?, t.events.clone()))
+    }
+}
