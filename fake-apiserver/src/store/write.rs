@@ -53,6 +53,16 @@ pub enum DeleteOutcome {
     Finalizing(Arc<StoredObject>),
 }
 
+/// A custom resource loses what its CRD's schema does not declare, before it is validated and
+/// stored (`validation::schema`).
+fn prune_custom(info: &ResourceInfo, value: &mut Value) {
+    if !info.builtin
+        && let Some(schema) = &info.schema
+    {
+        crate::validation::schema::prune(schema, value);
+    }
+}
+
 impl Store {
     /// Create `value` (namespace `ns` for namespaced resources). `dry_run` checks and returns the
     /// object without storing it.
@@ -72,6 +82,7 @@ impl Store {
             m.insert("name".into(), json!(name));
         }
         let name = text_of(m, "name");
+        prune_custom(info, &mut value);
         validate_object(info, &value, true)?;
         let now = now_rfc3339();
         let m = meta(&mut value);
@@ -170,7 +181,8 @@ impl Store {
             .cloned()
             .ok_or_else(|| not_found(info, name))?;
         let proposed = change(&old.value)?;
-        let new = prepare_update(info, ns, name, &old, proposed, sub)?;
+        let mut new = prepare_update(info, ns, name, &old, proposed, sub)?;
+        prune_custom(info, &mut new);
         validate_object(info, &new, false)?;
         if new == old.value {
             return Ok(old);
@@ -179,7 +191,6 @@ impl Store {
             return Ok(StoredObject::new(new, old.rv));
         }
         let rv = state.next_rv();
-        let mut new = new;
         set_rv(&mut new, rv);
         let object = StoredObject::new(new, rv);
         let finished =

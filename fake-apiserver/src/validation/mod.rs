@@ -2,11 +2,12 @@
 //! here, metadata and data rules in `meta`, the rules a CRD must meet before it can register a
 //! resource in `crd`; `validate_object` gathers them into one 422.
 //!
-//! Custom resources are not checked against their CRD's schema; that is left to clients and
-//! said in the README.
+//! Custom resources are pruned and checked against their CRD's structural schema in `schema`
+//! (types, `format: byte`, `required`, `enum`; the module says what is not modelled).
 
 mod crd;
 mod meta;
+pub mod schema;
 
 pub use crd::validate_crd;
 pub use meta::MAX_DATA_SIZE;
@@ -103,6 +104,11 @@ pub fn validate_object(info: &ResourceInfo, object: &Value, creating: bool) -> R
         (true, "CustomResourceDefinition") => causes.0.extend(crd::spec_causes(object)),
         (true, "ConfigMap") => meta::configmap(object, &mut causes),
         (true, "Secret") => meta::secret(object, &mut causes),
+        (false, _) => {
+            if let Some(schema) = &info.schema {
+                causes.0.extend(schema::causes(schema, object));
+            }
+        }
         _ => {}
     }
     invalid_if_any(&info.group, &info.kind, name, causes.0)
