@@ -11,6 +11,7 @@ mod body_shapes;
 mod built_in_types;
 mod clientgo;
 mod crd_rules;
+mod crd_schema;
 mod faults;
 mod fuzz;
 mod http_edges;
