@@ -51,6 +51,19 @@ pub struct FailedStep {
     pub message: String,
 }
 
+/// A step's error as a reader wants it: cucumber's JSON writer puts the step definition's
+/// place in our Rust source (`Matched: harness/src/steps/…`) and `Step panicked. Captured
+/// output:` before the message a step returned; neither says anything about the agent.
+fn step_message(raw: &str) -> String {
+    raw.lines()
+        .filter(|l| !l.trim_start().starts_with("Matched: "))
+        .map(|l| l.strip_prefix("Step panicked. Captured output: ").unwrap_or(l))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .trim()
+        .to_string()
+}
+
 /// Read a run's Cucumber JSON document.
 pub fn read_results(path: &Path) -> Result<Vec<FeatureResults>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -78,11 +91,11 @@ pub fn read_results(path: &Path) -> Result<Vec<FeatureResults>, String> {
                     s["name"].as_str().unwrap_or("")
                 ),
                 line: s["line"].as_u64().unwrap_or(0),
-                message: s["result"]["error_message"]
-                    .as_str()
-                    .unwrap_or("no step definition matches")
-                    .trim()
-                    .to_string(),
+                message: step_message(
+                    s["result"]["error_message"]
+                        .as_str()
+                        .unwrap_or("no step definition matches"),
+                ),
             });
             let steps = steps
                 .iter()
@@ -367,6 +380,23 @@ fn harness_commit() -> String {
         .and_then(|o| String::from_utf8(o.stdout).ok())
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|| "unknown".into())
+}
+
+#[cfg(test)]
+mod step_message_tests {
+    #[test]
+    fn the_rust_source_place_and_cucumber_s_prefix_are_dropped() {
+        assert_eq!(
+            super::step_message(
+                "Matched: harness/src/steps/node.rs:103:1\nStep panicked. Captured output: worker-0 rebooted\n"
+            ),
+            "worker-0 rebooted"
+        );
+        assert_eq!(
+            super::step_message("Step doesn't match any function"),
+            "Step doesn't match any function"
+        );
+    }
 }
 
 #[cfg(test)]
