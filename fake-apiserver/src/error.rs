@@ -40,6 +40,10 @@ pub enum ApiError {
     /// 404 for a path that names no resource this server knows.
     #[error("the server could not find the requested resource")]
     NoSuchResource,
+    /// 404 as Go's `http.NotFound` writes it, in plain text: kube-apiserver's answer for a path
+    /// under `/apis/` whose group it does not serve, and for paths outside `/api` and `/apis`.
+    #[error("404 page not found")]
+    PageNotFound,
     /// 405 (PUT on a collection, POST on an object, ...).
     #[error("the server does not allow this method on the requested resource")]
     MethodNotAllowed,
@@ -118,7 +122,7 @@ impl ApiError {
             ApiError::BadRequest(_) => 400,
             ApiError::Unauthorized => 401,
             ApiError::Forbidden { .. } => 403,
-            ApiError::NotFound { .. } | ApiError::NoSuchResource => 404,
+            ApiError::NotFound { .. } | ApiError::NoSuchResource | ApiError::PageNotFound => 404,
             ApiError::MethodNotAllowed => 405,
             ApiError::NotAcceptable(_) => 406,
             ApiError::AlreadyExists { .. } | ApiError::Conflict { .. } => 409,

@@ -64,6 +64,18 @@ fn objects_bytes(value: &Value) -> Bytes {
 }
 
 pub(crate) fn status_response(error: &ApiError) -> Response<Body> {
+    if matches!(error, ApiError::PageNotFound) {
+        let mut response = bytes_response(
+            StatusCode::NOT_FOUND,
+            "text/plain; charset=utf-8",
+            Bytes::from_static(b"404 page not found\n"),
+        );
+        response.headers_mut().insert(
+            header::HeaderName::from_static("x-content-type-options"),
+            header::HeaderValue::from_static("nosniff"),
+        );
+        return response;
+    }
     let code = StatusCode::from_u16(error.code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     value_response(code, &error.status())
 }
@@ -150,6 +162,27 @@ fn request_attributes(method: &Method, route: &Route, uri: &http::Uri) -> Reques
     attrs
 }
 
+/// Whether kube-apiserver would answer `path` with Go's plain-text `404 page not found`
+/// rather than a Status: a path under `/apis/` whose group it does not serve (at any depth),
+/// and any path outside `/api` and `/apis`. A served group's unknown version or resource is a
+/// `NotFound` Status (checked against a real kube-apiserver 1.36).
+fn page_not_found(route: &Route, path: &str, registry: &crate::resource::Registry) -> bool {
+    let unknown_group = |g: &str| !g.is_empty() && registry.versions_of(g).is_empty();
+    match route {
+        Route::Group(g) | Route::ResourceList { group: g, .. } => unknown_group(g),
+        Route::Resource(p) => unknown_group(&p.group),
+        Route::Unknown => {
+            let mut parts = path.trim_start_matches('/').split('/');
+            match parts.next() {
+                Some("api") => false,
+                Some("apis") => parts.next().is_none_or(unknown_group),
+                _ => true,
+            }
+        }
+        _ => false,
+    }
+}
+
 async fn dispatch(
     shared: &Arc<Shared>,
     cert: &CertAuth,
@@ -180,6 +213,9 @@ async fn dispatch(
     let public = matches!(route, Route::Health | Route::Version | Route::Resource(_));
     if !public && who.is_anonymous() {
         return Err(attrs.rbac_denial(&who));
+    }
+    if page_not_found(&route, req.uri().path(), &shared.store.registry()) {
+        return Err(ApiError::PageNotFound);
     }
     if !matches!(route, Route::Resource(_) | Route::Faults) && req.method() != Method::GET {
         return Err(ApiError::MethodNotAllowed);

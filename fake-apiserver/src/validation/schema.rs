@@ -186,6 +186,17 @@ fn check(schema: &Value, value: &Value, path: &str, out: &mut Vec<Cause>) {
             ),
             field: path.to_string(),
         });
+        // kube-openapi checks an integer's (default) format too, and a fractional number fails
+        // it again, with no field path.
+        if wanted == "integer" && value.is_f64() {
+            out.push(Cause {
+                reason: "FieldValueInvalid",
+                message: format!(
+                    "Invalid value: \"\": Checked value must be of type integer (default format) in {path}"
+                ),
+                field: "<nil>".to_string(),
+            });
+        }
         return;
     }
     if schema["format"] == "byte"
