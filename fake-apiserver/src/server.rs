@@ -233,7 +233,17 @@ impl FakeApiServerBuilder {
     }
 
     pub fn authorizer(mut self, authorizer: Arc<dyn crate::auth::Authorizer>) -> Self {
+        let selectors = self.policy.node_selectors;
         self.policy = Policy::new(authorizer);
+        self.policy.node_selectors = selectors;
+        self
+    }
+
+    /// Whether the Node authorizer limits a kubelet's reads of Nodes and Pods to its own
+    /// (`AuthorizeNodeWithSelectors`, on in kube-apiserver 1.32 and later; the default). Off,
+    /// as a 1.31 or older kube-apiserver does (OpenShift 4.12 runs 1.25, 4.16 runs 1.29).
+    pub fn node_authorizer_selectors(mut self, on: bool) -> Self {
+        self.policy.node_selectors = on;
         self
     }
 

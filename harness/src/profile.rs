@@ -30,6 +30,23 @@ impl Profile {
             Profile::Ocp416 => "4.16.0",
         }
     }
+
+    /// The Kubernetes minor version the release's kube-apiserver runs (4.12: 1.25, 4.16: 1.29):
+    /// the API server's own rules follow it where they changed since.
+    pub fn kubernetes_minor(self) -> u32 {
+        match self {
+            Profile::Ocp412 => 25,
+            Profile::Ocp416 => 29,
+        }
+    }
+
+    /// Whether the release's Node authorizer limits a kubelet's reads of Nodes and Pods to its
+    /// own (`AuthorizeNodeWithSelectors`: from Kubernetes 1.32). Neither release has it, and
+    /// release-4.12's daemon relies on that: its node writer lists every Node with the
+    /// kubelet's kubeconfig (pkg/daemon/writer.go `newNodeWriter`).
+    pub fn node_authorizer_selectors(self) -> bool {
+        self.kubernetes_minor() >= 32
+    }
 }
 
 impl fmt::Display for Profile {

@@ -338,6 +338,11 @@ pub enum Decision {
 #[derive(Clone)]
 pub struct Policy {
     pub authorizer: Arc<dyn Authorizer>,
+    /// `AuthorizeNodeWithSelectors` (beta and on from 1.32, GA and locked from 1.34): a kubelet
+    /// reads only its own Node and lists pods only by `spec.nodeName`. Off, a kubelet may read
+    /// every Node and Pod, as the node rules of 1.31 and before allowed (the release-4.12
+    /// daemon's node writer lists every Node with the kubelet's kubeconfig).
+    pub node_selectors: bool,
     /// Per requestor, the impersonation mode that last worked (`modeIndexCache`).
     impersonation_modes: Arc<Mutex<HashMap<String, usize>>>,
 }
@@ -352,6 +357,7 @@ impl Policy {
     pub fn new(authorizer: Arc<dyn Authorizer>) -> Self {
         Policy {
             authorizer,
+            node_selectors: true,
             impersonation_modes: Arc::default(),
         }
     }
@@ -363,7 +369,7 @@ impl Policy {
         }
         let mut reason = String::new();
         if let Some(node) = who.node_name() {
-            match node::authorize(who, node, request, store) {
+            match node::authorize(who, node, request, store, self.node_selectors) {
                 Decision::Allow => return Ok(()),
                 Decision::NoOpinion(why) => reason = why,
             }

@@ -62,9 +62,26 @@ fn no_opinion(reason: impl Into<String>) -> Decision {
 }
 
 /// The Node authorizer's verdict on a request of the kubelet of `node`.
-pub(super) fn authorize(who: &Identity, node: &str, r: &RequestAttributes, store: &Store) -> Decision {
+pub(super) fn authorize(
+    who: &Identity,
+    node: &str,
+    r: &RequestAttributes,
+    store: &Store,
+    selectors: bool,
+) -> Decision {
     if node.is_empty() {
         return no_opinion(format!("unknown node for user {:?}", who.user));
+    }
+    // Without AuthorizeNodeWithSelectors, the node rules let a kubelet read every Node and Pod
+    // (`bootstrappolicy.NodeRules` before 1.32).
+    if !selectors
+        && r.path.is_none()
+        && r.group.is_empty()
+        && matches!(r.resource.as_str(), "nodes" | "pods")
+        && r.subresource.is_none()
+        && matches!(r.verb.as_str(), "get" | "list" | "watch")
+    {
+        return Decision::Allow;
     }
     if r.path.is_none() {
         match (r.group.as_str(), r.resource.as_str()) {
@@ -412,11 +429,17 @@ mod tests {
         let store = Store::new(Default::default());
         let who = Identity::new("system:node:n1", &["system:nodes"]);
         for (a, want) in cases {
-            assert_eq!(authorize(&who, "n1", &a, &store), want, "{a:?}");
+            assert_eq!(authorize(&who, "n1", &a, &store, true), want, "{a:?}");
         }
         let nameless = Identity::new("system:node:", &["system:nodes"]);
         assert_eq!(
-            authorize(&nameless, "", &attrs("get", "", "nodes", None, None), &store),
+            authorize(
+                &nameless,
+                "",
+                &attrs("get", "", "nodes", None, None),
+                &store,
+                true
+            ),
             no_opinion("unknown node for user \"system:node:\"")
         );
     }

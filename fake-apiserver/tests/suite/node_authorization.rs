@@ -604,3 +604,60 @@ async fn a_node_writes_events_but_never_deletes_them() {
     delete_nodes(&c, &names).await;
     c.cleanup().await;
 }
+
+/// Before AuthorizeNodeWithSelectors (Kubernetes 1.31 and older: OpenShift 4.12's 1.25, 4.16's
+/// 1.29) the node rules let a kubelet read every Node and Pod; the builder's
+/// `node_authorizer_selectors(false)` serves that, and NodeRestriction still limits writes.
+#[tokio::test]
+async fn without_selectors_a_kubelet_reads_every_node_and_pod() {
+    if crate::common::skip_external("older Node authorizer", "a builder option of the fake") {
+        return;
+    }
+    crate::common::init_crypto();
+    let server = fake_apiserver::FakeApiServer::builder()
+        .node_authorizer_selectors(false)
+        .start()
+        .await
+        .expect("fake API server starts");
+    let admin = server.admin_client().await.expect("admin client");
+    for name in ["n1", "n2"] {
+        let r = send(
+            &admin,
+            "POST",
+            "/api/v1/nodes",
+            Some("application/json"),
+            body(json!({"metadata": {"name": name}})),
+        )
+        .await;
+        assert_ok(&r, "creating a node");
+    }
+    let kubelet = server
+        .client(
+            &server
+                .identity("system:node:n1", &["system:nodes"])
+                .expect("identity"),
+        )
+        .await
+        .expect("client");
+    assert_ok(
+        &send(&kubelet, "GET", "/api/v1/nodes", None, vec![]).await,
+        "list every node",
+    );
+    assert_ok(
+        &send(&kubelet, "GET", "/api/v1/nodes/n2", None, vec![]).await,
+        "another node",
+    );
+    assert_ok(
+        &send(&kubelet, "GET", "/api/v1/pods", None, vec![]).await,
+        "list every pod",
+    );
+    let r = send(
+        &kubelet,
+        "PATCH",
+        "/api/v1/nodes/n2",
+        Some("application/merge-patch+json"),
+        body(json!({"metadata": {"labels": {"x": "y"}}})),
+    )
+    .await;
+    assert_eq!(r.code, 403, "writes stay NodeRestriction's: {}", r.body);
+}

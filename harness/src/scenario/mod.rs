@@ -297,6 +297,7 @@ impl Scenario {
         crate::interrupt::check().map_err(ScenarioError::NotConverged)?;
         let _ = rustls::crypto::ring::default_provider().install_default();
         let server = fake_apiserver::FakeApiServer::builder()
+            .node_authorizer_selectors(options.profile.node_authorizer_selectors())
             .start()
             .await
             .map_err(|e| ScenarioError::ApiServer(e.to_string()))?;
@@ -459,11 +460,32 @@ impl Scenario {
             Ok(())
         };
         if let Err(e) = ready.await {
-            // Nothing of a scenario that never became ready may outlive it.
+            // The nodes' own words on why (an agent that never synced says so in its journal),
+            // read before nothing of a scenario that never became ready may outlive it.
+            let journals = scenario.journal_tails(20).await;
             scenario.shutdown().await;
-            return Err(e);
+            return Err(match journals {
+                j if j.is_empty() => e,
+                j => ScenarioError::NotConverged(format!("{e}\n{j}")),
+            });
         }
         Ok(scenario)
+    }
+
+    /// The last `lines` lines of each node's journal, each block headed by the node's name.
+    async fn journal_tails(&self, lines: usize) -> String {
+        let mut out = String::new();
+        for node in &self.nodes {
+            let Ok(journal) = node.journal_since(crate::node::JournalMark(0)).await else {
+                continue;
+            };
+            let tail = &journal[journal.len().saturating_sub(lines)..];
+            out.push_str(&format!("{} journal (last {} lines):\n", node.name(), tail.len()));
+            for line in tail {
+                out.push_str(&format!("  {line}\n"));
+            }
+        }
+        out
     }
 
     pub fn server(&self) -> &fake_apiserver::ServerHandle {
