@@ -5,8 +5,8 @@
 //!
 //! Only what the tables below name is checked; anything else passes untouched (an unknown field
 //! is the real server's to drop and this server's to keep). `null` is always accepted, as Go
-//! leaves the zero value. Custom resources are unstructured: only their `metadata` is coerced
-//! ([`coerce_custom_metadata`]). Every kind's metadata keeps only what `ObjectMeta` declares
+//! leaves the zero value. Custom resources are unstructured: only their `metadata` is decoded as
+//! `ObjectMeta` ([`coerce_custom_metadata`]). Every kind's metadata keeps only what `ObjectMeta` declares
 //! ([`prune_metadata`]). Pure functions; callers word the failure for their verb.
 
 use base64::Engine;
@@ -369,9 +369,13 @@ fn base64_message(e: &base64::DecodeError) -> String {
     format!("illegal base64 data at input byte {at}")
 }
 
-/// A custom resource's `metadata`, as apiextensions-apiserver coerces it from a client's body
-/// (`schema/objectmeta/coerce.go`, dropping malformed fields): it must decode as an object, and a
-/// field of `ObjectMeta` that would not decode is dropped.
+/// A custom resource's `metadata`, as kube-apiserver 1.36 decodes it from a client's body: it
+/// must decode as an object, and every `ObjectMeta` field as its Go type. A field that does not
+/// fails the request (`<Kind> in version "v1" cannot be handled as a <Kind>: json: cannot
+/// unmarshal number into Go struct field ObjectMeta.labels of type map[string]string`); with
+/// several, the last in `ObjectMeta`'s field order is the one named (checked against a real
+/// 1.36: `labels: {"a": 5}` beside `annotations: "x"` names the annotations). Older servers
+/// dropped such fields (`schema/objectmeta/coerce.go`); 1.36 does not.
 pub fn coerce_custom_metadata(object: &mut Value) -> Result<(), String> {
     let Some(metadata) = object.get_mut("metadata") else {
         return Ok(());
@@ -387,19 +391,18 @@ pub fn coerce_custom_metadata(object: &mut Value) -> Result<(), String> {
             ));
         }
     };
-    let malformed: Vec<String> = OBJECT_META
+    let last_error = OBJECT_META
         .fields
         .iter()
-        .filter(|(name, ty)| {
+        .filter_map(|(name, ty)| {
             map.get(*name)
-                .is_some_and(|v| check(OBJECT_META.name, *ty, v, name).is_err())
+                .and_then(|v| check(OBJECT_META.name, *ty, v, name).err())
         })
-        .map(|(name, _)| name.to_string())
-        .collect();
-    for name in malformed {
-        map.remove(&name);
+        .last();
+    match last_error {
+        Some(e) => Err(e.message),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// Keep only what `metav1.ObjectMeta` (and each `OwnerReference` in it) declares: the typed
@@ -491,15 +494,33 @@ mod tests {
     }
 
     #[test]
-    fn custom_metadata_drops_what_does_not_decode() {
-        let mut w =
-            json!({"metadata": {"name": "w", "labels": 5, "annotations": {"a": "b"}, "finalizers": [1]}});
-        coerce_custom_metadata(&mut w).unwrap();
-        assert_eq!(w, json!({"metadata": {"name": "w", "annotations": {"a": "b"}}}));
-        let mut bad = json!({"metadata": "x"});
-        assert_eq!(
-            coerce_custom_metadata(&mut bad).unwrap_err(),
-            "json: cannot unmarshal string into Go value of type v1.ObjectMeta"
-        );
+    fn custom_metadata_must_decode_as_object_meta() {
+        let mut ok = json!({"metadata": {"name": "w", "labels": {"a": "b"}, "finalizers": ["f"]}});
+        coerce_custom_metadata(&mut ok).unwrap();
+        for (metadata, message) in [
+            (
+                json!({"name": "w", "labels": 5}),
+                "json: cannot unmarshal number into Go struct field ObjectMeta.labels of type map[string]string",
+            ),
+            (
+                json!({"name": "w", "labels": {"a": 5}}),
+                "json: cannot unmarshal number into Go struct field ObjectMeta.labels of type string",
+            ),
+            (
+                json!({"name": "w", "labels": {"a": 5}, "annotations": "x"}),
+                "json: cannot unmarshal string into Go struct field ObjectMeta.annotations of type map[string]string",
+            ),
+            (
+                json!({"name": "w", "generateName": 5}),
+                "json: cannot unmarshal number into Go struct field ObjectMeta.generateName of type string",
+            ),
+            (
+                json!("x"),
+                "json: cannot unmarshal string into Go value of type v1.ObjectMeta",
+            ),
+        ] {
+            let mut w = json!({"metadata": metadata});
+            assert_eq!(coerce_custom_metadata(&mut w).unwrap_err(), message, "{metadata}");
+        }
     }
 }

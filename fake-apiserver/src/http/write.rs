@@ -82,6 +82,7 @@ impl Write {
             self.sub,
             self.query.dry_run,
             |old| {
+                crate::store::require_resource_version(&self.info, &self.name, &value)?;
                 self.admit(Operation::Update, Some(old), &value)?;
                 Ok(value)
             },

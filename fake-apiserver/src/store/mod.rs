@@ -11,6 +11,7 @@
 mod prepare;
 mod write;
 
+pub(crate) use write::require_resource_version;
 pub use write::{DeleteOutcome, Preconditions, Subresource};
 
 use crate::error::ApiError;

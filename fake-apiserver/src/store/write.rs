@@ -53,6 +53,31 @@ pub enum DeleteOutcome {
     Finalizing(Arc<StoredObject>),
 }
 
+/// A PUT of a custom resource must name the resourceVersion it replaces (see `Store::update`).
+pub(crate) fn require_resource_version(
+    info: &ResourceInfo,
+    name: &str,
+    value: &Value,
+) -> Result<(), ApiError> {
+    let rv = value
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if info.builtin || !rv.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::Invalid {
+        group: info.group.clone(),
+        kind: info.resource.clone(),
+        name: name.to_string(),
+        causes: vec![crate::error::Cause {
+            reason: "FieldValueInvalid",
+            message: "Invalid value: 0: must be specified for an update".into(),
+            field: "metadata.resourceVersion".into(),
+        }],
+    })
+}
+
 /// A custom resource loses what its CRD's schema does not declare, before it is validated and
 /// stored (`validation::schema`).
 fn prune_custom(info: &ResourceInfo, value: &mut Value) {
@@ -150,6 +175,10 @@ impl Store {
     }
 
     /// Replace an object (PUT). A `metadata.resourceVersion` in the body must be the stored one.
+    /// A custom resource's PUT must carry one: apiextensions-apiserver's strategy does not allow
+    /// unconditional updates (`AllowUnconditionalUpdate` is false), so a body without it is 422
+    /// `must be specified for an update`, named by resource and group as that strategy names
+    /// it. A built-in object's PUT without one replaces whatever is stored.
     pub fn update(
         &self,
         info: &ResourceInfo,
@@ -159,7 +188,10 @@ impl Store {
         sub: Subresource,
         dry_run: bool,
     ) -> Result<Arc<StoredObject>, ApiError> {
-        self.modify(info, ns, name, sub, dry_run, |_| Ok(value))
+        self.modify(info, ns, name, sub, dry_run, |_| {
+            require_resource_version(info, name, &value)?;
+            Ok(value)
+        })
     }
 
     /// Read-modify-write under the lock: `change` gets the stored object and returns the new

@@ -5,7 +5,7 @@
 //! server answers afterwards. Server-side apply that created an object whose `metadata` was not
 //! a map used to panic the request.
 
-use crate::common::{WIDGET_GROUP, cluster, ensure_widget_crd, send};
+use crate::common::{Reply, WIDGET_GROUP, cluster, ensure_widget_crd, send};
 use serde_json::{Value, json};
 
 const NODES: &str = "/api/v1/nodes";
@@ -175,6 +175,18 @@ fn object_body(kind: &str, name: &str, fields: &Value) -> Value {
     body
 }
 
+/// A real kube-apiserver answers a server-side apply whose `metadata` (or a map in it) is not
+/// a map with a 500 (`failed to create typed patch object (…): .metadata: expected map, got
+/// …`); this server
+/// answers 400, never a 5xx for a client's mistake. Only the real server's reply matches this.
+fn real_apply_500(r: &Reply) -> bool {
+    r.code == 500
+        && std::env::var_os("APISERVER_KUBECONFIG").is_some()
+        && r.body["message"].as_str().is_some_and(|m| {
+            m.starts_with("failed to create typed patch object") && m.contains(": expected ")
+        })
+}
+
 async fn run(client: &kube::Client, collection: &str, kind: &str, name: &str, shapes: Vec<Shape>) {
     for shape in shapes {
         for (i, (verb, method, ct, suffix)) in VERBS.iter().enumerate() {
@@ -188,7 +200,12 @@ async fn run(client: &kube::Client, collection: &str, kind: &str, name: &str, sh
             };
             let r = send(client, method, &path, Some(ct), body.into_bytes()).await;
             let what = format!("{kind} {} by {verb}", shape.what);
-            assert_eq!(r.code, shape.codes[i], "{what}: {}", r.body);
+            let expected = match real_apply_500(&r) {
+                // The one known difference: see `real_apply_500`.
+                true => 500,
+                false => shape.codes[i],
+            };
+            assert_eq!(r.code, expected, "{what}: {}", r.body);
             if r.code >= 400 {
                 assert_eq!(r.body["kind"], "Status", "{what}");
                 assert_eq!(r.body["code"], r.code, "{what}");
@@ -344,9 +361,10 @@ async fn type_errors_are_worded_as_go_s_decoder_words_them() {
 }
 
 #[tokio::test]
-async fn a_custom_resource_keeps_what_decodes_of_its_metadata() {
-    // apiextensions-apiserver coerces a custom resource's metadata, dropping fields that do not
-    // decode (`schema/objectmeta/coerce.go`); metadata that is not a map fails.
+async fn a_custom_resource_s_metadata_must_decode_as_object_meta() {
+    // kube-apiserver 1.36 decodes a custom resource's metadata as ObjectMeta: a field of the
+    // wrong type fails the request (older servers dropped it), and a PUT must carry the
+    // resourceVersion it replaces (custom resources allow no unconditional update).
     let c = cluster().await;
     let client = &c.client;
     ensure_widget_crd(client).await;
@@ -371,9 +389,11 @@ async fn a_custom_resource_keeps_what_decodes_of_its_metadata() {
     );
     let body = widget(json!({"name": "w", "labels": 5, "annotations": {"a": "b"}}));
     let r = send(client, "POST", &widgets, Some("application/json"), body).await;
-    assert_eq!(r.code, 201, "{}", r.body);
-    assert!(r.body["metadata"].get("labels").is_none());
-    assert_eq!(r.body["metadata"]["annotations"], json!({"a": "b"}));
+    assert_eq!(r.code, 400, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "Widget in version \"v1\" cannot be handled as a Widget: json: cannot unmarshal number into Go struct field ObjectMeta.labels of type map[string]string"
+    );
     let r = send(
         client,
         "PATCH",
@@ -382,6 +402,29 @@ async fn a_custom_resource_keeps_what_decodes_of_its_metadata() {
         widget(json!(7)),
     )
     .await;
-    assert_eq!(r.code, 400, "{}", r.body);
+    assert_eq!(r.code, if real_apply_500(&r) { 500 } else { 400 }, "{}", r.body);
+    let r = send(
+        client,
+        "POST",
+        &widgets,
+        Some("application/json"),
+        widget(json!({"name": "w"})),
+    )
+    .await;
+    assert_eq!(r.code, 201, "{}", r.body);
+    let r = send(
+        client,
+        "PUT",
+        &format!("{widgets}/w"),
+        Some("application/json"),
+        widget(json!({"name": "w"})),
+    )
+    .await;
+    assert_eq!(r.code, 422, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "widgets.conformance.mco.test \"w\" is invalid: metadata.resourceVersion: Invalid value: 0: must be specified for an update"
+    );
+    assert_eq!(r.body["details"]["kind"], "widgets", "{}", r.body);
     c.cleanup().await;
 }

@@ -211,6 +211,20 @@ async fn every_write_path_refuses_past_the_bound_and_keeps_objects_at_it() {
     ];
     let created = send(client, "POST", &w, JSON, widget("d", 1)).await;
     assert_eq!(created.code, 201);
+    // A custom resource's PUT carries the resourceVersion it replaces (no unconditional
+    // updates for custom resources).
+    let rv = created.body["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let put_d = String::from_utf8(widget("d", MAX_DEPTH - 1))
+        .unwrap()
+        .replacen(
+            r#""name":"d""#,
+            &format!(r#""name":"d","resourceVersion":"{rv}""#),
+            1,
+        )
+        .into_bytes();
     for (method, path, ct, body, code, message) in refused {
         let r = send(client, method, &path, ct, body).await;
         assert_eq!(
@@ -227,7 +241,7 @@ async fn every_write_path_refuses_past_the_bound_and_keeps_objects_at_it() {
     // At the bound, every path stores and serves the object.
     let accepted = [
         ("POST", w.clone(), JSON, widget("e", MAX_DEPTH - 1), 201),
-        ("PUT", format!("{w}/d"), JSON, widget("d", MAX_DEPTH - 1), 200),
+        ("PUT", format!("{w}/d"), JSON, put_d, 200),
         (
             "PATCH",
             format!("{w}/d"),
