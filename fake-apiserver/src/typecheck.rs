@@ -391,14 +391,10 @@ pub fn coerce_custom_metadata(object: &mut Value) -> Result<(), String> {
             ));
         }
     };
-    let last_error = OBJECT_META
-        .fields
-        .iter()
-        .filter_map(|(name, ty)| {
-            map.get(*name)
-                .and_then(|v| check(OBJECT_META.name, *ty, v, name).err())
-        })
-        .last();
+    let last_error = OBJECT_META.fields.iter().rev().find_map(|(name, ty)| {
+        map.get(*name)
+            .and_then(|v| check(OBJECT_META.name, *ty, v, name).err())
+    });
     match last_error {
         Some(e) => Err(e.message),
         None => Ok(()),
