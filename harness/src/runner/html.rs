@@ -85,7 +85,7 @@ fn offset(started: OffsetDateTime, at: OffsetDateTime) -> String {
 /// The timeline of one scenario as an SVG drawing.
 fn timeline_svg(t: &ScenarioTimeline) -> String {
     let start = t.started;
-    let last = t.events.iter().map(|e| e.at).max().unwrap_or(start);
+    let last = t.events.iter().map(|e| e.at).max().unwrap_or(start).max(t.ended);
     let span = (last - start).max(Duration::hours(1));
     let end = start + span + span / 20;
     let (left, width) = (230.0, 700.0);
@@ -158,7 +158,8 @@ fn timeline_svg(t: &ScenarioTimeline) -> String {
                 let (x0, x1) = (x(nb), x(na));
                 let _ = write!(
                     svg,
-                    r##"<rect class="validity" x="{x0:.1}" y="{:.1}" width="{:.1}" height="9" rx="2" fill="#ddf4ff" stroke="#54aeff"><title>{} valid {} to {}</title></rect>"##,
+                    r##"<rect class="validity" data-lane="{}" x="{x0:.1}" y="{:.1}" width="{:.1}" height="9" rx="2" fill="#ddf4ff" stroke="#54aeff"><title>{} valid {} to {}</title></rect>"##,
+                    esc(lane),
                     y + if n % 2 == 0 { 2.0 } else { 12.0 },
                     (x1 - x0).max(1.0),
                     esc(&e.text),
@@ -170,8 +171,9 @@ fn timeline_svg(t: &ScenarioTimeline) -> String {
         for e in &events {
             let _ = write!(
                 svg,
-                r#"<circle class="event {}" cx="{:.1}" cy="{:.1}" r="5" fill="{}"><title>{}: {}</title></circle>"#,
+                r#"<circle class="event {}" data-lane="{}" cx="{:.1}" cy="{:.1}" r="5" fill="{}"><title>{}: {}</title></circle>"#,
                 e.kind,
+                esc(lane),
                 x(e.at),
                 y + 11.0,
                 colour(e.kind),

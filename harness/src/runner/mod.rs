@@ -146,8 +146,9 @@ pub struct ScenarioTimeline {
     pub file: String,
     pub line: usize,
     pub scenario: String,
-    /// When the scenario's cluster was up (simulated).
+    /// When the scenario's cluster was up, and its clock at the last look (simulated).
     pub started: time::OffsetDateTime,
+    pub ended: time::OffsetDateTime,
     pub events: Vec<crate::scenario::timeline::TimelineEvent>,
 }
 
@@ -814,13 +815,14 @@ async fn run_profile(
                                     scenario: name.clone(),
                                     slowest: s.slowest_sync(),
                                 });
-                                if let Some((started, events)) = s.timeline() {
+                                if let Some((started, ended, events)) = s.timeline() {
                                     t.timelines.push(ScenarioTimeline {
                                         profile,
                                         file: key.0.clone(),
                                         line: key.1,
                                         scenario: name.clone(),
                                         started,
+                                        ended,
                                         events,
                                     });
                                 }

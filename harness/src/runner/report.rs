@@ -173,6 +173,7 @@ pub async fn conformance_report(ctx: &ReportContext<'_>) -> Result<String, Strin
                 {
                     entry["timeline"] = json!({
                         "started": crate::pki::rfc3339(t.started),
+                        "ended": crate::pki::rfc3339(t.ended),
                         "events": serde_json::to_value(&t.events).map_err(|e| e.to_string())?,
                     });
                 }

@@ -42,6 +42,8 @@ pub struct Timeline {
     pub events: Vec<TimelineEvent>,
     /// When the scenario's cluster was up.
     pub started: Option<time::OffsetDateTime>,
+    /// The last look (the scenario's clock when it ended, or near it).
+    pub last_look: Option<time::OffsetDateTime>,
     last: BTreeMap<(String, &'static str), String>,
 }
 
@@ -101,6 +103,7 @@ impl Scenario {
         }
         let mut t = timeline.lock().unwrap_or_else(|p| p.into_inner());
         t.started.get_or_insert(now);
+        t.last_look = Some(now);
         for (name, cert) in signers {
             let fresh = t.saw(now, &name, "issued", cert.pem.clone(), cert.common_name.clone());
             if fresh && let Some(e) = t.events.last_mut() {
@@ -177,9 +180,11 @@ impl Scenario {
         }
     }
 
-    /// What the timeline recorded, if it was on.
-    pub fn timeline(&self) -> Option<(time::OffsetDateTime, Vec<TimelineEvent>)> {
+    /// What the timeline recorded, if it was on: when it started and ended (simulated), and
+    /// the events.
+    pub fn timeline(&self) -> Option<(time::OffsetDateTime, time::OffsetDateTime, Vec<TimelineEvent>)> {
         let t = self.timeline.as_ref()?.lock().unwrap_or_else(|p| p.into_inner());
-        Some((t.started?, t.events.clone()))
+        let started = t.started?;
+        Some((started, t.last_look.unwrap_or(started), t.events.clone()))
     }
 }

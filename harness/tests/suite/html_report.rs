@@ -85,10 +85,24 @@ fn the_html_report_renders_a_rotation_in_chromium() {
         svg.contains(">kube-apiserver-to-kubelet-signer</text>"),
         "a lane for the signer: {svg}"
     );
-    assert_eq!(svg.matches(r#"class="event issued""#).count(), 2, "{svg}");
-    assert_eq!(svg.matches(r#"class="validity""#).count(), 2, "{svg}");
+    let signer = r#"data-lane="kube-apiserver-to-kubelet-signer""#;
+    assert_eq!(
+        svg.matches(&format!(r#"class="event issued" {signer}"#)).count(),
+        2,
+        "{svg}"
+    );
+    assert_eq!(
+        svg.matches(&format!(r#"class="validity" {signer}"#)).count(),
+        2,
+        "{svg}"
+    );
     assert!(svg.contains(">worker-0</text>"), "a lane for the node: {svg}");
-    assert!(svg.matches(r#"class="event kubelet-ca""#).count() >= 2, "{svg}");
+    assert!(
+        svg.matches(r#"class="event kubelet-ca" data-lane="worker-0""#)
+            .count()
+            >= 2,
+        "{svg}"
+    );
     assert!(
         svg.contains(">day 2<"),
         "the axis reaches the two days that passed: {svg}"
