@@ -126,6 +126,7 @@ impl Write {
                 )));
             }
         };
+        let json_patch = kind == "application/json-patch+json";
         let object = self.shared.store.modify(
             info,
             self.ns(),
@@ -137,6 +138,12 @@ impl Write {
                 // A `null` JSON or strategic patch decodes to no operations.
                 if let Some(doc) = &patch_doc {
                     apply(&mut next, doc).map_err(patch_error)?;
+                }
+                // kube-apiserver 1.36 answers a JSON patch whose result nests past the bound
+                // (an add that deepens it, a copy into its own subtree) as any operation that
+                // cannot apply: a plain 422 with empty details (checked against a real server).
+                if json_patch && crate::depth::value_depth(&next) > crate::depth::MAX_DEPTH {
+                    return Err(ApiError::InvalidRequest);
                 }
                 let next = decode::patched(info, next)?;
                 self.admit(Operation::Update, Some(current), &next)?;
@@ -188,7 +195,8 @@ fn patch_error(e: PatchError) -> ApiError {
         PatchError::Malformed(m) => ApiError::BadRequest(m.clone()),
         PatchError::NotApplicable(_) => ApiError::InvalidRequest,
         PatchError::TooManyOperations(_) => ApiError::TooLarge(e.to_string()),
-        PatchError::TooDeep(text) => decode::too_deep_patch(text),
+        // As a result past the bound (see `patch`).
+        PatchError::TooDeep(_) => ApiError::InvalidRequest,
     }
 }
 
