@@ -86,6 +86,7 @@ impl ContainerNode {
             // Who made it, so a forced exit's leftovers can be found and removed.
             .with_label("mco-conformance.node", name)
             .with_label("mco-conformance.pid", std::process::id().to_string())
+            .with_label("mco-conformance.pidns", super::image::pid_namespace())
             .with_env_var("NODE_NAME", name)
             .with_env_var("MCO_PROFILE", profile.as_str())
             .with_env_var("MCO_AGENT_COMMAND", agent)

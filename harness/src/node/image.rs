@@ -290,6 +290,52 @@ pub fn image_id(image: &str) -> Result<String, ImageError> {
     docker(&["image", "inspect", "--format", "{{.Id}}", image], None)
 }
 
+/// Node containers a run left behind when it was killed outright (SIGKILL, a CI job's timeout),
+/// which no signal handler sees: labelled `mco-conformance.node` by a process (label
+/// `mco-conformance.pid`) that no longer runs here. Removed; their ids returned. Containers of
+/// runs still going are left alone, and so are those made in another PID namespace (another
+/// container sharing this Docker engine), whose processes cannot be seen from here.
+pub fn remove_orphaned_nodes() -> Result<Vec<String>, ImageError> {
+    let namespace = format!("label=mco-conformance.pidns={}", pid_namespace());
+    let listed = docker(
+        &[
+            "ps",
+            "-a",
+            "--filter",
+            "label=mco-conformance.node",
+            "--filter",
+            &namespace,
+            "--format",
+            "{{.ID}} {{.Label \"mco-conformance.pid\"}}",
+        ],
+        None,
+    )?;
+    let mut removed = Vec::new();
+    for line in listed.lines() {
+        let mut parts = line.split_whitespace();
+        let (Some(id), Some(pid)) = (parts.next(), parts.next()) else {
+            continue;
+        };
+        let Ok(pid) = pid.parse::<u32>() else {
+            continue;
+        };
+        if pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        docker(&["rm", "-f", id], None)?;
+        removed.push(id.to_string());
+    }
+    Ok(removed)
+}
+
+/// This process's PID namespace (`pid:[4026531836]`), which node containers are labelled
+/// with: a pid means something only in its own namespace.
+pub fn pid_namespace() -> String {
+    std::fs::read_link("/proc/self/ns/pid")
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
 /// Why no Docker engine can be used here, if none can (`docker version` against the daemon).
 pub fn docker_unavailable() -> Option<String> {
     match docker(&["version", "--format", "{{.Server.Version}}"], None) {

@@ -338,6 +338,16 @@ async fn prepare_backend(config: &RunConfig) -> Result<Result<NodeBackend, Strin
         if let Some(why) = image::docker_unavailable() {
             return Ok(Err(why));
         }
+        // What a run killed outright left behind goes first.
+        match image::remove_orphaned_nodes() {
+            Ok(removed) if !removed.is_empty() && !quiet => println!(
+                "removed {} node container(s) left by a run that was killed: {}",
+                removed.len(),
+                removed.join(" ")
+            ),
+            Ok(_) => {}
+            Err(e) => return Err(RunError::Containers(e.to_string())),
+        }
         let image = match &agent {
             AgentKind::Image { image, .. } => image.clone(),
             AgentKind::Reference | AgentKind::Mutant(_) | AgentKind::Binary { .. } => {

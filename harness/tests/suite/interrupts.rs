@@ -315,3 +315,67 @@ async fn a_second_sigint_exits_at_once() {
     .await
     .unwrap();
 }
+
+/// A run killed outright (SIGKILL: no handler runs) leaves its node containers; the next
+/// container run removes them, and leaves those of runs still going and those of another PID
+/// namespace.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_next_run_removes_what_a_killed_run_left() {
+    if let Some(why) = harness::node::image::docker_unavailable() {
+        fake_apiserver::testing::skip(&format!("no Docker engine ({why})"));
+        return;
+    }
+    let image = match harness::node::image::harness_binaries()
+        .and_then(|binaries| harness::node::image::ensure_node_image(&binaries))
+    {
+        Ok(image) => image.reference,
+        Err(e) => {
+            fake_apiserver::testing::skip(&e.to_string());
+            return;
+        }
+    };
+    // A process that has ended: the pid a killed run had.
+    let mut gone = Command::new("true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    let here = harness::node::image::pid_namespace();
+    let create = |pid: u32, namespace: &str| {
+        let out = Command::new("docker")
+            .args(["create", "--label", "mco-conformance.node=orphan-test"])
+            .arg("--label")
+            .arg(format!("mco-conformance.pid={pid}"))
+            .arg("--label")
+            .arg(format!("mco-conformance.pidns={namespace}"))
+            .arg(&image)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let orphan = create(dead, &here);
+    let alive = create(std::process::id(), &here);
+    // A pid of another namespace (another container sharing the engine) says nothing here.
+    let elsewhere = create(dead, "pid:[1]");
+    let removed = tokio::task::spawn_blocking(harness::node::image::remove_orphaned_nodes)
+        .await
+        .unwrap()
+        .unwrap();
+    let exists = |id: &str| {
+        Command::new("docker")
+            .args(["inspect", "--format", "{{.Id}}", id])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    };
+    assert!(
+        removed.iter().any(|r| orphan.starts_with(r.as_str())),
+        "{removed:?} {orphan}"
+    );
+    assert!(!exists(&orphan), "the killed run's container is gone");
+    assert!(exists(&alive), "a running process's container stays");
+    assert!(exists(&elsewhere), "another PID namespace's container stays");
+    let _ = Command::new("docker")
+        .args(["rm", "-f", &alive, &elsewhere])
+        .output();
+}
