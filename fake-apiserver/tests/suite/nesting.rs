@@ -275,6 +275,14 @@ async fn every_write_path_refuses_past_the_bound_and_keeps_objects_at_it() {
     ];
     for (method, path, ct, body, code) in accepted {
         let r = send(client, method, &path, ct, body).await;
+        // A real kube-apiserver's field ownership of an object this deep nests past the bound
+        // itself: re-applying it there is a 500 (`invalid character '{' exceeded max depth`).
+        // This server keeps no managedFields and applies it.
+        let real_managed_fields_500 = std::env::var_os("APISERVER_KUBECONFIG").is_some()
+            && ct == APPLY
+            && r.code == 500
+            && r.body["message"] == "invalid character '{' exceeded max depth";
+        let code = if real_managed_fields_500 { 500 } else { code };
         assert_eq!(r.code, code, "{method} {path} {ct:?}: {}", r.body);
         still_serving(client, &w).await;
     }
