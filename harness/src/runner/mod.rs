@@ -677,16 +677,41 @@ impl cucumber::Parser<()> for Linted {
 
     fn parse(self, _: (), _: Self::Cli) -> Self::Output {
         use cucumber::feature::Ext as _;
+        let cwd = std::env::current_dir().ok();
         let expanded: Vec<_> = self
             .0
             .into_iter()
-            .map(|f| {
+            .map(|mut f| {
+                // cucumber's JUnit and JSON writers cut the working directory off a feature's
+                // path, then every leading `/`: an absolute path elsewhere would lose its root.
+                // A path relative to the working directory survives, and still resolves.
+                if let (Some(path), Some(cwd)) = (&f.path, &cwd) {
+                    f.path = Some(relative_to(cwd, path));
+                }
                 f.expand_examples()
                     .map_err(|e| cucumber::parser::Error::ExampleExpansion(Arc::new(e)))
             })
             .collect();
         futures::stream::iter(expanded)
     }
+}
+
+/// `path` relative to the directory `base` (both absolute), with `..` where it climbs out;
+/// a relative `path` is returned as it is.
+fn relative_to(base: &std::path::Path, path: &std::path::Path) -> PathBuf {
+    if !path.is_absolute() || !base.is_absolute() {
+        return path.to_path_buf();
+    }
+    let (b, p): (Vec<_>, Vec<_>) = (base.components().collect(), path.components().collect());
+    let common = b.iter().zip(&p).take_while(|(x, y)| x == y).count();
+    let mut out = PathBuf::new();
+    for _ in common..b.len() {
+        out.push("..");
+    }
+    for c in &p[common..] {
+        out.push(c);
+    }
+    out
 }
 
 /// Where a report goes: the path asked for (with the profile before its extension when the
@@ -917,6 +942,27 @@ mod tests {
 
     fn t(tags: &[&str]) -> Vec<String> {
         tags.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn report_paths_are_relative_to_the_working_directory() {
+        let rel = |b: &str, p: &str| relative_to(std::path::Path::new(b), std::path::Path::new(p));
+        assert_eq!(
+            rel("/work/main", "/work/main/features/a.feature"),
+            PathBuf::from("features/a.feature")
+        );
+        assert_eq!(
+            rel("/work/main/harness", "/work/main/features/a.feature"),
+            PathBuf::from("../features/a.feature")
+        );
+        assert_eq!(
+            rel("/work/main", "/tmp/up/one.feature"),
+            PathBuf::from("../../tmp/up/one.feature")
+        );
+        assert_eq!(
+            rel("/work/main", "features/a.feature"),
+            PathBuf::from("features/a.feature")
+        );
     }
 
     #[test]

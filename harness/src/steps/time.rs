@@ -8,8 +8,16 @@ use harness::world::ConformanceWorld;
 /// left to run for hours.
 const LONGEST_STEP_DAYS: i64 = 3650;
 
-/// How often (wall time) a long time step prints where it is.
-const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+/// How often (wall time) a long time step prints where it is: every 5 s, or every
+/// `MCO_CONFORMANCE_PROGRESS_EVERY` seconds.
+fn progress_every() -> std::time::Duration {
+    let seconds = std::env::var("MCO_CONFORMANCE_PROGRESS_EVERY")
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .unwrap_or(5.0);
+    std::time::Duration::from_secs_f64(seconds)
+}
 
 /// Move the scenario's clock, stopping at every certificate deadline on the way
 /// ("When 292 days pass", "When 1 hour passes"); at most 3650 days in one step.
@@ -23,11 +31,12 @@ async fn time_passes(world: &mut ConformanceWorld, duration: String) -> anyhow::
     );
     let (progress, place, profile) = (world.progress, world.place.clone(), world.profile);
     let started = std::time::Instant::now();
+    let every = progress_every();
     let mut last = started;
     world
         .cluster()?
         .advance_reporting(by, |now, stops| {
-            if progress && last.elapsed() >= PROGRESS_EVERY {
+            if progress && last.elapsed() >= every {
                 last = std::time::Instant::now();
                 println!(
                     "  ... {profile} {place}: {duration} passing: simulated {}, {stops} stops so far, {:.0} s",

@@ -264,3 +264,57 @@ fn an_unknown_signer_or_pool_fails_its_step_with_the_known_names() {
         "a bundle step works for a signer other than the kubelet client CA's: {stdout}"
     );
 }
+
+#[test]
+fn a_long_time_step_prints_where_it_is_and_each_profile_gets_a_summary() {
+    let (dir, path) = feature(
+        "long.feature",
+        "Feature: f\n  Scenario: a year\n    Given a fresh cluster with 1 worker node\n    When 365 days pass\n",
+    );
+    // Every stop reports at once (the default waits 5 s of wall time between reports).
+    let out = Command::new(BIN)
+        .env("MCO_CONFORMANCE_PROGRESS_EVERY", "0")
+        .arg("run")
+        .arg("--report-dir")
+        .arg(dir.path().join("report"))
+        .arg(&path)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let progress: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("  ... ocp-4.16 long.feature:2: 365 days passing: simulated "))
+        .collect();
+    assert!(progress.len() >= 2, "{stdout}");
+    assert!(progress.iter().all(|l| l.contains(" stops so far, ")), "{stdout}");
+    for profile in ["ocp-4.12", "ocp-4.16"] {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.starts_with(&format!("{profile}: 1 passed, 0 failed, 0 skipped in "))),
+            "a summary per profile: {stdout}"
+        );
+    }
+    assert_eq!(stdout.lines().last(), Some("2 passed, 0 failed, 0 skipped"));
+}
+
+#[test]
+fn reports_name_a_feature_outside_the_working_directory_by_a_path_that_resolves() {
+    let (dir, path) = feature(
+        "one.feature",
+        "Feature: one\n  Scenario: starts\n    Given a fresh cluster with 1 worker node\n",
+    );
+    let (code, stdout, _) = run(dir.path(), &["--profile", "ocp-4.16"], &path);
+    assert_eq!(code, Some(0), "{stdout}");
+    let json = std::fs::read_to_string(dir.path().join("report/ocp-4.16.cucumber.json")).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let uri = doc[0]["uri"].as_str().unwrap();
+    // Relative to where the run ran (this test's working directory), it is the file.
+    let resolved = std::env::current_dir().unwrap().join(uri);
+    assert_eq!(
+        std::fs::canonicalize(&resolved).unwrap(),
+        std::fs::canonicalize(&path).unwrap(),
+        "{uri}"
+    );
+}
