@@ -114,7 +114,7 @@ async fn client_from_current(world: &ConformanceWorld, signer: &str) -> anyhow::
     let client = c
         .certificate("openshift-kube-apiserver", "kubelet-client")
         .await?;
-    let current = c.certificate("openshift-kube-apiserver-operator", signer).await?;
+    let current = c.certificate(&c.secret_namespace(signer)?, signer).await?;
     let said = format!(
         "the kubelet client certificate (since {}) is issued by {}; the current {signer} is {}",
         harness::pki::rfc3339(client.not_before),

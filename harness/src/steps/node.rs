@@ -137,9 +137,7 @@ async fn kubelet_ca_lists(
     signer: String,
 ) -> anyhow::Result<()> {
     let c = world.cluster()?;
-    let current = c
-        .certificate("openshift-kube-apiserver-operator", &signer)
-        .await?;
+    let current = c.certificate(&c.secret_namespace(&signer)?, &signer).await?;
     for node in &c.nodes {
         let names = oracle::names(&node.read(KUBELET_CA_PATH).await?)
             .with_context(|| format!("{}: {KUBELET_CA_PATH}", node.name()))?;

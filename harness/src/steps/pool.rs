@@ -30,6 +30,7 @@ async fn newest_rendered_has_file(
     path: String,
 ) -> anyhow::Result<()> {
     let c = world.cluster()?;
+    c.require_pool(&pool).await?;
     let spec = c.pool_spec(&pool).await?;
     let name = spec["configuration"]["name"]
         .as_str()

@@ -244,7 +244,7 @@ fn a_passing_scenario_is_one_line_and_verbose_shows_its_steps() {
 fn an_unknown_signer_or_pool_fails_its_step_with_the_known_names() {
     let (dir, path) = feature(
         "names.feature",
-        "Feature: f\n  Scenario: a misspelt pool\n    Given a fresh cluster with 1 worker node\n    Then the wrokers pool has 0 rendered configs\n\n  Scenario: a misspelt signer\n    Given a fresh cluster with 1 worker node\n    Then the kube-apiserver-to-kubelet-singer has not rotated\n\n  Scenario: every signer's bundle\n    Given a fresh cluster with 1 worker node\n    Then the csr-signer-signer bundle holds 1 signer\n",
+        "Feature: f\n  Scenario: a misspelt pool\n    Given a fresh cluster with 1 worker node\n    Then the wrokers pool has 0 rendered configs\n\n  Scenario: a misspelt signer\n    Given a fresh cluster with 1 worker node\n    Then the kube-apiserver-to-kubelet-singer has not rotated\n\n  Scenario: every signer's bundle\n    Given a fresh cluster with 1 worker node\n    Then the csr-signer-signer bundle holds 1 signer\n\n  Scenario: a target outside the kube-apiserver operator's namespace\n    Given a fresh cluster with 1 worker node\n    Then every node's kubelet-ca.crt lists the current csr-signer\n\n  Scenario: a misspelt pool in a rendered-config step\n    Given a fresh cluster with 1 worker node\n    Then the newest rendered config of the wroker pool lacks the file /etc/x\n",
     );
     let (code, stdout, _) = run(dir.path(), &["--profile", "ocp-4.16"], &path);
     assert_eq!(code, Some(1), "{stdout}");
