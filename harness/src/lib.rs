@@ -19,6 +19,7 @@
 
 pub mod agent;
 pub mod cluster;
+pub mod console;
 pub mod interrupt;
 pub mod mco;
 pub mod node;

@@ -84,7 +84,8 @@ pub enum Severity {
     Critical,
 }
 
-const FOR: time::Duration = time::Duration::minutes(60);
+/// How long a rule's expression holds before it fires (`for: 60m`).
+pub const FOR: time::Duration = time::Duration::minutes(60);
 const CRITICAL_WITHIN: time::Duration = time::Duration::days(14);
 
 /// Scraped samples per pool at simulated instants, and the rules over them. Between scrapes a
@@ -120,8 +121,20 @@ impl Prometheus {
     /// The rule's state for `pool` at `now`: inactive while its expression is false, pending
     /// until it has held for 60 minutes, then firing.
     pub fn alert(&self, severity: Severity, pool: &str, now: OffsetDateTime) -> AlertState {
+        self.alert_since(severity, pool, now).0
+    }
+
+    /// The rule's state for `pool` at `now`, and since when its expression has held (pending
+    /// from then, firing 60 minutes later); `None` while inactive.
+    pub fn alert_since(
+        &self,
+        severity: Severity,
+        pool: &str,
+        now: OffsetDateTime,
+    ) -> (AlertState, Option<OffsetDateTime>) {
+        let inactive = (AlertState::Inactive, None);
         let Some(series) = self.series.get(pool) else {
-            return AlertState::Inactive;
+            return inactive;
         };
         let segments: Vec<(OffsetDateTime, OffsetDateTime, f64)> = series
             .iter()
@@ -146,10 +159,10 @@ impl Prometheus {
             }
         };
         let Some(&last) = segments.last() else {
-            return AlertState::Inactive;
+            return inactive;
         };
         let Some(mut since) = true_from(last).filter(|s| *s <= now) else {
-            return AlertState::Inactive;
+            return inactive;
         };
         for &segment in segments.iter().rev().skip(1) {
             if since > segment.1 {
@@ -160,11 +173,12 @@ impl Prometheus {
                 _ => break,
             }
         }
-        if now - since >= FOR {
+        let state = if now - since >= FOR {
             AlertState::Firing
         } else {
             AlertState::Pending
-        }
+        };
+        (state, Some(since))
     }
 }
 
@@ -207,6 +221,20 @@ mod tests {
         assert_eq!(
             p.alert(Severity::Warning, "worker", paused + Duration::minutes(60)),
             Firing
+        );
+        // Since when: the scrape that first saw the gauge above 0 (warning), and the first
+        // second of the last 14 days (critical).
+        assert_eq!(
+            p.alert_since(Severity::Warning, "worker", paused + Duration::days(3)),
+            (Firing, Some(paused))
+        );
+        assert_eq!(
+            p.alert_since(Severity::Critical, "worker", expiry - Duration::days(1)),
+            (Firing, Some(expiry - Duration::days(14) + Duration::SECOND))
+        );
+        assert_eq!(
+            p.alert_since(Severity::Warning, "worker", t0 + Duration::days(1)),
+            (Inactive, None)
         );
         assert_eq!(
             p.alert(Severity::Critical, "worker", paused + Duration::days(10)),

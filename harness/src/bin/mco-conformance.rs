@@ -148,7 +148,7 @@ async fn main() -> ExitCode {
                 .and_then(|binaries| harness::node::image::ensure_node_image(&binaries));
             match built {
                 Ok(image) => {
-                    println!(
+                    harness::sayln!(
                         "{} ({})\n{}",
                         image.reference,
                         if image.reused { "reused" } else { "built" },
@@ -157,7 +157,7 @@ async fn main() -> ExitCode {
                     ExitCode::SUCCESS
                 }
                 Err(e) => {
-                    eprintln!("mco-conformance: node image: {e}");
+                    harness::warnln!("mco-conformance: node image: {e}");
                     ExitCode::FAILURE
                 }
             }
@@ -176,7 +176,7 @@ async fn main() -> ExitCode {
             if list {
                 for m in Mutant::ALL {
                     let profiles: Vec<&str> = m.profiles().iter().map(|p| p.as_str()).collect();
-                    println!("{:<30} {:<18} {}", m.name(), profiles.join(","), m.broken());
+                    harness::sayln!("{:<30} {:<18} {}", m.name(), profiles.join(","), m.broken());
                 }
                 return ExitCode::SUCCESS;
             }
@@ -204,10 +204,10 @@ async fn main() -> ExitCode {
                 Ok(_) | Err(_) if harness::interrupt::interrupted().is_some() => interrupted_exit(),
                 Ok(verdicts) => {
                     if markdown {
-                        print!("{}", self_test::table_markdown(&verdicts));
+                        harness::say!("{}", self_test::table_markdown(&verdicts));
                     } else {
-                        print!("{}", self_test::table_text(&verdicts));
-                        println!("self-test took {:.1} s", started.elapsed().as_secs_f64());
+                        harness::say!("{}", self_test::table_text(&verdicts));
+                        harness::sayln!("self-test took {:.1} s", started.elapsed().as_secs_f64());
                     }
                     if verdicts.iter().all(|v| v.rejected()) {
                         ExitCode::SUCCESS
@@ -223,36 +223,42 @@ async fn main() -> ExitCode {
                     | RunError::Tags(..)),
                 ) => bad(e),
                 Err(e) => {
-                    eprintln!("mco-conformance: {e}");
+                    harness::warnln!("mco-conformance: {e}");
                     ExitCode::FAILURE
                 }
             }
         }
         Command::Features { features } => match harness::runner::features_markdown(&features) {
             Ok(table) => {
-                print!("{table}");
+                harness::say!("{table}");
                 ExitCode::SUCCESS
             }
             Err(errors) => {
                 for e in errors {
-                    eprintln!("{e}");
+                    harness::warnln!("{e}");
                 }
                 ExitCode::from(2)
             }
         },
         Command::Steps { markdown } => {
             if markdown {
-                print!("{}", harness::runner::catalogue::catalogue_markdown());
+                harness::say!("{}", harness::runner::catalogue::catalogue_markdown());
             } else {
+                harness::sayln!("Reading the phrases: {}\n", harness::runner::catalogue::NOTATION);
                 for s in harness::runner::catalogue::catalogue() {
-                    println!(
+                    harness::sayln!(
                         "{} {}\n    {}\n    ({})",
-                        s.keyword, s.phrase, s.description, s.location
+                        s.keyword,
+                        harness::runner::catalogue::human(&s.phrase),
+                        s.description,
+                        s.location
                     );
                 }
-                println!("\nParameters that name something of the fixtures accept exactly these values:");
+                harness::sayln!(
+                    "\nParameters that name something of the fixtures accept exactly these values:"
+                );
                 for p in harness::runner::catalogue::parameter_values() {
-                    println!("{}: {}\n    taken by {}", p.kind, p.values.join(", "), p.used_by);
+                    harness::sayln!("{}: {}\n    taken by {}", p.kind, p.values.join(", "), p.used_by);
                 }
             }
             ExitCode::SUCCESS
@@ -325,7 +331,7 @@ async fn main() -> ExitCode {
                         );
                     };
                     if nodes == Nodes::Embedded {
-                        eprintln!(
+                        harness::warnln!(
                             "mco-conformance: embedded nodes run {} as a host process: it must keep every node path under MCO_NODE_ROOT (an agent that writes absolute paths needs container nodes)",
                             path.display()
                         );
@@ -337,7 +343,24 @@ async fn main() -> ExitCode {
                     }
                 }
             };
+            // `file.feature:LINE` (as the progress lines name a scenario) runs that scenario.
+            let at: Vec<(PathBuf, u64)> = features
+                .iter()
+                .filter_map(|p| harness::runner::scenario_at(p))
+                .collect();
+            let (features, only) = match at.as_slice() {
+                [] => (features, None),
+                [(file, line)] if features.len() == 1 => {
+                    let name = file
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                    (vec![file.clone()], Some((name, *line)))
+                }
+                _ => return bad("FILE:LINE names one scenario: give it as the only path"),
+            };
             let mut config = RunConfig::new(features, report_dir);
+            config.only = only;
             config.profiles = profiles;
             config.tags = tags;
             config.nodes = nodes;
@@ -374,12 +397,13 @@ async fn main() -> ExitCode {
                     | RunError::NoFeatures(_)
                     | RunError::MissingPath(_)
                     | RunError::NotAFeature(_)
+                    | RunError::NoScenarioAt { .. }
                     | RunError::Empty(_)
                     | RunError::Tags(..)
                     | RunError::Containers(_)),
                 ) => bad(e),
                 Err(e) => {
-                    eprintln!("mco-conformance: {e}");
+                    harness::warnln!("mco-conformance: {e}");
                     ExitCode::FAILURE
                 }
             }
@@ -391,12 +415,12 @@ async fn main() -> ExitCode {
 fn install_interrupts() -> Result<(), String> {
     harness::interrupt::install(
         |signal| {
-            eprintln!(
+            harness::warnln!(
                 "mco-conformance: {signal}: stopping the run; scenarios end now and their nodes, agents and containers are removed (send it again to exit at once)"
             )
         },
         |signal| {
-            eprintln!(
+            harness::warnln!(
                 "mco-conformance: {signal} again: exiting at once; node containers (docker ps --filter label=mco-conformance.node) and node roots under /dev/shm may be left"
             )
         },
@@ -411,6 +435,6 @@ fn interrupted_exit() -> ExitCode {
 }
 
 fn bad(message: impl std::fmt::Display) -> ExitCode {
-    eprintln!("mco-conformance: {message}");
+    harness::warnln!("mco-conformance: {message}");
     ExitCode::from(2)
 }

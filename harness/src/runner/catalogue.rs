@@ -114,7 +114,7 @@ fn steps_markdown() -> String {
         out.push_str(&format!(
             "| {} `{}` | {} | `{}` |\n",
             s.keyword,
-            s.phrase.replace('|', "\\|"),
+            human(&s.phrase).replace('|', "\\|"),
             s.description,
             s.location
         ));
@@ -198,6 +198,163 @@ pub fn parameter_values_markdown() -> String {
     out
 }
 
+/// How to read the phrases `human` writes.
+pub const NOTATION: &str = "<n> is a number, <name> a name (a signer, a pool, an annotation), <path> an absolute path, <mode> an octal mode such as 0644, <text> any text (inside quotes where the phrase shows them); [a|b] is one of the choices; (s) and (es) are optional endings: write node or nodes, not node(s).";
+
+/// A phrase as QE reads it: regex and expression syntax turned into words. Parameters become
+/// `<n>`, `<name>`, `<path>`, `<mode>` or `<text>`; a choice becomes `[a|b]`; an optional plural
+/// or ending becomes `(s)`/`(es)`; escapes and anchors go. `^(\d+ (?:days?|hours?)) pass(?:es)?$`
+/// reads `<n> [day(s)|hour(s)] pass(es)`.
+pub fn human(phrase: &str) -> String {
+    let body = phrase.strip_prefix('^').unwrap_or(phrase);
+    let body = body.strip_suffix('$').unwrap_or(body);
+    let chars: Vec<char> = body.chars().collect();
+    let mut out = String::new();
+    human_into(&chars, &mut out);
+    out
+}
+
+/// What a parameter pattern (a group's content with no choice of words in it) stands for.
+fn parameter_name(pattern: &str) -> Option<&'static str> {
+    Some(match pattern {
+        r"\d+" => "<n>",
+        r"0[0-7]{3}" => "<mode>",
+        r".+" | r".*" => "<text>",
+        r"\w+" | r"\S+" => "<name>",
+        p if p.starts_with(r"/\S+") => "<path>",
+        _ => return None,
+    })
+}
+
+/// The index of the `)` closing the group opened just before `from`.
+fn group_end(chars: &[char], from: usize) -> usize {
+    let mut depth = 1;
+    let mut i = from;
+    while i < chars.len() {
+        match chars[i] {
+            '\\' => i += 1,
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return i;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    chars.len()
+}
+
+/// The top-level alternatives of a group's content.
+fn alternatives(chars: &[char]) -> Vec<&[char]> {
+    let (mut out, mut depth, mut start, mut i) = (Vec::new(), 0, 0, 0);
+    while i < chars.len() {
+        match chars[i] {
+            '\\' => i += 1,
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            '|' if depth == 0 => {
+                out.push(&chars[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out.push(&chars[start..]);
+    out
+}
+
+fn human_into(chars: &[char], out: &mut String) {
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '\\' if i + 1 < chars.len() => {
+                let next = chars[i + 1];
+                match next {
+                    'd' | 'S' | 'w' => out.push_str(match next {
+                        'd' => "<n>",
+                        _ => "<name>",
+                    }),
+                    c => out.push(c),
+                }
+                i += 2;
+                if chars.get(i) == Some(&'+') {
+                    i += 1;
+                }
+            }
+            '{' => {
+                let end = chars[i..]
+                    .iter()
+                    .position(|c| *c == '}')
+                    .map_or(chars.len(), |p| i + p);
+                let name: String = chars[i + 1..end].iter().collect();
+                out.push_str(match name.as_str() {
+                    "int" | "float" => "<n>",
+                    "string" => "\"<text>\"",
+                    _ => "<name>",
+                });
+                i = end + 1;
+            }
+            '(' => {
+                let end = group_end(chars, i + 1);
+                let mut inner = &chars[i + 1..end.min(chars.len())];
+                if inner.starts_with(&['?', ':']) {
+                    inner = &inner[2..];
+                }
+                let optional = chars.get(end + 1) == Some(&'?');
+                let text: String = inner.iter().collect();
+                let choices = alternatives(inner);
+                if let Some(name) = parameter_name(&text) {
+                    out.push_str(name);
+                } else if optional && choices.len() > 1 {
+                    // `(?:s|\(s\))?`: an optional ending written two ways reads as its first.
+                    out.push('(');
+                    human_into(choices[0], out);
+                    out.push(')');
+                } else if optional {
+                    out.push('(');
+                    human_into(inner, out);
+                    out.push(')');
+                } else if choices.len() > 1 {
+                    out.push('[');
+                    for (n, choice) in choices.iter().enumerate() {
+                        if n > 0 {
+                            out.push('|');
+                        }
+                        human_into(choice, out);
+                    }
+                    out.push(']');
+                } else if i > 0
+                    && chars[i - 1].is_alphanumeric()
+                    && !text.contains(['\\', '[', '(', '.', '+', '*'])
+                {
+                    // An expression's optional text after a word (`signer(s)`).
+                    out.push('(');
+                    human_into(inner, out);
+                    out.push(')');
+                } else {
+                    human_into(inner, out);
+                }
+                i = end + 1 + usize::from(optional);
+            }
+            // `days?`, `CAs?`: an optional last letter.
+            c if chars.get(i + 1) == Some(&'?') => {
+                out.push('(');
+                out.push(c);
+                out.push(')');
+                i += 2;
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+}
+
 /// A phrase as words, each parameter (`{int}`, `{word}`, a regex group) one wildcard word.
 fn skeleton(phrase: &str) -> Vec<String> {
     let mut out = String::new();
@@ -277,8 +434,12 @@ pub fn nearest(text: &str, catalogue: &[StepDoc]) -> Vec<String> {
             // must be in the step.
             let literal: Vec<&String> = phrase.iter().filter(|w| *w != "\u{0}").collect();
             let shared = literal.iter().filter(|w| words.contains(w)).count();
-            (shared * 2 >= literal.len())
-                .then(|| (distance(&words, &phrase), format!("{} {}", s.keyword, s.phrase)))
+            (shared * 2 >= literal.len()).then(|| {
+                (
+                    distance(&words, &phrase),
+                    format!("{} {}", s.keyword, human(&s.phrase)),
+                )
+            })
         })
         .filter(|(d, _)| *d <= (words.len() / 2).max(2))
         .collect();
@@ -316,13 +477,59 @@ mod tests {
     }
 
     #[test]
+    fn phrases_read_as_words() {
+        let cases = [
+            (
+                r"^(\d+ (?:days?|hours?)) pass(?:es)?$",
+                "<n> [day(s)|hour(s)] pass(es)",
+            ),
+            (
+                r"^every node's (/\S+) is owned by (\d+):(\d+) with mode (0[0-7]{3})$",
+                "every node's <path> is owned by <n>:<n> with mode <mode>",
+            ),
+            (
+                r"^every kubelet loaded a new kubelet-ca\.crt (\d+) time(?:s|\(s\))?$",
+                "every kubelet loaded a new kubelet-ca.crt <n> time(s)",
+            ),
+            (
+                r#"^every node's annotation (\S+) is (?:"(.*)"|(the ControllerConfig's resourceVersion))$"#,
+                r#"every node's annotation <name> is ["<text>"|the ControllerConfig's resourceVersion]"#,
+            ),
+            (
+                r"^the image registry CAs? (.+) (?:is|are) published$",
+                "the image registry CA(s) <text> [is|are] published",
+            ),
+            (
+                r"^every node's (/\S+kubeconfig) (trusts|does not trust) (the kube-apiserver's new CA|the added CA)$",
+                "every node's <path> [trusts|does not trust] [the kube-apiserver's new CA|the added CA]",
+            ),
+            (
+                "the {word} bundle holds {int} signer(s)",
+                "the <name> bundle holds <n> signer(s)",
+            ),
+        ];
+        for (phrase, read) in cases {
+            assert_eq!(human(phrase), read, "{phrase}");
+        }
+        // Every phrase of the catalogue reads without regex syntax.
+        for s in catalogue() {
+            let read = human(&s.phrase);
+            assert!(
+                !read.contains('\\') && !read.contains("(?") && !read.contains('^') && !read.contains('$'),
+                "{} reads {read}",
+                s.phrase
+            );
+        }
+    }
+
+    #[test]
     fn a_misspelt_step_is_offered_the_phrase_it_missed() {
         let all = catalogue();
         let offered = nearest("3 dayz pass", &all);
         assert!(
             offered
                 .first()
-                .is_some_and(|p| p.starts_with("When (\\d+ (?:days?")),
+                .is_some_and(|p| p == "When <n> [day(s)|hour(s)|minute(s)|second(s)] pass(es)"),
             "{offered:?}"
         );
         assert_eq!(
@@ -337,7 +544,7 @@ mod tests {
         assert!(
             offered
                 .iter()
-                .any(|p| p.contains("kubelet-ca\\.crt (lists|lacks) the current")),
+                .any(|p| p == "Then every node's kubelet-ca.crt [lists|lacks] the current <name>"),
             "{offered:?}"
         );
         assert!(nearest("the moon is made of cheese and nothing else", &all).is_empty());

@@ -23,7 +23,7 @@ pub fn features_markdown(paths: &[PathBuf]) -> Result<String, Vec<lint::LintErro
         let mut titles = Vec::new();
         for (rule, scenario) in scenarios_of(feature) {
             let mut counts = [0usize; 2];
-            for (_, row_tags) in expanded(scenario) {
+            for (_, row_tags, _) in expanded(scenario) {
                 let mut all = tags_of(feature, rule, scenario);
                 all.extend(row_tags);
                 for (i, profile) in Profile::ALL.iter().enumerate() {

@@ -66,6 +66,8 @@ fn colour(kind: &str) -> &'static str {
         "kubelet-ca" => "#1a7f37",
         "reboot" => "#cf222e",
         "alert" => "#fb8500",
+        "kubelet-accepts" => "#2da44e",
+        "kubelet-refuses" => "#82071e",
         _ => "#57606a",
     }
 }
@@ -168,13 +170,18 @@ fn timeline_svg(t: &ScenarioTimeline) -> String {
                 );
             }
         }
+        // Events closer than a marker's width (the same look, or an hour apart over weeks)
+        // are nudged right so each stays visible; the title and the table keep the exact time.
+        let mut last_x = f64::MIN;
         for e in &events {
+            let cx = x(e.at).max(last_x + 8.0);
+            last_x = cx;
             let _ = write!(
                 svg,
                 r#"<circle class="event {}" data-lane="{}" cx="{:.1}" cy="{:.1}" r="5" fill="{}"><title>{}: {}</title></circle>"#,
                 e.kind,
                 esc(lane),
-                x(e.at),
+                cx,
                 y + 11.0,
                 colour(e.kind),
                 esc(&offset(start, e.at)),
@@ -202,6 +209,12 @@ fn legend() -> String {
         ("controllerconfig", "ControllerConfig synced"),
         ("kubelet-ca", "kubelet-ca.crt changed"),
         ("reboot", "boot"),
+        (
+            "kubelet-accepts",
+            "kubelet accepts the kube-apiserver's client certificate",
+        ),
+        ("kubelet-refuses", "kubelet refuses it (oc logs breaks)"),
+        ("kubelet-down", "kubelet not answering"),
         ("alert", "alert"),
     ] {
         let _ = write!(

@@ -174,7 +174,10 @@ impl std::fmt::Display for UndefinedStep {
         )?;
         match self.nearest.as_slice() {
             [] => write!(f, " (no phrase is close: `mco-conformance steps` lists them all)"),
-            nearest => write!(f, "; did you mean: {}", nearest.join(" | ")),
+            nearest => {
+                let quoted: Vec<String> = nearest.iter().map(|p| format!("\"{p}\"")).collect();
+                write!(f, "; did you mean {}", quoted.join(" or "))
+            }
         }
     }
 }
@@ -249,6 +252,15 @@ pub enum RunError {
     MissingPath(PathBuf),
     #[error("{}: not a feature file (a feature file's name ends in .feature)", .0.display())]
     NotAFeature(PathBuf),
+    #[error(
+        "{file}:{line}: no scenario starts at line {line} (scenarios and Examples rows start at lines {})",
+        lines.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+    )]
+    NoScenarioAt {
+        file: String,
+        line: u64,
+        lines: Vec<u64>,
+    },
     #[error("nothing to run: {0} (--allow-empty makes this a success)")]
     Empty(String),
     #[error("invalid tag expression {0:?}: {1}")]
@@ -305,6 +317,18 @@ fn select(profile: Profile, nodes: Nodes, tags: Option<&TagFilter>, all_tags: &[
     Selection::Run
 }
 
+/// Whether `--only` (a file name and a line) picks the scenario at `line` of `feature`.
+fn picked(only: Option<&(String, u64)>, feature: &Feature, line: u64) -> bool {
+    only.is_none_or(|(file, at)| {
+        line == *at
+            && feature
+                .path
+                .as_ref()
+                .and_then(|p| p.file_name())
+                .is_some_and(|f| f.to_string_lossy() == *file)
+    })
+}
+
 /// Every scenario of a feature, with the rule it sits in, if any.
 fn scenarios_of(feature: &Feature) -> impl Iterator<Item = (Option<&Rule>, &Scenario)> {
     feature.scenarios.iter().map(|s| (None, s)).chain(
@@ -340,7 +364,7 @@ async fn prepare_backend(config: &RunConfig) -> Result<Result<NodeBackend, Strin
         }
         // What a run killed outright left behind goes first.
         match image::remove_orphaned_nodes() {
-            Ok(removed) if !removed.is_empty() && !quiet => println!(
+            Ok(removed) if !removed.is_empty() && !quiet => crate::sayln!(
                 "removed {} node container(s) left by a run that was killed: {}",
                 removed.len(),
                 removed.join(" ")
@@ -359,7 +383,7 @@ async fn prepare_backend(config: &RunConfig) -> Result<Result<NodeBackend, Strin
                 let built =
                     image::ensure_node_image(&binaries).map_err(|e| RunError::Containers(e.to_string()))?;
                 if !quiet {
-                    println!(
+                    crate::sayln!(
                         "node image: {} ({})",
                         built.reference,
                         if built.reused { "reused" } else { "built" }
@@ -416,6 +440,25 @@ pub async fn run(config: &RunConfig) -> Result<Summary, RunError> {
         return Err(RunError::NoFeatures(config.paths.clone()));
     }
     let features = lint::lint(&files).map_err(RunError::Lint)?;
+    if let Some((file, line)) = &config.only {
+        let lines: Vec<u64> = features
+            .iter()
+            .filter(|f| {
+                f.path
+                    .as_ref()
+                    .and_then(|p| p.file_name())
+                    .is_some_and(|n| n.to_string_lossy() == *file)
+            })
+            .flat_map(|f| scenarios_of(f).flat_map(|(_, s)| expanded(s)).map(|(_, _, l)| l))
+            .collect();
+        if !lines.contains(line) {
+            return Err(RunError::NoScenarioAt {
+                file: file.clone(),
+                line: *line,
+                lines,
+            });
+        }
+    }
     let tags = match &config.tags {
         Some(t) => Some(TagFilter {
             expr: t
@@ -432,7 +475,7 @@ pub async fn run(config: &RunConfig) -> Result<Summary, RunError> {
     };
     if !config.quiet {
         for u in &summary.undefined {
-            println!("{u}");
+            crate::sayln!("{u}");
         }
     }
     let backend = prepare_backend(config).await?;
@@ -440,7 +483,10 @@ pub async fn run(config: &RunConfig) -> Result<Summary, RunError> {
     for &profile in &config.profiles {
         for feature in &features {
             for (rule, scenario) in scenarios_of(feature) {
-                for (name, scenario_tags) in expanded(scenario) {
+                for (name, scenario_tags, line) in expanded(scenario) {
+                    if !picked(config.only.as_ref(), feature, line) {
+                        continue;
+                    }
                     let mut all = tags_of(feature, rule, scenario);
                     all.extend(scenario_tags);
                     let reason = match (select(profile, config.nodes, tags.as_ref(), &all), &backend) {
@@ -506,7 +552,7 @@ pub async fn run(config: &RunConfig) -> Result<Summary, RunError> {
         let tally = run_profile(config, profile, &features, tags.clone(), backend.clone()).await?;
         if !config.quiet && config.profiles.len() > 1 {
             let prefix = format!("{profile}: ");
-            println!(
+            crate::sayln!(
                 "{profile}: {} passed, {} failed, {} skipped in {:.1} s",
                 tally.passed,
                 tally.failed,
@@ -524,17 +570,17 @@ pub async fn run(config: &RunConfig) -> Result<Summary, RunError> {
     summary.interrupted = crate::interrupt::interrupted();
     if !config.quiet {
         for skip in &summary.skipped {
-            println!("skipped: {skip}");
+            crate::sayln!("skipped: {skip}");
         }
     }
     if summary.mco_logs_failed > 0 && !config.quiet {
-        println!(
+        crate::sayln!(
             "{} @mco-logs scenario(s) failed: they check upstream MCO log wording and are reported apart from the verdict for this agent",
             summary.mco_logs_failed
         );
     }
     if summary.beyond_upstream_failed > 0 && !config.quiet {
-        println!(
+        crate::sayln!(
             "{} @beyond-upstream scenario(s) failed: they ask more than upstream MCO does (hardening) and are reported apart from the verdict for this agent",
             summary.beyond_upstream_failed
         );
@@ -558,7 +604,7 @@ pub async fn run(config: &RunConfig) -> Result<Summary, RunError> {
         }
         std::fs::write(path, yaml).map_err(|e| RunError::Io(path.clone(), e))?;
         if !config.quiet {
-            println!("conformance report: {}", path.display());
+            crate::sayln!("conformance report: {}", path.display());
         }
     }
     if let Some(path) = &config.html {
@@ -580,11 +626,11 @@ pub async fn run(config: &RunConfig) -> Result<Summary, RunError> {
         }
         std::fs::write(path, page).map_err(|e| RunError::Io(path.clone(), e))?;
         if !config.quiet {
-            println!("HTML report: {}", path.display());
+            crate::sayln!("HTML report: {}", path.display());
         }
     }
     if !config.quiet {
-        println!("{}", summary.line());
+        crate::sayln!("{}", summary.line());
     }
     Ok(summary)
 }
@@ -605,10 +651,11 @@ fn undefined_steps(config: &RunConfig, features: &[Feature], tags: Option<&TagFi
             .map_or_else(|| feature.name.clone(), |p| p.display().to_string());
         for (rule, scenario) in scenarios_of(&feature) {
             let all = tags_of(&feature, rule, scenario);
-            if config
-                .profiles
-                .iter()
-                .all(|&p| select(p, config.nodes, tags, &all) == Selection::Out)
+            if !picked(config.only.as_ref(), &feature, scenario.position.line as u64)
+                || config
+                    .profiles
+                    .iter()
+                    .all(|&p| select(p, config.nodes, tags, &all) == Selection::Out)
             {
                 continue;
             }
@@ -641,19 +688,40 @@ fn undefined_steps(config: &RunConfig, features: &[Feature], tags: Option<&TagFi
     out
 }
 
-/// A scenario's name and the extra tags of each row it expands to.
-fn expanded(scenario: &Scenario) -> Vec<(String, Vec<String>)> {
+/// A scenario's name, the extra tags of each row it expands to, and the line cucumber gives it
+/// (an Outline's row: the row's line, counted as cucumber counts it from its Examples keyword).
+fn expanded(scenario: &Scenario) -> Vec<(String, Vec<String>, u64)> {
     if scenario.examples.is_empty() {
-        return vec![(scenario.name.clone(), Vec::new())];
+        return vec![(scenario.name.clone(), Vec::new(), scenario.position.line as u64)];
     }
     scenario
         .examples
         .iter()
         .flat_map(|ex| {
             let rows = ex.table.as_ref().map_or(0, |t| t.rows.len().saturating_sub(1));
-            (0..rows).map(move |i| (format!("{} (row {})", scenario.name, i + 1), ex.tags.clone()))
+            (0..rows).map(move |i| {
+                (
+                    format!("{} (row {})", scenario.name, i + 1),
+                    ex.tags.clone(),
+                    (ex.position.line + i + 2) as u64,
+                )
+            })
         })
         .collect()
+}
+
+/// `features/x.feature:27`, as the progress lines and reports name a scenario: the file and
+/// the line, when the argument is not itself a path that exists and the part before the last
+/// `:` is a file.
+pub fn scenario_at(arg: &std::path::Path) -> Option<(PathBuf, u64)> {
+    if arg.exists() {
+        return None;
+    }
+    let text = arg.to_str()?;
+    let (file, line) = text.rsplit_once(':')?;
+    let line = line.parse::<u64>().ok().filter(|l| *l > 0)?;
+    let file = PathBuf::from(file);
+    file.is_file().then_some((file, line))
 }
 
 #[derive(Default)]
@@ -891,15 +959,7 @@ async fn run_profile(
             // cucumber would parse this process's own arguments.
             .with_cli(cucumber::cli::Opts::<_, _, _, cucumber::cli::Empty>::default())
             .filter_run((), move |feature, rule, scenario| {
-                let picked = only.as_ref().is_none_or(|(file, line)| {
-                    scenario.position.line as u64 == *line
-                        && feature
-                            .path
-                            .as_ref()
-                            .and_then(|p| p.file_name())
-                            .is_some_and(|f| f.to_string_lossy() == *file)
-                });
-                picked
+                picked(only.as_ref(), feature, scenario.position.line as u64)
                     && select(
                         profile,
                         nodes,

@@ -33,6 +33,16 @@ pub fn scenario_key(
     (file, scenario.position.line)
 }
 
+/// Where a scenario is, as the user can pass it back (`mco-conformance run FILE:LINE`): the
+/// feature's path as the run holds it (relative to the working directory) and the line.
+fn place(feature: &cucumber::gherkin::Feature, line: usize) -> String {
+    let file = feature
+        .path
+        .as_ref()
+        .map_or_else(|| feature.name.clone(), |p| p.display().to_string());
+    format!("{file}:{line}")
+}
+
 #[derive(Default)]
 struct Running {
     started: Option<SystemTime>,
@@ -72,8 +82,10 @@ impl Progress {
         if self.verbose {
             let line = match ev {
                 Scenario::Started => Some(format!(
-                    "---- {} {}:{} {}",
-                    self.profile, key.0, key.1, scenario.name
+                    "---- {} {} {}",
+                    self.profile,
+                    place(feature, key.1),
+                    scenario.name
                 )),
                 Scenario::Step(step, result) | Scenario::Background(step, result) => {
                     let mark = match result {
@@ -134,15 +146,14 @@ impl Progress {
                 };
                 let _ = writeln!(
                     self.out,
-                    "{verdict} {} {}:{} {} ({:.1} s)",
+                    "{verdict} {} {} {} ({:.1} s)",
                     self.profile,
-                    key.0,
-                    key.1,
+                    place(feature, key.1),
                     scenario.name,
                     took.as_secs_f64()
                 );
                 if let Some((step, line, message)) = state.failure {
-                    let _ = writeln!(self.out, "     at {}:{line}: {step}", key.0);
+                    let _ = writeln!(self.out, "     at {}: {step}", place(feature, line));
                     for l in message.lines() {
                         let _ = writeln!(self.out, "       {l}");
                     }

@@ -83,6 +83,8 @@ impl Scenario {
             self.side.settle().await?;
             self.converge().await?;
             self.scrape_metrics().await?;
+            // Again after the scrape, for the alerts it moved (a no-op without a timeline).
+            self.record_timeline().await;
             stops += 1;
             report(stop, stops);
             if stop >= until {
@@ -109,10 +111,20 @@ impl Scenario {
         severity: crate::prometheus::Severity,
         pool: &str,
     ) -> crate::prometheus::AlertState {
+        self.paused_pool_alert_since(severity, pool).0
+    }
+
+    /// The alert's state and since when its expression has held (pending from then, firing
+    /// 60 minutes later).
+    pub fn paused_pool_alert_since(
+        &self,
+        severity: crate::prometheus::Severity,
+        pool: &str,
+    ) -> (crate::prometheus::AlertState, Option<time::OffsetDateTime>) {
         self.prometheus
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .alert(severity, pool, self.clock.now())
+            .alert_since(severity, pool, self.clock.now())
     }
 
     /// Every kubelet serving and its first node status posted.

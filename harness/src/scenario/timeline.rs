@@ -1,12 +1,13 @@
 //! A scenario's timeline for the reports (`--html`, `--report`): what changed, when, in
 //! simulated time. After the cluster starts and after every convergence (each clock stop, each
 //! change step), the scenario looks at what a user can see — every signer's certificate, each
-//! Node's annotations and boot id, each node's kubelet-ca.crt, the paused-pool alerts — and
-//! records what differs from the last look.
+//! Node's annotations and boot id, each node's kubelet-ca.crt, each kubelet's TLS verdict on
+//! the kube-apiserver's current kubelet client certificate (what `oc logs` needs), the
+//! paused-pool alerts — and records what differs from the last look.
 //!
-//! Recording costs API reads at every stop, so it is on only when a report that shows it is
-//! asked for (`ScenarioOptions::timeline`). What it cannot show: a change that came and went
-//! between two looks, and the kubelets' TLS verdicts, which the steps judge on demand.
+//! Recording costs API reads and a TLS handshake per node at every stop, so it is on only when
+//! a report that shows it is asked for (`ScenarioOptions::timeline`). What it cannot show: a
+//! change that came and went between two looks.
 
 use super::*;
 use crate::prometheus::{AlertState, Severity};
@@ -21,7 +22,8 @@ pub struct TimelineEvent {
     pub at: time::OffsetDateTime,
     /// What it happened to: a signer's name, a node's name, or `alerts`.
     pub lane: String,
-    /// `issued`, `config`, `state`, `controllerconfig`, `kubelet-ca`, `reboot`, `alert`.
+    /// `issued`, `config`, `state`, `controllerconfig`, `kubelet-ca`, `reboot`, `alert`, and
+    /// the kubelet's TLS verdict: `kubelet-accepts`, `kubelet-refuses`, `kubelet-down`.
     pub kind: &'static str,
     pub text: String,
     /// For `issued`: the certificate's validity window.
@@ -57,7 +59,21 @@ impl Timeline {
         value: String,
         text: String,
     ) -> bool {
-        let key = (lane.to_string(), kind);
+        self.saw_as(at, lane, kind, kind, value, text)
+    }
+
+    /// Record `value` for `(lane, key)` if it differs from the last one seen, as an event of
+    /// `kind` (one key, several kinds: a kubelet's verdict is one thing that changes).
+    fn saw_as(
+        &mut self,
+        at: time::OffsetDateTime,
+        lane: &str,
+        key: &'static str,
+        kind: &'static str,
+        value: String,
+        text: String,
+    ) -> bool {
+        let key = (lane.to_string(), key);
         if self.last.get(&key) == Some(&value) {
             return false;
         }
@@ -101,6 +117,7 @@ impl Scenario {
                 kubelet_cas.push((node.name().to_string(), bytes));
             }
         }
+        let verdicts = self.kubelet_verdicts().await;
         let mut t = timeline.lock().unwrap_or_else(|p| p.into_inner());
         t.started.get_or_insert(now);
         t.last_look = Some(now);
@@ -157,27 +174,85 @@ impl Scenario {
             let text = format!("kubelet-ca.crt holds {}: {}", names.len(), names.join(", "));
             t.saw(now, &name, "kubelet-ca", value, text);
         }
+        for (name, kind, value, text) in verdicts {
+            t.saw_as(now, &name, "kubelet-tls", kind, value, text);
+        }
         drop(t);
         let mut alerts = Vec::new();
         for pool in ["master", "worker"] {
             for severity in [Severity::Warning, Severity::Critical] {
-                let state = self.paused_pool_alert(severity, pool);
-                alerts.push((format!("{pool} {severity:?}"), state));
+                let (state, since) = self.paused_pool_alert_since(severity, pool);
+                alerts.push((format!("{pool} {severity:?}"), state, since));
             }
         }
         let mut t = timeline.lock().unwrap_or_else(|p| p.into_inner());
-        for (which, state) in alerts {
-            if state == AlertState::Inactive && !t.last.contains_key(&(format!("alert {which}"), "alert")) {
+        for (which, state, since) in alerts {
+            let lane = format!("alert {which}");
+            let was = t.last.get(&(lane.clone(), "alert")).cloned();
+            if state == AlertState::Inactive && was.is_none() {
                 continue;
             }
-            t.saw(
-                now,
-                &format!("alert {which}"),
-                "alert",
-                state.to_string(),
-                format!("MachineConfigControllerPausedPoolKubeletCA ({which}) {state}"),
-            );
+            let text =
+                |state: AlertState| format!("MachineConfigControllerPausedPoolKubeletCA ({which}) {state}");
+            // The rule's own instants, not the look's: pending from when its expression began to
+            // hold, firing 60 minutes later (a pending spell between two looks shows too).
+            let pending_at = since.unwrap_or(now);
+            let inactive = AlertState::Inactive.to_string();
+            if state == AlertState::Firing && was.as_deref().is_none_or(|w| w == inactive) {
+                let pending = AlertState::Pending;
+                t.saw(pending_at, &lane, "alert", pending.to_string(), text(pending));
+            }
+            let at = match state {
+                AlertState::Pending => pending_at,
+                AlertState::Firing => pending_at + crate::prometheus::FOR,
+                AlertState::Inactive => now,
+            };
+            t.saw(at.min(now), &lane, "alert", state.to_string(), text(state));
         }
+    }
+
+    /// Each node's kubelet's verdict on the kube-apiserver's current kubelet client certificate,
+    /// as a timeline kind, a value that changes with the verdict or the certificate's issuer,
+    /// and a sentence. Nothing when the certificate cannot be read (before install).
+    async fn kubelet_verdicts(&self) -> Vec<(String, &'static str, String, String)> {
+        use crate::node::kubelet::{ProbeError, probe};
+        let Ok(client) = self
+            .certificate("openshift-kube-apiserver", "kubelet-client")
+            .await
+        else {
+            return Vec::new();
+        };
+        let issuer = &client.issuer_common_name;
+        let mut out = Vec::new();
+        for node in &self.nodes {
+            let name = node.name().to_string();
+            let Ok(addr) = self.kubelet_address(&name).await else {
+                continue;
+            };
+            let (kind, value, text) = match probe(addr, &client.pem, &client.key_pem).await {
+                Ok(()) => (
+                    "kubelet-accepts",
+                    format!("accepts {issuer}"),
+                    format!(
+                        "kubelet accepts the kube-apiserver's kubelet client certificate (issued by {issuer})"
+                    ),
+                ),
+                Err(ProbeError::Rejected { reason, .. }) => (
+                    "kubelet-refuses",
+                    format!("refuses {issuer}"),
+                    format!(
+                        "kubelet refuses the kube-apiserver's kubelet client certificate (issued by {issuer}): {reason}"
+                    ),
+                ),
+                Err(e) => (
+                    "kubelet-down",
+                    "down".to_string(),
+                    format!("kubelet not answering: {e}"),
+                ),
+            };
+            out.push((name, kind, value, text));
+        }
+        out
     }
 
     /// What the timeline recorded, if it was on: when it started and ended (simulated), and
@@ -185,6 +260,10 @@ impl Scenario {
     pub fn timeline(&self) -> Option<(time::OffsetDateTime, time::OffsetDateTime, Vec<TimelineEvent>)> {
         let t = self.timeline.as_ref()?.lock().unwrap_or_else(|p| p.into_inner());
         let started = t.started?;
-        Some((started, t.last_look.unwrap_or(started), t.events.clone()))
+        // In time order: an alert's events carry the rule's instants, earlier than the look
+        // that saw them.
+        let mut events = t.events.clone();
+        events.sort_by_key(|e| e.at);
+        Some((started, t.last_look.unwrap_or(started), events))
     }
 }

@@ -42,7 +42,7 @@ fn steps_lists_every_phrase_with_its_source() {
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
-        text.contains("Given a fresh cluster with {int} worker node(s)"),
+        text.contains("Given a fresh cluster with <n> worker node(s)"),
         "{text}"
     );
     assert!(text.contains("(harness/src/steps/signer.rs:"), "{text}");

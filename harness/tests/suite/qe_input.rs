@@ -15,8 +15,14 @@ fn feature(name: &str, text: &str) -> (tempfile::TempDir, PathBuf) {
     (dir, path)
 }
 
+/// `mco-conformance run` from `dir`, as QE runs it from where the features are.
 fn run(dir: &Path, args: &[&str], path: &Path) -> (Option<i32>, String, String) {
+    run_from(dir, dir, args, path)
+}
+
+fn run_from(cwd: &Path, dir: &Path, args: &[&str], path: &Path) -> (Option<i32>, String, String) {
     let out: Output = Command::new(BIN)
+        .current_dir(cwd)
         .arg("run")
         .arg("--report-dir")
         .arg(dir.join("report"))
@@ -56,7 +62,7 @@ fn an_undefined_step_is_named_with_the_nearest_phrase_and_fails_in_every_report(
     );
     assert_eq!(code, Some(1), "{stdout}");
     let place = format!(
-        "{}:4: undefined step: When 3 dayz pass; did you mean: When (\\d+ (?:days?",
+        "{}:4: undefined step: When 3 dayz pass; did you mean \"When <n> [day(s)|hour(s)|minute(s)|second(s)] pass(es)\"",
         path.display()
     );
     assert!(stdout.contains(&place), "{stdout}");
@@ -305,16 +311,77 @@ fn reports_name_a_feature_outside_the_working_directory_by_a_path_that_resolves(
         "one.feature",
         "Feature: one\n  Scenario: starts\n    Given a fresh cluster with 1 worker node\n",
     );
-    let (code, stdout, _) = run(dir.path(), &["--profile", "ocp-4.16"], &path);
+    let cwd = dir.path().join("elsewhere");
+    std::fs::create_dir(&cwd).unwrap();
+    let (code, stdout, _) = run_from(&cwd, dir.path(), &["--profile", "ocp-4.16"], &path);
     assert_eq!(code, Some(0), "{stdout}");
     let json = std::fs::read_to_string(dir.path().join("report/ocp-4.16.cucumber.json")).unwrap();
     let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
     let uri = doc[0]["uri"].as_str().unwrap();
-    // Relative to where the run ran (this test's working directory), it is the file.
-    let resolved = std::env::current_dir().unwrap().join(uri);
+    assert_eq!(uri, "../one.feature");
+    // Relative to where the run ran, it is the file.
+    let resolved = cwd.join(uri);
     assert_eq!(
         std::fs::canonicalize(&resolved).unwrap(),
         std::fs::canonicalize(&path).unwrap(),
         "{uri}"
+    );
+}
+
+#[test]
+fn a_scenario_runs_alone_by_the_file_and_line_its_progress_line_names() {
+    let (dir, path) = feature(
+        "two.feature",
+        "Feature: f\n  Scenario: first\n    Given a fresh cluster with 1 worker node\n\n  Scenario Outline: second\n    Given a fresh cluster with <n> worker nodes\n\n    Examples:\n      | n |\n      | 1 |\n      | 2 |\n",
+    );
+    let (code, stdout, _) = run(dir.path(), &["--profile", "ocp-4.16"], &path);
+    assert_eq!(code, Some(0), "{stdout}");
+    let second_row = stdout
+        .lines()
+        .filter(|l| l.contains(" second"))
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .find(|place| place.ends_with(":11"))
+        .unwrap_or_else(|| panic!("the second row's line names two.feature:11: {stdout}"))
+        .to_string();
+    // Copied from the progress line, run from the same directory: that row alone.
+    let out = Command::new(BIN)
+        .current_dir(dir.path())
+        .args([
+            "run",
+            "--profile",
+            "ocp-4.16",
+            "--report-dir",
+            "report",
+            &second_row,
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert_eq!(
+        stdout.lines().last(),
+        Some("1 passed, 0 failed, 0 skipped"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("two.feature:11 second"), "{stdout}");
+    // A line where no scenario starts names the lines where they do.
+    let at = format!("{}:9", path.display());
+    let (code, _, stderr) = run(dir.path(), &[], Path::new(&at));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("two.feature:9: no scenario starts at line 9 (scenarios and Examples rows start at lines 2, 10, 11)"),
+        "{stderr}"
+    );
+    // One scenario by line, with other paths beside it, is refused.
+    let out = Command::new(BIN)
+        .current_dir(dir.path())
+        .args(["run", "--report-dir", "report", "two.feature:2", "two.feature"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("FILE:LINE names one scenario: give it as the only path"),
+        "{out:?}"
     );
 }
