@@ -116,7 +116,9 @@ impl LabelSelector {
     }
 
     pub fn matches(&self, object: &Value) -> bool {
-        let labels = object.pointer("/metadata/labels");
+        // `get` by key, not `pointer`: a pointer splits and unescapes its path on every call, and
+        // a watch evaluates this for every event it is fed.
+        let labels = object.get("metadata").and_then(|m| m.get("labels"));
         let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
         self.0.iter().all(|r| match r {
             Requirement::Equals(k, v) => get(k) == Some(v.as_str()),
@@ -186,11 +188,15 @@ impl FieldSelector {
 
     pub fn matches(&self, object: &Value) -> bool {
         self.0.iter().all(|(field, equal, value)| {
-            let pointer = match field {
-                Field::Name => "/metadata/name",
-                Field::Namespace => "/metadata/namespace",
+            let key = match field {
+                Field::Name => "name",
+                Field::Namespace => "namespace",
             };
-            let actual = object.pointer(pointer).and_then(Value::as_str).unwrap_or("");
+            let actual = object
+                .get("metadata")
+                .and_then(|m| m.get(key))
+                .and_then(Value::as_str)
+                .unwrap_or("");
             (actual == value) == *equal
         })
     }

@@ -32,7 +32,7 @@ use crate::server::Shared;
 pub(crate) use body::{PendingBody, RequestBody, read_body};
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, Version, header};
-use http_body_util::combinators::BoxBody;
+use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use route::Route;
@@ -41,7 +41,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Instant;
 
-pub type Body = BoxBody<Bytes, Infallible>;
+pub type Body = UnsyncBoxBody<Bytes, Infallible>;
 
 pub(crate) fn json_response(code: StatusCode, bytes: Bytes) -> Response<Body> {
     bytes_response(code, "application/json", bytes)
@@ -51,7 +51,7 @@ fn bytes_response(code: StatusCode, content_type: &str, bytes: Bytes) -> Respons
     Response::builder()
         .status(code)
         .header(header::CONTENT_TYPE, content_type)
-        .body(Full::new(bytes).boxed())
+        .body(Full::new(bytes).boxed_unsync())
         .expect("valid static headers")
 }
 

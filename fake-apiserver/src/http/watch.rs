@@ -24,10 +24,11 @@ use http::{Response, StatusCode};
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
 use serde_json::{Value, json};
+use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::broadcast;
 
 /// kube-apiserver's default when a client sets no timeout (its `--min-request-timeout`).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
@@ -72,37 +73,77 @@ pub fn start(
         }
         Err(e) => return Err(e),
     };
-    let (tx, rx) = mpsc::channel::<Bytes>(256);
-    let stream = Stream {
-        info: info.clone(),
-        filter,
-        bookmarks: query.allow_watch_bookmarks,
-        table,
-        first_table: true,
-        tx,
-    };
     let timeout = query
         .timeout_seconds
         .filter(|s| *s > 0)
         .map(Duration::from_secs)
         .unwrap_or(DEFAULT_TIMEOUT);
-    let closing = shared.watches_closing();
-    let bookmark_every = shared.bookmark_interval;
-    tokio::spawn(stream.run(started, from, timeout, bookmark_every, closing));
+    let mut stream = Stream {
+        info: info.clone(),
+        resource: info.group_resource(),
+        filter,
+        bookmarks: query.allow_watch_bookmarks,
+        table,
+        first_table: true,
+        queue: VecDeque::new(),
+        live: started.live,
+        seen: started.start_rv,
+        began: 0,
+        changed: 0,
+        start: tokio::time::Instant::now(),
+        deadline: Box::pin(tokio::time::sleep(timeout)),
+        next_bookmark: None,
+        bookmark_timer: Box::pin(tokio::time::sleep(Duration::ZERO)),
+        timeout,
+        bookmark_every: shared.bookmark_interval,
+        closing: Box::pin(shared.watches_closing().cancelled_owned()),
+    };
+    // The version the watch began at, and the last change to its resource since: a bookmark
+    // goes out only once the second has passed the first.
+    stream.began = match from {
+        WatchFrom::After(rv) => rv.min(stream.seen),
+        WatchFrom::Current | WatchFrom::InitialEvents => stream.seen,
+    };
+    stream.changed = stream.began;
+    for (type_, object) in &started.initial {
+        let line = stream.object_line(*type_, object);
+        stream.queue.push_back(line);
+    }
+    if from == WatchFrom::InitialEvents {
+        let line = stream.bookmark_line(stream.seen, true);
+        stream.queue.push_back(line);
+    }
+    for event in &started.replay {
+        stream.changed = stream.changed.max(event.rv);
+        if let Some(line) = stream.event_line(event) {
+            stream.queue.push_back(line);
+        }
+    }
+    stream.next_bookmark =
+        next_bookmark(Duration::ZERO, timeout, stream.bookmark_every).filter(|_| stream.bookmarks);
+    if let Some(at) = stream.next_bookmark {
+        let when = stream.start + at;
+        stream.bookmark_timer.as_mut().reset(when);
+    }
+    // The stream is the response body itself, polled by the connection's own task: no task
+    // and no channel per watch between the store's feed and the socket.
     Ok(stream_response(futures::stream::unfold(
-        rx,
-        |mut rx| async move { rx.recv().await.map(|line| (line, rx)) },
+        stream,
+        |mut stream| async move {
+            let line = stream.next_line().await?;
+            Some((line, stream))
+        },
     )))
 }
 
-fn stream_response(lines: impl futures::Stream<Item = Bytes> + Send + Sync + 'static) -> Response<Body> {
+fn stream_response(lines: impl futures::Stream<Item = Bytes> + Send + 'static) -> Response<Body> {
     use futures::StreamExt;
     let body = StreamBody::new(lines.map(|b| Ok::<_, Infallible>(Frame::data(b))));
     Response::builder()
         .status(StatusCode::OK)
         .header(http::header::CONTENT_TYPE, "application/json")
         .header(http::header::CACHE_CONTROL, "no-cache, private")
-        .body(BodyExt::boxed(body))
+        .body(BodyExt::boxed_unsync(body))
         .expect("static headers are valid")
 }
 
@@ -112,104 +153,83 @@ fn event_line(type_: &str, object: &Value) -> Bytes {
     Bytes::from(line)
 }
 
-/// The line for a stored object, reusing its serialised bytes.
-fn object_line(type_: &str, object: &StoredObject) -> Bytes {
-    let mut line = Vec::with_capacity(object.json.len() + 32);
-    line.extend_from_slice(b"{\"type\":\"");
-    line.extend_from_slice(type_.as_bytes());
-    line.extend_from_slice(b"\",\"object\":");
-    line.extend_from_slice(&object.json);
-    line.extend_from_slice(b"}\n");
-    Bytes::from(line)
-}
-
+/// One watch: what it still has to send from before it went live, and its live state.
 struct Stream {
     info: ResourceInfo,
+    /// The watched resource, made once (each event is compared with it).
+    resource: crate::resource::GroupResource,
     filter: Filter,
     bookmarks: bool,
     table: bool,
     first_table: bool,
-    tx: mpsc::Sender<Bytes>,
+    /// The initial events, the initial-events-end bookmark and the replay, in order.
+    queue: VecDeque<Bytes>,
+    live: broadcast::Receiver<Arc<Event>>,
+    /// The last resourceVersion this stream has taken from the feed.
+    seen: u64,
+    began: u64,
+    /// The last change to the watched resource this stream has seen.
+    changed: u64,
+    start: tokio::time::Instant,
+    // The futures a stream waits on besides its feed are made once and kept (not made anew
+    // for every event: with thousands of watches, each registration is a lock on a shared
+    // list or the timer wheel).
+    deadline: std::pin::Pin<Box<tokio::time::Sleep>>,
+    next_bookmark: Option<Duration>,
+    /// Armed at `start + next_bookmark` while there is one.
+    bookmark_timer: std::pin::Pin<Box<tokio::time::Sleep>>,
+    timeout: Duration,
+    bookmark_every: Duration,
+    closing: std::pin::Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>,
 }
 
 impl Stream {
-    async fn run(
-        mut self,
-        started: crate::store::WatchStart,
-        from: WatchFrom,
-        timeout: Duration,
-        bookmark_every: Duration,
-        closing: tokio_util::sync::CancellationToken,
-    ) {
-        let mut live = started.live;
-        let mut seen = started.start_rv;
-        // The version the watch began at, and the last change to its resource since: a
-        // bookmark goes out only once the second has passed the first.
-        let began = match from {
-            WatchFrom::After(rv) => rv.min(seen),
-            WatchFrom::Current | WatchFrom::InitialEvents => seen,
-        };
-        let mut changed = began;
-        for (type_, object) in &started.initial {
-            if !self.send_object(*type_, object).await {
-                return;
-            }
+    /// The next line to send, or `None` when the stream ends: at its deadline, when the server
+    /// closes every watch, or when the store's feed overruns it (the client resumes from the
+    /// last resourceVersion it saw and the history replays the rest). A client that goes drops
+    /// the body, and this with it.
+    async fn next_line(&mut self) -> Option<Bytes> {
+        if let Some(line) = self.queue.pop_front() {
+            return Some(line);
         }
-        if from == WatchFrom::InitialEvents && !self.send_bookmark(seen, true).await {
-            return;
-        }
-        for event in &started.replay {
-            changed = changed.max(event.rv);
-            if !self.send_event(event).await {
-                return;
-            }
-        }
-        let start = tokio::time::Instant::now();
-        let deadline = tokio::time::sleep(timeout);
-        tokio::pin!(deadline);
-        let mut next = next_bookmark(Duration::ZERO, timeout, bookmark_every).filter(|_| self.bookmarks);
         loop {
-            let bookmark_due = async move {
-                match next {
-                    Some(at) => tokio::time::sleep_until(start + at).await,
-                    None => std::future::pending().await,
-                }
-            };
+            let armed = self.next_bookmark.is_some();
             tokio::select! {
-                _ = &mut deadline => return,
-                _ = closing.cancelled() => return,
-                _ = self.tx.closed() => return,
-                _ = bookmark_due => {
-                    if changed > began && !self.send_bookmark(changed, false).await {
-                        return;
+                _ = self.deadline.as_mut() => return None,
+                _ = self.closing.as_mut() => return None,
+                _ = self.bookmark_timer.as_mut(), if armed => {
+                    self.next_bookmark = next_bookmark(self.start.elapsed(), self.timeout, self.bookmark_every);
+                    if let Some(at) = self.next_bookmark {
+                        let when = self.start + at;
+                        self.bookmark_timer.as_mut().reset(when);
                     }
-                    next = next_bookmark(start.elapsed(), timeout, bookmark_every);
+                    if self.changed > self.began {
+                        return Some(self.bookmark_line(self.changed, false));
+                    }
                 }
-                received = live.recv() => match received {
+                received = self.live.recv() => match received {
                     Ok(event) => {
-                        if event.rv <= seen {
+                        if event.rv <= self.seen {
                             continue;
                         }
-                        seen = event.rv;
-                        if event.resource == self.info.group_resource() {
-                            changed = event.rv;
+                        self.seen = event.rv;
+                        if event.resource == self.resource {
+                            self.changed = event.rv;
                         }
-                        if !self.send_event(&event).await {
-                            return;
+                        if let Some(line) = self.event_line(&event) {
+                            return Some(line);
                         }
                     }
-                    // Overrun or shut down: end the stream; the client resumes from the last
-                    // resourceVersion it saw and the history replays the rest.
-                    Err(broadcast::error::RecvError::Lagged(_) | broadcast::error::RecvError::Closed) => return,
+                    Err(broadcast::error::RecvError::Lagged(_) | broadcast::error::RecvError::Closed) => return None,
                 },
             }
         }
     }
 
-    /// Send an event as this watch's filter sees it; false once the client has gone.
-    async fn send_event(&mut self, event: &Event) -> bool {
-        if event.resource != self.info.group_resource() {
-            return true;
+    /// An event as this watch's filter sees it, if it sees it.
+    fn event_line(&mut self, event: &Event) -> Option<Bytes> {
+        if event.resource != self.resource {
+            return None;
         }
         let now = self.filter.matches(&event.object);
         let before = event.previous.as_ref().is_some_and(|p| self.filter.matches(p));
@@ -219,30 +239,29 @@ impl Stream {
             (EventType::Modified, true, true) => EventType::Modified,
             (EventType::Modified, false, true) => EventType::Added,
             (EventType::Modified, true, false) => EventType::Deleted,
-            _ => return true,
+            _ => return None,
         };
-        self.send_object(type_, &event.object).await
+        Some(self.object_line(type_, &event.object))
     }
 
-    async fn send_object(&mut self, type_: EventType, object: &StoredObject) -> bool {
-        let line = if self.table {
+    fn object_line(&mut self, type_: EventType, object: &StoredObject) -> Bytes {
+        if self.table {
             let table = super::table::render_event(&self.info, object, self.first_table);
             self.first_table = false;
             event_line(type_.as_str(), &table)
         } else {
-            object_line(type_.as_str(), object)
-        };
-        self.tx.send(line).await.is_ok()
+            object.event_line(type_)
+        }
     }
 
-    async fn send_bookmark(&mut self, rv: u64, initial_events_end: bool) -> bool {
+    fn bookmark_line(&self, rv: u64, initial_events_end: bool) -> Bytes {
         let mut metadata = json!({"resourceVersion": rv.to_string()});
         if initial_events_end {
             metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
         let object =
             json!({"kind": self.info.kind, "apiVersion": self.info.api_version(), "metadata": metadata});
-        self.tx.send(event_line("BOOKMARK", &object)).await.is_ok()
+        event_line("BOOKMARK", &object)
     }
 }
 

@@ -24,30 +24,55 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::broadcast;
 
-/// One stored object: its JSON value and, serialised once, the bytes every read serves.
+/// One stored object: its JSON value and, serialised once, the bytes every read serves; and
+/// its watch event lines, each made once on first use and shared by every watch that sends it
+/// (one change fanned out to 10,000 watches is one line, not 10,000 copies).
 #[derive(Debug)]
 pub struct StoredObject {
     pub value: Value,
     pub json: Bytes,
     pub rv: u64,
+    lines: [std::sync::OnceLock<Bytes>; 3],
 }
 
 impl StoredObject {
     fn new(value: Value, rv: u64) -> Arc<Self> {
         let json = Bytes::from(crate::depth::to_vec(&value));
-        Arc::new(StoredObject { value, json, rv })
+        Arc::new(StoredObject {
+            value,
+            json,
+            rv,
+            lines: Default::default(),
+        })
+    }
+
+    /// `{"type":"…","object":…}` and a newline: this object as one watch event line.
+    pub fn event_line(&self, type_: EventType) -> Bytes {
+        self.lines[type_ as usize]
+            .get_or_init(|| {
+                let mut line = Vec::with_capacity(self.json.len() + 32);
+                line.extend_from_slice(b"{\"type\":\"");
+                line.extend_from_slice(type_.as_str().as_bytes());
+                line.extend_from_slice(b"\",\"object\":");
+                line.extend_from_slice(&self.json);
+                line.extend_from_slice(b"}\n");
+                Bytes::from(line)
+            })
+            .clone()
     }
 
     pub fn name(&self) -> &str {
         self.value
-            .pointer("/metadata/name")
+            .get("metadata")
+            .and_then(|m| m.get("name"))
             .and_then(Value::as_str)
             .unwrap_or("")
     }
 
     pub fn namespace(&self) -> &str {
         self.value
-            .pointer("/metadata/namespace")
+            .get("metadata")
+            .and_then(|m| m.get("namespace"))
             .and_then(Value::as_str)
             .unwrap_or("")
     }
