@@ -241,7 +241,10 @@ impl Stream {
             (EventType::Modified, true, false) => EventType::Deleted,
             _ => return None,
         };
-        Some(self.object_line(type_, &event.object))
+        if self.table {
+            return Some(self.object_line(type_, &event.object));
+        }
+        Some(event.line(type_))
     }
 
     fn object_line(&mut self, type_: EventType, object: &StoredObject) -> Bytes {

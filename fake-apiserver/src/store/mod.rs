@@ -24,41 +24,29 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::broadcast;
 
-/// One stored object: its JSON value and, serialised once, the bytes every read serves; and
-/// its watch event lines, each made once on first use and shared by every watch that sends it
-/// (one change fanned out to 10,000 watches is one line, not 10,000 copies).
+/// One stored object: its JSON value and, serialised once, the bytes every read serves.
 #[derive(Debug)]
 pub struct StoredObject {
     pub value: Value,
     pub json: Bytes,
     pub rv: u64,
-    lines: [std::sync::OnceLock<Bytes>; 3],
 }
 
 impl StoredObject {
     fn new(value: Value, rv: u64) -> Arc<Self> {
         let json = Bytes::from(crate::depth::to_vec(&value));
-        Arc::new(StoredObject {
-            value,
-            json,
-            rv,
-            lines: Default::default(),
-        })
+        Arc::new(StoredObject { value, json, rv })
     }
 
     /// `{"type":"…","object":…}` and a newline: this object as one watch event line.
     pub fn event_line(&self, type_: EventType) -> Bytes {
-        self.lines[type_ as usize]
-            .get_or_init(|| {
-                let mut line = Vec::with_capacity(self.json.len() + 32);
-                line.extend_from_slice(b"{\"type\":\"");
-                line.extend_from_slice(type_.as_str().as_bytes());
-                line.extend_from_slice(b"\",\"object\":");
-                line.extend_from_slice(&self.json);
-                line.extend_from_slice(b"}\n");
-                Bytes::from(line)
-            })
-            .clone()
+        let mut line = Vec::with_capacity(self.json.len() + 32);
+        line.extend_from_slice(b"{\"type\":\"");
+        line.extend_from_slice(type_.as_str().as_bytes());
+        line.extend_from_slice(b"\",\"object\":");
+        line.extend_from_slice(&self.json);
+        line.extend_from_slice(b"}\n");
+        Bytes::from(line)
     }
 
     pub fn name(&self) -> &str {
@@ -112,6 +100,19 @@ pub struct Event {
     pub type_: EventType,
     pub object: Arc<StoredObject>,
     pub previous: Option<Arc<StoredObject>>,
+    /// The event's lines as watches send it (ADDED, MODIFIED or DELETED: a selector can turn
+    /// one into another), each made on first use and shared by every watch: one change fanned
+    /// out to 10,000 watches is one line, not 10,000 copies. They live as long as the event.
+    pub lines: [std::sync::OnceLock<Bytes>; 3],
+}
+
+impl Event {
+    /// This event's object as a watch event line of `type_`.
+    pub fn line(&self, type_: EventType) -> Bytes {
+        self.lines[type_ as usize]
+            .get_or_init(|| self.object.event_line(type_))
+            .clone()
+    }
 }
 
 /// What a list or watch is restricted to.

@@ -422,6 +422,7 @@ impl Store {
             type_,
             object,
             previous,
+            lines: Default::default(),
         });
         state.history.push_back(event.clone());
         while state.history.len() > state.config.history_limit {
