@@ -261,3 +261,21 @@ fn an_agent_image_needs_container_nodes() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `mco-conformance steps | head`: a reader that stops early closes the pipe, and the
+/// command ends quietly instead of panicking on its next write. Here the reader is gone before
+/// the first write (every write fails with EPIPE).
+#[test]
+fn a_closed_stdout_ends_the_output_without_a_panic() {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = Command::new(BIN)
+        .arg("steps")
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(out.status.success(), "{:?}: {stderr}", out.status);
+}
