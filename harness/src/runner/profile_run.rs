@@ -1,0 +1,283 @@
+//! One cucumber run for one profile: the features handed over as linted, each scenario's
+//! World, the writers (progress, JUnit, Cucumber JSON), and what each scenario leaves for the
+//! summary (its timeline, sync latencies, the journals of a failure).
+
+use super::select::{Selection, picked, select, tags_of};
+use super::*;
+
+#[derive(Default)]
+pub(super) struct Tally {
+    pub(super) passed: usize,
+    pub(super) failed: usize,
+    pub(super) mco_logs_failed: usize,
+    pub(super) beyond_upstream_failed: usize,
+    pub(super) sync_latencies: Vec<SyncLatency>,
+    pub(super) timelines: Vec<ScenarioTimeline>,
+}
+
+/// The features of a run, parsed and linted once, handed to cucumber as they are: one cucumber
+/// run per profile covers every file, so scenarios of different files run side by side and each
+/// report is one document.
+pub(super) struct Linted(Vec<Feature>);
+
+impl cucumber::Parser<()> for Linted {
+    type Cli = cucumber::cli::Empty;
+    type Output = futures::stream::Iter<std::vec::IntoIter<cucumber::parser::Result<Feature>>>;
+
+    fn parse(self, _: (), _: Self::Cli) -> Self::Output {
+        use cucumber::feature::Ext as _;
+        let cwd = std::env::current_dir().ok();
+        let expanded: Vec<_> = self
+            .0
+            .into_iter()
+            .map(|mut f| {
+                // cucumber's JUnit and JSON writers cut the working directory off a feature's
+                // path, then every leading `/`: an absolute path elsewhere would lose its root.
+                // A path relative to the working directory survives, and still resolves.
+                if let (Some(path), Some(cwd)) = (&f.path, &cwd) {
+                    f.path = Some(relative_to(cwd, path));
+                }
+                f.expand_examples()
+                    .map_err(|e| cucumber::parser::Error::ExampleExpansion(Arc::new(e)))
+            })
+            .collect();
+        futures::stream::iter(expanded)
+    }
+}
+
+/// `path` relative to the directory `base` (both absolute), with `..` where it climbs out;
+/// a relative `path` is returned as it is.
+pub(super) fn relative_to(base: &std::path::Path, path: &std::path::Path) -> PathBuf {
+    if !path.is_absolute() || !base.is_absolute() {
+        return path.to_path_buf();
+    }
+    let (b, p): (Vec<_>, Vec<_>) = (base.components().collect(), path.components().collect());
+    let common = b.iter().zip(&p).take_while(|(x, y)| x == y).count();
+    let mut out = PathBuf::new();
+    for _ in common..b.len() {
+        out.push("..");
+    }
+    for c in &p[common..] {
+        out.push(c);
+    }
+    out
+}
+
+/// Where a report goes: the path asked for (with the profile before its extension when the
+/// run covers both profiles), else `<report dir>/<profile>.<default suffix>`.
+pub(super) fn report_path(
+    config: &RunConfig,
+    asked: Option<&PathBuf>,
+    profile: Profile,
+    suffix: &str,
+) -> PathBuf {
+    match asked {
+        Some(path) if config.profiles.len() == 1 => path.clone(),
+        Some(path) => {
+            let stem = path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let name = match path.extension() {
+                Some(ext) => format!("{stem}.{profile}.{}", ext.to_string_lossy()),
+                None => format!("{stem}.{profile}"),
+            };
+            path.with_file_name(name)
+        }
+        None => config.report_dir.join(format!("{profile}.{suffix}")),
+    }
+}
+
+pub(super) async fn run_profile(
+    config: &RunConfig,
+    profile: Profile,
+    features: &[Feature],
+    tags: Option<TagFilter>,
+    backend: NodeBackend,
+) -> Result<Tally, RunError> {
+    let tally = Arc::new(Mutex::new(Tally::default()));
+    let report = config.report_dir.clone();
+    let create = |path: PathBuf| {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| RunError::Io(dir.to_path_buf(), e))?;
+        }
+        std::fs::File::create(&path).map_err(|e| RunError::Io(path, e))
+    };
+    let junit = create(report_path(config, config.junit.as_ref(), profile, "junit.xml"))?;
+    let json = create(report_path(
+        config,
+        config.json.as_ref(),
+        profile,
+        "cucumber.json",
+    ))?;
+    let after_tally = tally.clone();
+    let failed_dir = report.join("failed").join(profile.as_str());
+    let nodes = config.nodes;
+    let steps = Arc::new(ConformanceWorld::collection());
+    let (agent, agent_timeout) = (config.agent.clone(), config.agent_timeout);
+    let vendor = !matches!(agent, AgentKind::Reference);
+    let quiet = config.quiet;
+    let evidence: progress::Evidence = Default::default();
+    let timeline = config.html.is_some() || config.report.is_some();
+    let console: Box<dyn std::io::Write + Send> = if quiet {
+        Box::new(std::io::sink())
+    } else {
+        Box::new(std::io::stdout())
+    };
+    {
+        let filter_tags = tags.clone();
+        let cucumber = ConformanceWorld::cucumber::<PathBuf>()
+            .with_parser(Linted(features.to_vec()))
+            .max_concurrent_scenarios(config.concurrency.max(1));
+        let cucumber = if config.fail_fast {
+            cucumber.fail_fast()
+        } else {
+            cucumber
+        };
+        let only = config.only.clone();
+        cucumber
+            .before(move |feature, _, scenario, world| {
+                let (file, line) = progress::scenario_key(feature, scenario);
+                world.place = format!("{file}:{line}");
+                world.progress = !quiet;
+                world.timeline = timeline;
+                world.profile = profile;
+                world.agent = agent.clone();
+                world.backend = backend.clone();
+                world.deadline = agent_timeout;
+                Box::pin(async {})
+            })
+            .after({
+                let tally = after_tally.clone();
+                let failed_dir = failed_dir.clone();
+                let steps = steps.clone();
+                let evidence = evidence.clone();
+                move |feature, rule, scenario, finished, world| {
+                    // A step that matches no definition is reported "skipped" and does not end
+                    // the scenario in error; it fails the scenario here (fail_on_skipped),
+                    // unless the scenario is tagged @allow.skipped.
+                    let allowed_skip = scenario.tags.iter().any(|t| t == "allow.skipped");
+                    let backgrounds = feature
+                        .background
+                        .iter()
+                        .chain(rule.and_then(|r| r.background.as_ref()));
+                    let unmatched = backgrounds
+                        .flat_map(|b| b.steps.iter())
+                        .chain(scenario.steps.iter())
+                        .any(|step| !matches!(steps.find(step), Ok(Some(_))));
+                    let failed = match finished {
+                        event::ScenarioFinished::StepFailed(..)
+                        | event::ScenarioFinished::BeforeHookFailed(_) => true,
+                        event::ScenarioFinished::StepSkipped | event::ScenarioFinished::StepPassed => {
+                            unmatched && !allowed_skip
+                        }
+                    };
+                    // @mco-logs checks upstream log wording, @beyond-upstream asks more than
+                    // upstream does: part of the verdict for the reference daemon, reported
+                    // apart for any other agent (DESIGN.md). The same tags as the filter reads:
+                    // feature, rule and scenario (with its Examples block's, once expanded).
+                    let tags = tags_of(feature, rule, scenario);
+                    let apart = |tag: &str| vendor && tags.iter().any(|t| t == tag);
+                    {
+                        let mut t = tally.lock().unwrap_or_else(|p| p.into_inner());
+                        match (failed, apart("mco-logs"), apart(BEYOND_UPSTREAM)) {
+                            (true, true, _) => t.mco_logs_failed += 1,
+                            (true, false, true) => t.beyond_upstream_failed += 1,
+                            (true, false, false) => t.failed += 1,
+                            (false, ..) => t.passed += 1,
+                        }
+                    }
+                    let name = scenario.name.clone();
+                    let feature_name = feature.name.clone();
+                    let failed_dir = failed_dir.clone();
+                    let tally = tally.clone();
+                    let key = progress::scenario_key(feature, scenario);
+                    let evidence = evidence.clone();
+                    Box::pin(async move {
+                        let Some(world) = world else { return };
+                        if let Some(s) = world.scenario.take() {
+                            {
+                                let mut t = tally.lock().unwrap_or_else(|p| p.into_inner());
+                                t.sync_latencies.push(SyncLatency {
+                                    profile,
+                                    feature: feature_name,
+                                    scenario: name.clone(),
+                                    slowest: s.slowest_sync(),
+                                });
+                                if let Some((started, ended, events)) = s.timeline() {
+                                    t.timelines.push(ScenarioTimeline {
+                                        profile,
+                                        file: key.0.clone(),
+                                        line: key.1,
+                                        scenario: name.clone(),
+                                        started,
+                                        ended,
+                                        events,
+                                    });
+                                }
+                            }
+                            if failed && let Some(dir) = keep_evidence(&failed_dir, &name, &s).await {
+                                evidence
+                                    .lock()
+                                    .unwrap_or_else(|p| p.into_inner())
+                                    .insert(key, dir);
+                            }
+                            s.shutdown().await;
+                        }
+                    })
+                }
+            })
+            .with_writer(
+                progress::Progress::new(console, profile, evidence.clone(), config.verbose)
+                    .tee::<ConformanceWorld, _>(writer::JUnit::for_tee(
+                        junit.try_clone().map_err(|e| RunError::Io(report.clone(), e))?,
+                        0,
+                    ))
+                    .tee::<ConformanceWorld, _>(writer::Json::for_tee(
+                        json.try_clone().map_err(|e| RunError::Io(report.clone(), e))?,
+                    ))
+                    .normalized(),
+            )
+            // After the writer (it wraps it): a step no definition matches is a failure in
+            // every report, not a skip, unless the scenario is tagged @allow.skipped.
+            .fail_on_skipped()
+            // Last: changing the writer drops CLI options set before it, and without them
+            // cucumber would parse this process's own arguments.
+            .with_cli(cucumber::cli::Opts::<_, _, _, cucumber::cli::Empty>::default())
+            .filter_run((), move |feature, rule, scenario| {
+                picked(only.as_ref(), feature, scenario.position.line as u64)
+                    && select(
+                        profile,
+                        nodes,
+                        filter_tags.as_ref(),
+                        &tags_of(feature, rule, scenario),
+                    ) == Selection::Run
+            })
+            .await;
+    }
+    let mut t = tally.lock().unwrap_or_else(|p| p.into_inner());
+    Ok(std::mem::take(&mut *t))
+}
+
+/// Write each node's journal and the cluster log of a failed scenario; where they went.
+pub(super) async fn keep_evidence(
+    dir: &std::path::Path,
+    scenario: &str,
+    s: &crate::scenario::Scenario,
+) -> Option<PathBuf> {
+    let safe: String = scenario
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let dir = dir.join(safe);
+    std::fs::create_dir_all(&dir).ok()?;
+    for node in &s.nodes {
+        let text = match node.journal_since(crate::node::JournalMark(0)).await {
+            Ok(lines) => lines.join("\n"),
+            Err(e) => format!("(the journal could not be read: {e})"),
+        };
+        let _ = std::fs::write(dir.join(format!("{}.journal", node.name())), text);
+    }
+    let _ = std::fs::write(dir.join("cluster.log"), s.log.lines().join("\n"));
+    Some(dir)
+}

@@ -1,0 +1,118 @@
+//! Which scenarios a run takes: the profile tags, the user's tag expression, `@slow` and
+//! `@container`, and one scenario by file and line; and the scenarios of a feature as cucumber
+//! expands them (an Outline's rows, each with its own line).
+
+use super::*;
+
+/// Why an embedded run skips a `@container` scenario.
+pub(super) const CONTAINER_SKIP: &str = "@container: needs container nodes (--nodes container)";
+
+/// What to do with one (expanded) scenario in a run for `profile`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Selection {
+    Run,
+    /// Not part of this run at all (another profile's, or excluded by the user's tags).
+    Out,
+    Skip(String),
+}
+
+/// The user's tag expression, parsed, and whether it names `@slow`.
+#[derive(Debug, Clone)]
+pub(super) struct TagFilter {
+    pub(super) expr: cucumber::gherkin::tagexpr::TagOperation,
+    pub(super) wants_slow: bool,
+}
+
+pub(super) fn select(
+    profile: Profile,
+    nodes: Nodes,
+    tags: Option<&TagFilter>,
+    all_tags: &[String],
+) -> Selection {
+    let has = |t: &str| all_tags.iter().any(|x| x == t);
+    let for_profiles: Vec<&str> = lint::PROFILE_TAGS.iter().copied().filter(|t| has(t)).collect();
+    if !for_profiles.is_empty() && !for_profiles.contains(&profile.as_str()) {
+        return Selection::Out;
+    }
+    if let Some(filter) = tags
+        && !filter.expr.eval(all_tags.iter())
+    {
+        return Selection::Out;
+    }
+    let asked_for_slow = tags.is_some_and(|t| t.wants_slow);
+    if has("slow") && !asked_for_slow {
+        return Selection::Skip("@slow: left out unless asked for (--tags @slow)".into());
+    }
+    if has("container") && nodes == Nodes::Embedded {
+        return Selection::Skip(CONTAINER_SKIP.into());
+    }
+    Selection::Run
+}
+
+/// Whether `--only` (a file name and a line) picks the scenario at `line` of `feature`.
+pub(super) fn picked(only: Option<&(String, u64)>, feature: &Feature, line: u64) -> bool {
+    only.is_none_or(|(file, at)| {
+        line == *at
+            && feature
+                .path
+                .as_ref()
+                .and_then(|p| p.file_name())
+                .is_some_and(|f| f.to_string_lossy() == *file)
+    })
+}
+
+/// Every scenario of a feature, with the rule it sits in, if any.
+pub(super) fn scenarios_of(feature: &Feature) -> impl Iterator<Item = (Option<&Rule>, &Scenario)> {
+    feature.scenarios.iter().map(|s| (None, s)).chain(
+        feature
+            .rules
+            .iter()
+            .flat_map(|r| r.scenarios.iter().map(move |s| (Some(r), s))),
+    )
+}
+
+pub(super) fn tags_of(feature: &Feature, rule: Option<&Rule>, scenario: &Scenario) -> Vec<String> {
+    feature
+        .tags
+        .iter()
+        .chain(rule.iter().flat_map(|r| r.tags.iter()))
+        .chain(scenario.tags.iter())
+        .cloned()
+        .collect()
+}
+
+/// A scenario's name, the extra tags of each row it expands to, and the line cucumber gives it
+/// (an Outline's row: the row's line, counted as cucumber counts it from its Examples keyword).
+pub(super) fn expanded(scenario: &Scenario) -> Vec<(String, Vec<String>, u64)> {
+    if scenario.examples.is_empty() {
+        return vec![(scenario.name.clone(), Vec::new(), scenario.position.line as u64)];
+    }
+    scenario
+        .examples
+        .iter()
+        .flat_map(|ex| {
+            let rows = ex.table.as_ref().map_or(0, |t| t.rows.len().saturating_sub(1));
+            (0..rows).map(move |i| {
+                (
+                    format!("{} (row {})", scenario.name, i + 1),
+                    ex.tags.clone(),
+                    (ex.position.line + i + 2) as u64,
+                )
+            })
+        })
+        .collect()
+}
+
+/// `features/x.feature:27`, as the progress lines and reports name a scenario: the file and
+/// the line, when the argument is not itself a path that exists and the part before the last
+/// `:` is a file.
+pub fn scenario_at(arg: &std::path::Path) -> Option<(PathBuf, u64)> {
+    if arg.exists() {
+        return None;
+    }
+    let text = arg.to_str()?;
+    let (file, line) = text.rsplit_once(':')?;
+    let line = line.parse::<u64>().ok().filter(|l| *l > 0)?;
+    let file = PathBuf::from(file);
+    file.is_file().then_some((file, line))
+}
