@@ -97,14 +97,8 @@ fn timeline_svg(t: &ScenarioTimeline) -> String {
     };
     // Lanes: signers that rotated (issued more than once), then nodes, then alerts.
     let mut lanes: Vec<String> = Vec::new();
-    let issued = |lane: &str| {
-        t.events
-            .iter()
-            .filter(|e| e.lane == lane && e.kind == "issued")
-            .count()
-    };
     for e in &t.events {
-        if !lanes.contains(&e.lane) && (e.kind != "issued" || issued(&e.lane) > 1) {
+        if !lanes.contains(&e.lane) && (e.kind != "issued" || t.times_issued(&e.lane) > 1) {
             lanes.push(e.lane.clone());
         }
     }
@@ -312,17 +306,13 @@ pub fn render(page: &Page<'_>) -> String {
                 if let Some(t) = timeline {
                     out.push_str(&timeline_svg(t));
                     let unchanged: Vec<&str> = {
-                        let mut lanes: Vec<&str> = t
-                            .events
-                            .iter()
-                            .filter(|e| e.kind == "issued")
-                            .map(|e| e.lane.as_str())
-                            .collect();
-                        lanes.dedup();
+                        let mut lanes: Vec<&str> = Vec::new();
+                        for e in t.events.iter().filter(|e| e.kind == "issued") {
+                            if !lanes.contains(&e.lane.as_str()) && t.times_issued(&e.lane) == 1 {
+                                lanes.push(&e.lane);
+                            }
+                        }
                         lanes
-                            .into_iter()
-                            .filter(|l| t.events.iter().filter(|e| e.lane == *l).count() == 1)
-                            .collect()
                     };
                     if !unchanged.is_empty() {
                         let _ = write!(

@@ -162,6 +162,16 @@ pub struct ScenarioTimeline {
     pub events: Vec<crate::scenario::timeline::TimelineEvent>,
 }
 
+impl ScenarioTimeline {
+    /// How many certificates the timeline saw the signer of `lane` issue (the first at install).
+    pub fn times_issued(&self, lane: &str) -> usize {
+        self.events
+            .iter()
+            .filter(|e| e.lane == lane && e.kind == "issued")
+            .count()
+    }
+}
+
 /// A step that matches no definition, or more than one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UndefinedStep {
