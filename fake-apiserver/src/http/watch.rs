@@ -78,11 +78,14 @@ pub fn start(
         .filter(|s| *s > 0)
         .map(Duration::from_secs)
         .unwrap_or(DEFAULT_TIMEOUT);
+    let start = tokio::time::Instant::now();
+    let bookmark_every = shared.bookmark_interval;
+    let first_bookmark =
+        next_bookmark(Duration::ZERO, timeout, bookmark_every).filter(|_| query.allow_watch_bookmarks);
     let mut stream = Stream {
         info: info.clone(),
         resource: info.group_resource(),
         filter,
-        bookmarks: query.allow_watch_bookmarks,
         table,
         first_table: true,
         queue: VecDeque::new(),
@@ -90,12 +93,15 @@ pub fn start(
         seen: started.start_rv,
         began: 0,
         changed: 0,
-        start: tokio::time::Instant::now(),
-        deadline: Box::pin(tokio::time::sleep(timeout)),
-        next_bookmark: None,
-        bookmark_timer: Box::pin(tokio::time::sleep(Duration::ZERO)),
+        start,
+        deadline: Box::pin(tokio::time::sleep_until(start + timeout)),
+        next_bookmark: first_bookmark,
+        // With no bookmark to come it is never polled; its instant is then the deadline's.
+        bookmark_timer: Box::pin(tokio::time::sleep_until(
+            start + first_bookmark.unwrap_or(timeout),
+        )),
         timeout,
-        bookmark_every: shared.bookmark_interval,
+        bookmark_every,
         closing: Box::pin(shared.watches_closing().cancelled_owned()),
     };
     // The version the watch began at, and the last change to its resource since: a bookmark
@@ -118,12 +124,6 @@ pub fn start(
         if let Some(line) = stream.event_line(event) {
             stream.queue.push_back(line);
         }
-    }
-    stream.next_bookmark =
-        next_bookmark(Duration::ZERO, timeout, stream.bookmark_every).filter(|_| stream.bookmarks);
-    if let Some(at) = stream.next_bookmark {
-        let when = stream.start + at;
-        stream.bookmark_timer.as_mut().reset(when);
     }
     // The stream is the response body itself, polled by the connection's own task: no task
     // and no channel per watch between the store's feed and the socket.
@@ -159,7 +159,6 @@ struct Stream {
     /// The watched resource, made once (each event is compared with it).
     resource: crate::resource::GroupResource,
     filter: Filter,
-    bookmarks: bool,
     table: bool,
     first_table: bool,
     /// The initial events, the initial-events-end bookmark and the replay, in order.
