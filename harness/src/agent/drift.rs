@@ -162,7 +162,7 @@ fn go_file_mode(mode: u32) -> String {
 
 /// A running watch over one config's files and the force file.
 pub struct DriftMonitor {
-    _watcher: notify::RecommendedWatcher,
+    _watch: crate::node::dir_watch::DirWatch,
     events: mpsc::UnboundedReceiver<()>,
 }
 
@@ -181,22 +181,15 @@ impl DriftMonitor {
             .filter(|d| d.is_dir())
             .collect();
         let (tx, events) = mpsc::unbounded_channel();
-        let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-            let Ok(event) = event else { return };
-            if matches!(event.kind, notify::EventKind::Access(_)) {
-                return;
-            }
+        let dirs: Vec<PathBuf> = dirs.into_iter().collect();
+        let watch = crate::node::dir_watch::watch_dirs(&dirs, move |event| {
             if event.paths.iter().any(|p| tracked.contains(p)) {
                 let _ = tx.send(());
             }
         })
         .map_err(|e| format!("config drift monitor: {e}"))?;
-        for dir in &dirs {
-            notify::Watcher::watch(&mut watcher, dir, notify::RecursiveMode::NonRecursive)
-                .map_err(|e| format!("config drift monitor: watching {}: {e}", dir.display()))?;
-        }
         Ok(DriftMonitor {
-            _watcher: watcher,
+            _watch: watch,
             events,
         })
     }

@@ -116,23 +116,15 @@ impl Service for FakeKubelet {
         let (changed_tx, mut changed) = tokio::sync::mpsc::unbounded_channel();
         let dir = ctx.node.root().join("etc/kubernetes");
         let _ = std::fs::create_dir_all(&dir);
-        // Only changes count: the kubelet's own reads raise access events, which must not make
-        // it read again.
-        let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-            if let Ok(event) = event
-                && !matches!(event.kind, notify::EventKind::Access(_))
-                && event.paths.iter().any(|p| p.ends_with("kubelet-ca.crt"))
-            {
+        let watcher = super::dir_watch::watch_dirs(std::slice::from_ref(&dir), move |event| {
+            if event.paths.iter().any(|p| p.ends_with("kubelet-ca.crt")) {
                 let _ = changed_tx.send(());
             }
         });
-        let mut watcher = match watcher {
+        let watcher = match watcher {
             Ok(w) => w,
             Err(e) => return ctx.log(&format!("E0000 cannot watch {}: {e}", dir.display())),
         };
-        if let Err(e) = notify::Watcher::watch(&mut watcher, &dir, notify::RecursiveMode::NonRecursive) {
-            return ctx.log(&format!("E0000 cannot watch {}: {e}", dir.display()));
-        }
         let (rejections_tx, mut rejections) = tokio::sync::mpsc::unbounded_channel();
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let verifier = Arc::new(SimTimeVerifier {

@@ -42,17 +42,11 @@ pub async fn run_standalone() -> Result<(), String> {
         .to_path_buf();
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let (moved_tx, mut moved) = tokio::sync::mpsc::unbounded_channel();
-    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        if let Ok(event) = event
-            && !matches!(event.kind, notify::EventKind::Access(_))
-            && event.paths.iter().any(|p| p.ends_with("now"))
-        {
+    let watcher = super::dir_watch::watch_dirs(std::slice::from_ref(&dir), move |event| {
+        if event.paths.iter().any(|p| p.ends_with("now")) {
             let _ = moved_tx.send(());
         }
-    })
-    .map_err(|e| format!("watching {}: {e}", dir.display()))?;
-    notify::Watcher::watch(&mut watcher, &dir, notify::RecursiveMode::NonRecursive)
-        .map_err(|e| format!("watching {}: {e}", dir.display()))?;
+    })?;
     let following = clock.clone();
     tokio::spawn(async move {
         while moved.recv().await.is_some() {

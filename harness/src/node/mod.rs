@@ -18,6 +18,7 @@
 
 pub mod container;
 pub mod control;
+pub mod dir_watch;
 pub mod embedded;
 pub mod image;
 pub mod init;
@@ -33,6 +34,33 @@ pub mod tools;
 pub mod users;
 
 pub use embedded::{EmbeddedNode, Service, ServiceContext};
+
+/// Raise this process's soft limit on open files to its hard limit, as Go programs do at start.
+/// Every embedded node holds a few descriptors (its kubelet's listener, its clients'
+/// connections and the server's ends of them), and the usual soft limit of 1,024 stops a
+/// cluster at a few hundred nodes. Returns the limit now in force.
+pub fn raise_open_file_limit() -> u64 {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit read and write only the struct passed.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return 0;
+        }
+        if limit.rlim_cur < limit.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: limit.rlim_max,
+                rlim_max: limit.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                limit = raised;
+            }
+        }
+    }
+    limit.rlim_cur as u64
+}
 
 /// Where a run keeps what it makes and removes: node roots, control sockets, agents' tool
 /// directories. `MCO_CONFORMANCE_SCRATCH` names it; otherwise `/dev/shm` where there is one

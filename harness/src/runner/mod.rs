@@ -365,6 +365,7 @@ fn report_files(config: &RunConfig) -> Vec<PathBuf> {
 
 /// Lint, run every profile, print the skips and the summary line last.
 pub async fn run(config: &RunConfig) -> Result<Summary, RunError> {
+    crate::node::raise_open_file_limit();
     // A stale report must not stand for this run, refused or not.
     for file in report_files(config) {
         match std::fs::remove_file(&file) {
