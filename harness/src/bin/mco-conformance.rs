@@ -39,7 +39,7 @@ enum Command {
         /// ocp-4.12, ocp-4.16, or all.
         #[arg(long, env = "MCO_CONFORMANCE_PROFILE", default_value = "all")]
         profile: String,
-        /// A tag expression, added to the profile and @slow/@container rules (e.g. "@slow").
+        /// A tag expression, added to the profile and @slow/@scale/@container rules (e.g. "@slow", "@scale").
         #[arg(long, env = "MCO_CONFORMANCE_TAGS")]
         tags: Option<String>,
         /// embedded (temp dirs, services in this process) or container (a container per node,

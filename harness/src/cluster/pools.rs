@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 pub struct PoolView {
     pub name: String,
     pub paused: bool,
+    /// `max_unavailable` of the pool's spec; 0 moves no node.
     pub max_unavailable: usize,
     /// `spec.configuration.name`: the rendered config the pool should run.
     pub target: String,
@@ -46,13 +47,43 @@ impl NodeView {
     }
 }
 
+/// How many of a pool's `pool_size` nodes may be unavailable at once: `spec.maxUnavailable`, a
+/// number or a percentage of the pool's nodes rounded down, 1 when absent or when it comes to
+/// 0 (MCO `node_controller.go` `maxUnavailable`: apimachinery's
+/// `GetScaledValueFromIntOrPercent(…, len(nodes), false)`). A string that is not a percentage
+/// is the error apimachinery gives, and the controller moves no node of that pool.
+pub fn max_unavailable(spec: &Value, pool_size: usize) -> Result<usize, String> {
+    let scaled = match spec {
+        Value::Null => 1,
+        Value::Number(n) => n
+            .as_u64()
+            .map(|n| n as usize)
+            .ok_or_else(|| format!("\"maxUnavailable\" invalid value for IntOrString: {n}"))?,
+        Value::String(s) => {
+            let percent = s
+                .strip_suffix('%')
+                .and_then(|p| p.parse::<usize>().ok())
+                .ok_or_else(|| {
+                    format!("\"maxUnavailable\" invalid value for IntOrString: invalid type: string is not a percentage")
+                })?;
+            percent.saturating_mul(pool_size) / 100
+        }
+        other => {
+            return Err(format!(
+                "\"maxUnavailable\" invalid value for IntOrString: {other}"
+            ));
+        }
+    };
+    Ok(scaled.max(1))
+}
+
 /// Nodes whose `desiredConfig` should now be set to the pool's target, in name order.
 pub fn nodes_to_update(pool: &PoolView, nodes: &[NodeView]) -> Vec<String> {
     if pool.paused || pool.target.is_empty() {
         return Vec::new();
     }
     let busy = nodes.iter().filter(|n| n.busy()).count();
-    let room = pool.max_unavailable.max(1).saturating_sub(busy);
+    let room = pool.max_unavailable.saturating_sub(busy);
     let mut waiting: Vec<&NodeView> = nodes
         .iter()
         .filter(|n| n.desired != pool.target && !n.busy())
@@ -142,6 +173,23 @@ mod tests {
         let status = pool_status(&pool(true, 1), &nodes, 1);
         assert_eq!(status["configuration"]["name"], "r1");
         assert_eq!(status["conditions"][1]["status"], "False", "paused: not Updating");
+    }
+
+    #[test]
+    fn max_unavailable_is_a_number_or_a_percentage_rounded_down_and_at_least_one() {
+        assert_eq!(max_unavailable(&Value::Null, 10), Ok(1));
+        assert_eq!(max_unavailable(&json!(3), 10), Ok(3));
+        assert_eq!(max_unavailable(&json!(0), 10), Ok(1));
+        assert_eq!(max_unavailable(&json!("10%"), 1000), Ok(100));
+        assert_eq!(max_unavailable(&json!("15%"), 10), Ok(1), "1.5 rounds down");
+        assert_eq!(max_unavailable(&json!("5%"), 10), Ok(1), "0 becomes 1");
+        assert_eq!(max_unavailable(&json!("100%"), 7), Ok(7));
+        assert!(
+            max_unavailable(&json!("3"), 10)
+                .unwrap_err()
+                .contains("not a percentage")
+        );
+        assert!(max_unavailable(&json!(-1), 10).is_err());
     }
 
     #[test]

@@ -49,7 +49,7 @@ pub fn features_markdown(paths: &[PathBuf]) -> Result<String, Vec<lint::LintErro
                 [a, b] if a > 1 || b > 1 => notes.push(format!("{a} rows on 4.12, {b} on 4.16")),
                 _ => {}
             }
-            for tag in ["slow", "container"] {
+            for tag in ["slow", "scale", "container"] {
                 if tags_of(feature, rule, scenario).iter().any(|t| t == tag) {
                     notes.push(format!("@{tag}"));
                 }

@@ -2,10 +2,10 @@
 //! World, and one summary whose last line is `N passed, N failed, N skipped` (scenarios).
 //!
 //! A scenario tagged `@ocp-4.12` or `@ocp-4.16` (on itself, its feature, or its Examples block)
-//! runs for that profile only; `@container` is skipped on embedded nodes and `@slow` unless the
-//! tag expression asks for it, each listed with its reason above the summary. JUnit XML and
-//! Cucumber JSON go under the report directory, one file per profile. A failed scenario's node
-//! journals are kept there too, and their path printed.
+//! runs for that profile only; `@container` is skipped on embedded nodes, and `@slow` and
+//! `@scale` unless the tag expression asks for them, each listed with its reason above the
+//! summary. JUnit XML and Cucumber JSON go under the report directory, one file per profile. A
+//! failed scenario's node journals are kept there too, and their path printed.
 //!
 //! # Layout
 //! - `lint`: feature-file checks run before anything executes.
@@ -61,7 +61,7 @@ pub enum Nodes {
 #[derive(Debug, Clone)]
 pub struct RunConfig {
     pub profiles: Vec<Profile>,
-    /// A tag expression added to (never replacing) the profile and `@slow`/`@container` rules.
+    /// A tag expression added to (never replacing) the profile and `@slow`/`@scale`/`@container` rules.
     pub tags: Option<String>,
     pub nodes: Nodes,
     /// Feature files or directories.
@@ -409,12 +409,7 @@ pub async fn run(config: &RunConfig) -> Result<Summary, RunError> {
         }
     }
     let tags = match &config.tags {
-        Some(t) => Some(TagFilter {
-            expr: t
-                .parse::<cucumber::gherkin::tagexpr::TagOperation>()
-                .map_err(|e| RunError::Tags(t.clone(), e.to_string()))?,
-            wants_slow: t.contains("@slow"),
-        }),
+        Some(t) => Some(TagFilter::parse(t).map_err(|e| RunError::Tags(t.clone(), e))?),
         None => None,
     };
     std::fs::create_dir_all(&config.report_dir).map_err(|e| RunError::Io(config.report_dir.clone(), e))?;
@@ -637,12 +632,22 @@ mod tests {
             select(p, Nodes::Embedded, None, &t(&["slow"])),
             Selection::Skip(_)
         ));
-        let slow = TagFilter {
-            expr: "@slow".parse().unwrap(),
-            wants_slow: true,
-        };
+        let slow = TagFilter::parse("@slow").unwrap();
         assert_eq!(
             select(p, Nodes::Embedded, Some(&slow), &t(&["slow"])),
+            Selection::Run
+        );
+        assert!(matches!(
+            select(p, Nodes::Embedded, None, &t(&["scale"])),
+            Selection::Skip(r) if r == "@scale: left out unless asked for (--tags @scale)"
+        ));
+        assert!(matches!(
+            select(p, Nodes::Embedded, Some(&slow), &t(&["slow", "scale"])),
+            Selection::Skip(r) if r.starts_with("@scale")
+        ));
+        let scale = TagFilter::parse("@scale and @ocp-4.16").unwrap();
+        assert_eq!(
+            select(p, Nodes::Embedded, Some(&scale), &t(&["scale", "ocp-4.16"])),
             Selection::Run
         );
         assert_eq!(

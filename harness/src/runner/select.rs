@@ -1,5 +1,5 @@
-//! Which scenarios a run takes: the profile tags, the user's tag expression, `@slow` and
-//! `@container`, and one scenario by file and line; and the scenarios of a feature as cucumber
+//! Which scenarios a run takes: the profile tags, the user's tag expression, `@slow`, `@scale`
+//! and `@container`, and one scenario by file and line; and the scenarios of a feature as cucumber
 //! expands them (an Outline's rows, each with its own line).
 
 use super::*;
@@ -16,11 +16,29 @@ pub(super) enum Selection {
     Skip(String),
 }
 
-/// The user's tag expression, parsed, and whether it names `@slow`.
+/// Tags whose scenarios run only when the user's tag expression names them: `@slow` (long
+/// simulated spans) and `@scale` (clusters of a thousand nodes and more).
+pub(crate) const OPT_IN_TAGS: [&str; 2] = ["slow", "scale"];
+
+/// The user's tag expression, parsed, and the opt-in tags it names.
 #[derive(Debug, Clone)]
 pub(super) struct TagFilter {
     pub(super) expr: cucumber::gherkin::tagexpr::TagOperation,
-    pub(super) wants_slow: bool,
+    pub(super) opted_in: Vec<&'static str>,
+}
+
+impl TagFilter {
+    pub(super) fn parse(text: &str) -> Result<TagFilter, String> {
+        Ok(TagFilter {
+            expr: text
+                .parse::<cucumber::gherkin::tagexpr::TagOperation>()
+                .map_err(|e| e.to_string())?,
+            opted_in: OPT_IN_TAGS
+                .into_iter()
+                .filter(|tag| text.contains(&format!("@{tag}")))
+                .collect(),
+        })
+    }
 }
 
 pub(super) fn select(
@@ -39,9 +57,10 @@ pub(super) fn select(
     {
         return Selection::Out;
     }
-    let asked_for_slow = tags.is_some_and(|t| t.wants_slow);
-    if has("slow") && !asked_for_slow {
-        return Selection::Skip("@slow: left out unless asked for (--tags @slow)".into());
+    for tag in OPT_IN_TAGS {
+        if has(tag) && !tags.is_some_and(|t| t.opted_in.contains(&tag)) {
+            return Selection::Skip(format!("@{tag}: left out unless asked for (--tags @{tag})"));
+        }
     }
     if has("container") && nodes == Nodes::Embedded {
         return Selection::Skip(CONTAINER_SKIP.into());

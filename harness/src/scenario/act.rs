@@ -374,6 +374,25 @@ impl Scenario {
         self.advance(time::Duration::ZERO).await
     }
 
+    /// Set the pool's `spec.maxUnavailable` to `value`: a number of nodes (`100`) or a
+    /// percentage of them (`10%`), as the field's IntOrString takes them.
+    pub async fn set_max_unavailable(&self, pool: &str, value: &str) -> Result<(), ScenarioError> {
+        let value = match value.parse::<u64>() {
+            Ok(n) => serde_json::Value::from(n),
+            Err(_) => serde_json::Value::from(value),
+        };
+        let patch = serde_json::json!({"spec": {"maxUnavailable": value}});
+        machine_config_pools(&self.admin)
+            .patch(
+                pool,
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(patch),
+            )
+            .await
+            .map_err(|e| ClusterError::kube(format!("machineconfigpool {pool}"), e))?;
+        self.advance(time::Duration::ZERO).await
+    }
+
     /// The CA the API server moves to on `rotate_api_serving_cert`, while it has not yet.
     pub fn next_serving_ca(&self) -> Option<String> {
         self.next_serving

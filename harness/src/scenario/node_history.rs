@@ -1,9 +1,11 @@
 //! What happened to each Node object during a scenario, as a client watching Nodes sees it: the
-//! cordon (`spec.unschedulable`) and the drain handshake annotations
-//! (`machineconfiguration.openshift.io/desiredDrain`, `lastAppliedDrain`). A drain is judged
-//! from these, the way `oc get nodes -w` would show it, not from any component's log.
+//! cordon (`spec.unschedulable`), the drain handshake annotations
+//! (`machineconfiguration.openshift.io/desiredDrain`, `lastAppliedDrain`) and the config
+//! annotations (`desiredConfig`, `currentConfig`). A drain, and how many nodes a rollout moved at
+//! once, are judged from these, the way `oc get nodes -w` would show them, not from any
+//! component's log.
 
-use crate::mco::{DESIRED_DRAIN, LAST_APPLIED_DRAIN};
+use crate::mco::{CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::Api;
@@ -19,11 +21,24 @@ pub struct NodeChange {
     pub unschedulable: bool,
     pub desired_drain: String,
     pub last_applied_drain: String,
+    pub desired_config: String,
+    pub current_config: String,
+    /// The roles of the node's `node-role.kubernetes.io/<role>` labels.
+    pub roles: Vec<String>,
+}
+
+impl NodeChange {
+    /// Given a config it has not reached yet.
+    fn updating(&self) -> bool {
+        self.desired_config != self.current_config
+    }
 }
 
 #[derive(Default)]
 struct Inner {
     changes: Vec<NodeChange>,
+    /// The last change recorded per node.
+    last: std::collections::HashMap<String, NodeChange>,
     /// The newest resourceVersion a watch event carried, per node.
     seen_rv: BTreeMap<String, u64>,
 }
@@ -69,6 +84,16 @@ impl NodeHistory {
             unschedulable: node.spec.as_ref().and_then(|s| s.unschedulable).unwrap_or(false),
             desired_drain: get(DESIRED_DRAIN),
             last_applied_drain: get(LAST_APPLIED_DRAIN),
+            desired_config: get(DESIRED_CONFIG),
+            current_config: get(CURRENT_CONFIG),
+            roles: node
+                .metadata
+                .labels
+                .iter()
+                .flatten()
+                .filter_map(|(k, _)| k.strip_prefix("node-role.kubernetes.io/"))
+                .map(str::to_string)
+                .collect(),
         };
         let mut inner = self.inner();
         if let Some(rv) = node
@@ -79,7 +104,8 @@ impl NodeHistory {
         {
             inner.seen_rv.insert(name.clone(), rv);
         }
-        if inner.changes.iter().rev().find(|c| c.node == name) != Some(&change) {
+        if inner.last.get(&name) != Some(&change) {
+            inner.last.insert(name, change.clone());
             inner.changes.push(change);
         }
     }
@@ -97,6 +123,23 @@ impl NodeHistory {
             .filter(|c| c.node == node)
             .cloned()
             .collect()
+    }
+
+    /// The most nodes of `role` that were updating (`desiredConfig` ≠ `currentConfig`) at one
+    /// time, replaying every change the watch showed in the order it showed them.
+    pub fn most_updating_at_once(&self, role: &str) -> usize {
+        let inner = self.inner();
+        let mut updating = std::collections::HashSet::new();
+        let mut most = 0;
+        for change in &inner.changes {
+            if change.updating() && change.roles.iter().any(|r| r == role) {
+                updating.insert(change.node.as_str());
+            } else {
+                updating.remove(change.node.as_str());
+            }
+            most = most.max(updating.len());
+        }
+        most
     }
 
     /// Whether the watch has shown the node at `resource_version` or later.

@@ -130,6 +130,44 @@ impl Scenario {
         Ok(self.node_history.since(mark, node))
     }
 
+    /// The most nodes of `pool` that were updating at once (`desiredConfig` ≠ `currentConfig`)
+    /// over the scenario, once the Node watch has caught up with every Node as the API server
+    /// holds it now. A pool's nodes are those labelled with its role, as the harness labels
+    /// them (`node-role.kubernetes.io/<pool>`).
+    pub async fn most_updating_at_once(&self, pool: &str) -> Result<usize, ScenarioError> {
+        self.require_pool(pool).await?;
+        let nodes = Api::<k8s_openapi::api::core::v1::Node>::all(self.admin.clone())
+            .list(&Default::default())
+            .await
+            .map_err(|e| ClusterError::kube("nodes".into(), e))?;
+        let versions: Vec<(String, u64)> = nodes
+            .items
+            .iter()
+            .map(|n| {
+                let rv = n
+                    .metadata
+                    .resource_version
+                    .as_deref()
+                    .and_then(|rv| rv.parse().ok());
+                (n.metadata.name.clone().unwrap_or_default(), rv.unwrap_or(0))
+            })
+            .collect();
+        eventually(self.options.deadline, || async {
+            match versions
+                .iter()
+                .find(|(node, rv)| !self.node_history.caught_up(node, *rv))
+            {
+                None => Ok(()),
+                Some((node, rv)) => Err(format!(
+                    "the Node watch has not shown {node} at resourceVersion {rv} yet"
+                )),
+            }
+        })
+        .await
+        .map_err(ScenarioError::NotConverged)?;
+        Ok(self.node_history.most_updating_at_once(pool))
+    }
+
     /// That the cluster has a MachineConfigPool named `pool`; else an error listing those it has
     /// (a misspelt pool would otherwise count zero rendered configs and pass).
     pub async fn require_pool(&self, pool: &str) -> Result<(), ScenarioError> {

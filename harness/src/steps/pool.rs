@@ -59,6 +59,40 @@ async fn pool_is_paused(world: &mut ConformanceWorld, pool: String) -> anyhow::R
     Ok(())
 }
 
+/// The pool's `spec.maxUnavailable`: a number of nodes, or a percentage of the pool's nodes
+/// (`10%`), as `oc patch mcp/worker --type merge -p '{"spec":{"maxUnavailable":…}}'` sets it.
+#[given(regex = r"^the (\w+) pool's maxUnavailable is (\d+%?)$")]
+async fn pool_max_unavailable(
+    world: &mut ConformanceWorld,
+    pool: String,
+    value: String,
+) -> anyhow::Result<()> {
+    world.cluster()?.require_pool(&pool).await?;
+    world.cluster()?.set_max_unavailable(&pool, &value).await?;
+    Ok(())
+}
+
+/// How many of the pool's nodes were updating at once over the scenario (a new
+/// `desiredConfig` not yet their `currentConfig`), from every change a Node watch showed, in
+/// order: no more than the number given, and at least one node updated at all.
+#[then(expr = "the {word} pool updated at most {int} node(s) at once")]
+async fn updated_at_most_at_once(
+    world: &mut ConformanceWorld,
+    pool: String,
+    max: usize,
+) -> anyhow::Result<()> {
+    let most = world.cluster()?.most_updating_at_once(&pool).await?;
+    ensure!(
+        most >= 1,
+        "no node of the {pool} pool was given a new desiredConfig during the scenario"
+    );
+    ensure!(
+        most <= max,
+        "{most} nodes of the {pool} pool were updating at once (desiredConfig ≠ currentConfig); at most {max} may be"
+    );
+    Ok(())
+}
+
 /// Pause or unpause the pool (`spec.paused`); the step ends when the cluster and the nodes
 /// have followed (an unpaused pool's nodes run its newest rendered config).
 #[when(regex = r"^the (\w+) pool is (paused|unpaused)$")]

@@ -12,7 +12,7 @@ mod view;
 use super::metrics::ControllerMetrics;
 use super::names::FIELD_MANAGER;
 use super::operator::{CONTROLLER_CONFIG, controller_configs};
-use super::pools::{NodeView, PoolView, drain_answer, nodes_to_update, pool_status};
+use super::pools::{NodeView, PoolView, drain_answer, max_unavailable, nodes_to_update, pool_status};
 use super::render::{
     CONTROLLER_VERSION, GENERATED_BY, Templates, merge_machine_configs, rendered_name,
     template_machine_config,
@@ -231,10 +231,22 @@ impl MachineConfigController {
         let mut changed = false;
         for index in 0..view.pools.len() {
             let pool = view.pools[index].clone();
+            let selector = &pool["spec"]["nodeSelector"];
+            let members: Vec<usize> = (0..view.nodes.len())
+                .filter(|&i| {
+                    let labels = serde_json::to_value(&view.nodes[i].metadata.labels).unwrap_or(Value::Null);
+                    selects(selector, &labels)
+                })
+                .collect();
+            let name = pool["metadata"]["name"].as_str().unwrap_or("").to_string();
+            let max = max_unavailable(&pool["spec"]["maxUnavailable"], members.len());
+            if let Err(e) = &max {
+                self.note(format!("pool {name}: {e}"));
+            }
             let pool_view = PoolView {
-                name: pool["metadata"]["name"].as_str().unwrap_or("").to_string(),
+                name,
                 paused: pool["spec"]["paused"].as_bool().unwrap_or(false),
-                max_unavailable: pool["spec"]["maxUnavailable"].as_u64().unwrap_or(1) as usize,
+                max_unavailable: max.as_ref().copied().unwrap_or(0),
                 target: pool["spec"]["configuration"]["name"]
                     .as_str()
                     .unwrap_or("")
@@ -244,14 +256,8 @@ impl MachineConfigController {
                     .unwrap_or("")
                     .to_string(),
             };
-            let selector = &pool["spec"]["nodeSelector"];
-            let members: Vec<usize> = (0..view.nodes.len())
-                .filter(|&i| {
-                    let labels = serde_json::to_value(&view.nodes[i].metadata.labels).unwrap_or(Value::Null);
-                    selects(selector, &labels)
-                })
-                .collect();
             let views: Vec<NodeView> = members.iter().map(|&i| node_view(&view.nodes[i])).collect();
+            // An invalid maxUnavailable (0 above) moves no node: upstream's sync fails there.
             for name in nodes_to_update(&pool_view, &views) {
                 let patch = json!({"metadata": {"annotations": {DESIRED_CONFIG: pool_view.target}}});
                 let written = nodes
