@@ -1,0 +1,163 @@
+//! A kubelet CA rotation across a large cluster, on each path: how long N embedded nodes take to
+//! start, how long one forced rotation of kube-apiserver-to-kubelet-signer takes to reach every
+//! node, and the process's peak memory.
+//!
+//! On 4.16 every node's certificate writer reacts to the one ControllerConfig update; on 4.12
+//! the new bundle rolls out as a rendered config, `maxUnavailable` (here 10 %) of the pool at a
+//! time. The rotation is timed from the forcing patch until the cluster and every node have
+//! followed (the scenario's own convergence: each node synced, the pool updated); then, untimed,
+//! every node's `/etc/kubernetes/kubelet-ca.crt` is read and must hold the new signer.
+//!
+//! Run with `cargo bench -p harness --bench scale`. `SCALE_NODES=100,1000` (the default) sets
+//! the cluster sizes. Each size and profile runs in a process of its own (the bench re-runs
+//! itself), so each peak RSS is that case's alone. It prints a Markdown table, and the growth
+//! from the smallest size to the largest.
+
+use anyhow::{Context, Result, bail};
+use harness::Profile;
+use harness::scenario::{Scenario, ScenarioOptions};
+use std::time::{Duration, Instant};
+
+const CHILD: &str = "SCALE_BENCH_CASE";
+const SIGNER: &str = "kube-apiserver-to-kubelet-signer";
+
+fn main() -> Result<()> {
+    if let Ok(case) = std::env::var(CHILD) {
+        let (profile, nodes) = case
+            .split_once(':')
+            .context("SCALE_BENCH_CASE is profile:nodes")?;
+        let profile: Profile = profile.parse().map_err(anyhow::Error::msg)?;
+        let nodes: usize = nodes.parse().context("node count")?;
+        let runtime = tokio::runtime::Runtime::new()?;
+        return runtime.block_on(case_alone(profile, nodes));
+    }
+    let sizes: Vec<usize> = std::env::var("SCALE_NODES")
+        .unwrap_or_else(|_| "100,1000".into())
+        .split(',')
+        .map(|s| {
+            s.trim()
+                .parse()
+                .context("SCALE_NODES is a comma-separated list of counts")
+        })
+        .collect::<Result<_>>()?;
+    println!(
+        "| profile | nodes | start (every node up and synced) | forced rotation reaches every node | peak RSS |"
+    );
+    println!("|---|---|---|---|---|");
+    let mut results = Vec::new();
+    for profile in Profile::ALL {
+        for &nodes in &sizes {
+            let exe = std::env::current_exe()?;
+            let out = std::process::Command::new(exe)
+                .env(CHILD, format!("{profile}:{nodes}"))
+                .output()
+                .context("running a case")?;
+            if !out.status.success() {
+                bail!(
+                    "{profile} with {nodes} nodes failed ({}):\n{}{}",
+                    out.status,
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            let line = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            let fields: Vec<f64> = line.split_whitespace().filter_map(|f| f.parse().ok()).collect();
+            let [start, rotation, rss] = fields[..] else {
+                bail!("{profile} with {nodes} nodes printed {line:?}");
+            };
+            println!("| {profile} | {nodes} | {start:.2} s | {rotation:.2} s | {rss:.0} MiB |");
+            results.push((profile, nodes, start, rotation, rss));
+        }
+    }
+    if let (Some(&small), Some(&large)) = (sizes.iter().min(), sizes.iter().max())
+        && large > small
+    {
+        println!();
+        for profile in Profile::ALL {
+            let of = |n| results.iter().find(|r| r.0 == profile && r.1 == n).copied();
+            if let (Some(a), Some(b)) = (of(small), of(large)) {
+                println!(
+                    "{profile}, {small} → {large} nodes (× {:.0}): start × {:.1}, rotation × {:.1}, peak RSS × {:.1}",
+                    large as f64 / small as f64,
+                    b.2 / a.2,
+                    b.3 / a.3,
+                    b.4 / a.4
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One case in this process: prints `start_s rotation_s peak_rss_mib`.
+async fn case_alone(profile: Profile, nodes: usize) -> Result<()> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    harness::node::raise_open_file_limit();
+    let mut options = ScenarioOptions::new(profile);
+    options.nodes = vec![("worker".into(), nodes)];
+    options.deadline = Duration::from_secs(600);
+    let started = Instant::now();
+    let scenario = Scenario::start(options).await.context("starting the cluster")?;
+    scenario.converge().await.context("the fresh cluster converges")?;
+    let start = started.elapsed();
+    let outcome = rotate(&scenario, profile, nodes).await;
+    scenario.shutdown().await;
+    let rotation = outcome?;
+    println!(
+        "{:.3} {:.3} {:.1}",
+        start.as_secs_f64(),
+        rotation.as_secs_f64(),
+        peak_rss_mib()?
+    );
+    Ok(())
+}
+
+async fn rotate(scenario: &Scenario, profile: Profile, nodes: usize) -> Result<Duration> {
+    if profile == Profile::Ocp412 {
+        scenario.set_max_unavailable("worker", "10%").await?;
+    }
+    // As the step does: a minute after the last change, so the new signer gets a new name.
+    scenario.advance(time::Duration::minutes(1)).await?;
+    let namespace = scenario.secret_namespace(SIGNER)?;
+    let began = Instant::now();
+    harness::cluster::force_rotation(&scenario.admin, &namespace, SIGNER).await?;
+    scenario.advance(time::Duration::ZERO).await?;
+    let took = began.elapsed();
+    let signer = scenario.certificate(&namespace, SIGNER).await?;
+    let body = signer
+        .pem
+        .lines()
+        .filter(|l| !l.starts_with("-----"))
+        .collect::<String>();
+    let mut missing = Vec::new();
+    for node in &scenario.nodes {
+        let bundle = node.read("/etc/kubernetes/kubelet-ca.crt").await?;
+        let bundle: String = String::from_utf8_lossy(&bundle)
+            .lines()
+            .filter(|l| !l.starts_with("-----"))
+            .collect();
+        if !bundle.contains(&body) {
+            missing.push(node.name().to_string());
+        }
+    }
+    if !missing.is_empty() {
+        bail!(
+            "{} of {nodes} nodes lack the new {SIGNER} in kubelet-ca.crt (first: {})",
+            missing.len(),
+            missing[0]
+        );
+    }
+    Ok(took)
+}
+
+/// VmHWM: this process's peak resident set, in MiB.
+fn peak_rss_mib() -> Result<f64> {
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    let kib: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .context("no VmHWM in /proc/self/status")?;
+    Ok(kib / 1024.0)
+}
