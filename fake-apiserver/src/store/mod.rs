@@ -193,12 +193,27 @@ pub(crate) struct State {
     config: StoreConfig,
     snapshots: VecDeque<(u64, Vec<Arc<StoredObject>>)>,
     next_snapshot: u64,
+    /// Where changes go to open watches, by [`Topic`]; a topic with no watch left is dropped at
+    /// its next change.
+    topics: HashMap<Topic, broadcast::Sender<Arc<Event>>>,
 }
+
+/// The watches a change is sent to: those of its resource, and those of its resource that pin
+/// its name (`fieldSelector=metadata.name=…`). kube-apiserver's watch cache does the same: a
+/// cacher per resource, and watchers indexed by name where the resource's storage has that
+/// trigger (Nodes: `TriggerFunc: {"metadata.name": node.NameTriggerFunc}`), so one Node's
+/// change wakes the watches that can want it, not every daemon's. Which watch gets which event
+/// is unchanged: each still applies its whole filter.
+type Topic = (GroupResource, Option<String>);
+
+/// Events a watch may fall behind by before it ends (`Lagged`) and its client watches again:
+/// a resource's whole stream, and one object's.
+const RESOURCE_BACKLOG: usize = 4096;
+const OBJECT_BACKLOG: usize = 64;
 
 /// The store. Cheap to share behind an `Arc`.
 pub struct Store {
     state: Mutex<State>,
-    events: broadcast::Sender<Arc<Event>>,
 }
 
 const BUILTIN_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
@@ -209,7 +224,6 @@ const FIRST_RV: u64 = 100;
 
 impl Store {
     pub fn new(config: StoreConfig) -> Self {
-        let (events, _) = broadcast::channel(4096);
         let registry = Registry::default();
         let objects = registry
             .all()
@@ -225,8 +239,8 @@ impl Store {
                 config,
                 snapshots: VecDeque::new(),
                 next_snapshot: 1,
+                topics: HashMap::new(),
             }),
-            events,
         };
         store.seed_namespaces();
         store
@@ -327,9 +341,19 @@ impl Store {
         filter: &Filter,
         from: WatchFrom,
     ) -> Result<WatchStart, ApiError> {
-        let state = self.lock();
-        let live = self.events.subscribe();
+        let mut state = self.lock();
         let gr = info.group_resource();
+        let pinned = filter.fields.pinned_name().map(str::to_string);
+        let backlog = if pinned.is_some() {
+            OBJECT_BACKLOG
+        } else {
+            RESOURCE_BACKLOG
+        };
+        let live = state
+            .topics
+            .entry((gr.clone(), pinned))
+            .or_insert_with(|| broadcast::channel(backlog).0)
+            .subscribe();
         let objects = state.objects_of(info)?;
         let mut start = WatchStart {
             initial: Vec::new(),

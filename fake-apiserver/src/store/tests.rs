@@ -98,6 +98,55 @@ fn watch_replays_every_change_after_a_version_in_order() {
 }
 
 #[test]
+fn live_changes_reach_the_watches_of_their_resource_and_name_only() {
+    let s = store();
+    let info = cm_info(&s);
+    let secrets = s.resolve("", "v1", "secrets").unwrap();
+    let pinned = |name: &str| Filter {
+        fields: crate::selector::FieldSelector::parse(&format!("metadata.name={name}"), "configmaps")
+            .unwrap(),
+        ..Filter::default()
+    };
+    let mut all = s
+        .watch(&info, &Filter::default(), WatchFrom::Current)
+        .unwrap()
+        .live;
+    let mut only_a = s.watch(&info, &pinned("a"), WatchFrom::Current).unwrap().live;
+    let mut other_resource = s
+        .watch(&secrets, &Filter::default(), WatchFrom::Current)
+        .unwrap()
+        .live;
+    s.create(&info, Some("default"), cm("b", "1"), false).unwrap();
+    s.create(&info, Some("default"), cm("a", "1"), false).unwrap();
+    let names = |rx: &mut broadcast::Receiver<Arc<Event>>| {
+        std::iter::from_fn(|| rx.try_recv().ok())
+            .map(|e| e.object.name().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(names(&mut all), ["b", "a"]);
+    assert_eq!(names(&mut only_a), ["a"], "b's change never woke a's watch");
+    assert!(names(&mut other_resource).is_empty());
+    // A topic whose watches are gone is dropped at its next change.
+    drop(only_a);
+    s.update(
+        &info,
+        Some("default"),
+        "a",
+        cm("a", "2"),
+        Subresource::Main,
+        false,
+    )
+    .unwrap();
+    assert!(
+        !s.lock()
+            .topics
+            .contains_key(&(info.group_resource(), Some("a".to_string()))),
+        "the topic of a's gone watch is dropped"
+    );
+    assert_eq!(names(&mut all), ["a"]);
+}
+
+#[test]
 fn history_past_its_limit_answers_410() {
     let s = Store::new(StoreConfig {
         history_limit: 3,
