@@ -20,6 +20,7 @@
 pub mod agent;
 pub mod cluster;
 pub mod console;
+pub mod h2_client;
 pub mod interrupt;
 pub mod mco;
 pub mod node;
