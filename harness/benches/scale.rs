@@ -9,13 +9,14 @@
 //! every node's `/etc/kubernetes/kubelet-ca.crt` is read and must hold the new signer.
 //!
 //! Run with `cargo bench -p harness --bench scale`. `SCALE_NODES=100,1000` (the default) sets
-//! the cluster sizes. Each size and profile runs in a process of its own (the bench re-runs
-//! itself), so each peak RSS is that case's alone. It prints a Markdown table, and the growth
-//! from the smallest size to the largest.
+//! the embedded clusters' sizes, `SCALE_LIGHT_NODES=1000,10000` the light ones' (light nodes
+//! share their connections: `harness/src/node/light.rs`). Each case runs in a process of its
+//! own (the bench re-runs itself), so each peak RSS is that case's alone. It prints a Markdown
+//! table, and the growth from the smallest size to the largest of each kind.
 
 use anyhow::{Context, Result, bail};
 use harness::Profile;
-use harness::scenario::{Scenario, ScenarioOptions};
+use harness::scenario::{NodeBackend, Scenario, ScenarioOptions};
 use std::time::{Duration, Instant};
 
 const CHILD: &str = "SCALE_BENCH_CASE";
@@ -23,65 +24,89 @@ const SIGNER: &str = "kube-apiserver-to-kubelet-signer";
 
 fn main() -> Result<()> {
     if let Ok(case) = std::env::var(CHILD) {
-        let (profile, nodes) = case
-            .split_once(':')
-            .context("SCALE_BENCH_CASE is profile:nodes")?;
+        let parts: Vec<&str> = case.split(':').collect();
+        let [profile, nodes, kind] = parts[..] else {
+            bail!("SCALE_BENCH_CASE is profile:nodes:kind, not {case:?}");
+        };
         let profile: Profile = profile.parse().map_err(anyhow::Error::msg)?;
         let nodes: usize = nodes.parse().context("node count")?;
+        let backend = match kind {
+            "embedded" => NodeBackend::Embedded,
+            "light" => NodeBackend::Light,
+            other => bail!("unknown node kind {other:?}"),
+        };
         let runtime = tokio::runtime::Runtime::new()?;
-        return runtime.block_on(case_alone(profile, nodes));
+        return runtime.block_on(case_alone(profile, nodes, backend));
     }
-    let sizes: Vec<usize> = std::env::var("SCALE_NODES")
-        .unwrap_or_else(|_| "100,1000".into())
-        .split(',')
-        .map(|s| {
-            s.trim()
-                .parse()
-                .context("SCALE_NODES is a comma-separated list of counts")
-        })
-        .collect::<Result<_>>()?;
+    let sizes = |var: &str, default: &str| -> Result<Vec<usize>> {
+        std::env::var(var)
+            .unwrap_or_else(|_| default.into())
+            .split(',')
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| {
+                s.trim()
+                    .parse()
+                    .with_context(|| format!("{var} is a comma-separated list of counts"))
+            })
+            .collect()
+    };
+    let kinds = [
+        ("embedded", sizes("SCALE_NODES", "100,1000")?),
+        ("light", sizes("SCALE_LIGHT_NODES", "1000,10000")?),
+    ];
     println!(
         "| profile | nodes | start (every node up and synced) | forced rotation reaches every node | peak RSS |"
     );
     println!("|---|---|---|---|---|");
     let mut results = Vec::new();
-    for profile in Profile::ALL {
-        for &nodes in &sizes {
-            let exe = std::env::current_exe()?;
-            let out = std::process::Command::new(exe)
-                .env(CHILD, format!("{profile}:{nodes}"))
-                .output()
-                .context("running a case")?;
-            if !out.status.success() {
-                bail!(
-                    "{profile} with {nodes} nodes failed ({}):\n{}{}",
-                    out.status,
-                    String::from_utf8_lossy(&out.stdout),
-                    String::from_utf8_lossy(&out.stderr)
-                );
+    for (kind, sizes) in &kinds {
+        for profile in Profile::ALL {
+            for &nodes in sizes {
+                let exe = std::env::current_exe()?;
+                let out = std::process::Command::new(exe)
+                    .env(CHILD, format!("{profile}:{nodes}:{kind}"))
+                    .output()
+                    .context("running a case")?;
+                if !out.status.success() {
+                    bail!(
+                        "{profile} with {nodes} {kind} nodes failed ({}):\n{}{}",
+                        out.status,
+                        String::from_utf8_lossy(&out.stdout),
+                        String::from_utf8_lossy(&out.stderr)
+                    );
+                }
+                let line = String::from_utf8_lossy(&out.stdout).trim().to_string();
+                let fields: Vec<f64> = line.split_whitespace().filter_map(|f| f.parse().ok()).collect();
+                let [start, rotation, rss] = fields[..] else {
+                    bail!("{profile} with {nodes} {kind} nodes printed {line:?}");
+                };
+                println!("| {profile} | {nodes} {kind} | {start:.2} s | {rotation:.2} s | {rss:.0} MiB |");
+                results.push((*kind, profile, nodes, start, rotation, rss));
             }
-            let line = String::from_utf8_lossy(&out.stdout).trim().to_string();
-            let fields: Vec<f64> = line.split_whitespace().filter_map(|f| f.parse().ok()).collect();
-            let [start, rotation, rss] = fields[..] else {
-                bail!("{profile} with {nodes} nodes printed {line:?}");
-            };
-            println!("| {profile} | {nodes} | {start:.2} s | {rotation:.2} s | {rss:.0} MiB |");
-            results.push((profile, nodes, start, rotation, rss));
         }
     }
-    if let (Some(&small), Some(&large)) = (sizes.iter().min(), sizes.iter().max())
-        && large > small
-    {
-        println!();
+    println!();
+    for (kind, sizes) in &kinds {
+        let (Some(&small), Some(&large)) = (sizes.iter().min(), sizes.iter().max()) else {
+            continue;
+        };
+        if large == small {
+            continue;
+        }
         for profile in Profile::ALL {
-            let of = |n| results.iter().find(|r| r.0 == profile && r.1 == n).copied();
+            let of = |n| {
+                results
+                    .iter()
+                    .find(|r| r.0 == *kind && r.1 == profile && r.2 == n)
+                    .copied()
+            };
             if let (Some(a), Some(b)) = (of(small), of(large)) {
                 println!(
-                    "{profile}, {small} → {large} nodes (× {:.0}): start × {:.1}, rotation × {:.1}, peak RSS × {:.1}",
+                    "{profile}, {small} → {large} {kind} nodes (× {:.0}): start × {:.1}, rotation × {:.1}, peak RSS × {:.1}",
                     large as f64 / small as f64,
-                    b.2 / a.2,
                     b.3 / a.3,
-                    b.4 / a.4
+                    b.4 / a.4,
+                    b.5 / a.5
                 );
             }
         }
@@ -90,11 +115,12 @@ fn main() -> Result<()> {
 }
 
 /// One case in this process: prints `start_s rotation_s peak_rss_mib`.
-async fn case_alone(profile: Profile, nodes: usize) -> Result<()> {
+async fn case_alone(profile: Profile, nodes: usize, backend: NodeBackend) -> Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     harness::node::raise_open_file_limit();
     let mut options = ScenarioOptions::new(profile);
     options.nodes = vec![("worker".into(), nodes)];
+    options.backend = backend;
     options.deadline = Duration::from_secs(600);
     let started = Instant::now();
     let scenario = Scenario::start(options).await.context("starting the cluster")?;

@@ -13,6 +13,9 @@ pub struct ReferenceDaemon {
     pub profile: Profile,
     /// A fault switched on for the self-test; `None` is the reference daemon.
     pub mutant: Option<super::Mutant>,
+    /// A client to use instead of one from the node's kubeconfig: light nodes' daemons share
+    /// one (`crate::node::light`).
+    pub client: Option<kube::Client>,
 }
 
 struct NodeHost(ServiceContext);
@@ -43,11 +46,12 @@ impl AgentHost for NodeHost {
 impl Service for ReferenceDaemon {
     async fn run(&self, ctx: ServiceContext) {
         let path = ctx.node.root().join(AGENT_KUBECONFIG.trim_start_matches('/'));
-        let client = match std::fs::read_to_string(&path) {
-            Ok(yaml) => fake_apiserver::client_from_kubeconfig(&yaml)
+        let client = match (&self.client, std::fs::read_to_string(&path)) {
+            (Some(shared), _) => Ok(shared.clone()),
+            (None, Ok(yaml)) => fake_apiserver::client_from_kubeconfig(&yaml)
                 .await
                 .map_err(|e| e.to_string()),
-            Err(e) => Err(e.to_string()),
+            (None, Err(e)) => Err(e.to_string()),
         };
         let client = match client {
             Ok(c) => c,

@@ -44,6 +44,12 @@ pub async fn report(ctx: &ServiceContext, port: u16) {
             ));
         }
     };
+    report_with(ctx, port, client).await
+}
+
+/// Post the node status with `client` until the service stops.
+pub async fn report_with(ctx: &ServiceContext, port: u16, client: kube::Client) {
+    let node = ctx.node.clone();
     let nodes: Api<NodeObject> = Api::all(client);
     let mut clock_moves = node.clock_moves();
     let mut ready_since: Option<OffsetDateTime> = None;

@@ -26,6 +26,7 @@ pub mod journal;
 pub mod kubelet;
 pub mod kubelet_process;
 pub mod kubelet_status;
+pub mod light;
 pub mod output;
 pub mod seed;
 pub mod services;

@@ -26,6 +26,8 @@ pub(super) struct NodeStart<'a> {
     /// ControllerConfig's `kubeAPIServerServingCAData` (release-4.16 cluster_server.go:164
     /// `addDataAndMaybeAppendToIgnition`; on 4.12 the rendered config carries the same).
     pub kubelet_ca: &'a [u8],
+    /// The clients light nodes share (light nodes only).
+    pub light: Option<&'a crate::node::light::LightClients>,
 }
 
 impl NodeStart<'_> {
@@ -42,7 +44,7 @@ impl NodeStart<'_> {
             node: name.to_string(),
             message,
         };
-        let node = start_node(name, self.options, self.clock.clone())
+        let node = start_node(name, self.options, self.clock.clone(), self.light)
             .await
             .map_err(|e| failed(e.to_string()))?;
         // A node that started and then failed to seed or boot is shut down: its services would
@@ -97,6 +99,29 @@ pub(super) fn agent_identity(server: &fake_apiserver::ServerHandle) -> Result<Cl
             &["system:serviceaccounts"],
         )
         .map_err(fixture_err)
+}
+
+/// The clients a scenario's light nodes share, over HTTP/2: the daemons' with their service
+/// account (trusting the serving CAs the agents' kubeconfigs trust), the kubelets' with
+/// cluster-wide rights.
+pub(super) async fn light_clients(
+    server: &fake_apiserver::ServerHandle,
+    agent_trust: &str,
+    agent: &ClientIdentity,
+) -> Result<crate::node::light::LightClients, ScenarioError> {
+    let client = |identity: &ClientIdentity, trust: &str| {
+        let kubeconfig = fake_apiserver::kubeconfig(server.url(), trust, identity);
+        async move {
+            crate::h2_client::client_from_kubeconfig(&kubeconfig)
+                .await
+                .map(|(client, _)| client)
+                .map_err(ScenarioError::ApiServer)
+        }
+    };
+    Ok(crate::node::light::LightClients {
+        agent: client(agent, agent_trust).await?,
+        kubelet: client(server.admin_identity(), agent_trust).await?,
+    })
 }
 
 /// The ControllerConfig's `kubeAPIServerServingCAData`, decoded.
@@ -161,6 +186,7 @@ impl Scenario {
             clock: self.clock.clone(),
             agent_trust: &self.agent_trust,
             kubelet_ca: &kubelet_ca,
+            light: self.light.as_ref(),
         };
         let node = start.start(&name, role, &rendered, &spec).await?;
         self.nodes.push(node);

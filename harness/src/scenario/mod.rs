@@ -37,6 +37,7 @@ use crate::mco::{
 };
 use crate::node::container::{ContainerNode, ContainerSpec};
 use crate::node::kubelet::FakeKubelet;
+use crate::node::light::{LightClients, LightKubelet};
 use crate::node::{AGENT_UNIT, CRIO_UNIT, EmbeddedNode, HEARTBEAT_FILE, KUBELET_UNIT, Node, Service};
 use crate::pki::{Catalogue, Clock, IssuedCert, SimClock, StartingState, parse_certs, rfc3339};
 use crate::profile::Profile;
@@ -80,6 +81,9 @@ pub enum NodeBackend {
     Embedded,
     /// Containers of `image` (the node image, or a vendor's image built FROM it).
     Container { image: String },
+    /// Embedded nodes that share their daemons' and kubelets' connections, for thousands of
+    /// nodes in one process (`crate::node::light`: what they cannot show).
+    Light,
 }
 
 /// Which agent runs on the nodes.
@@ -187,9 +191,37 @@ async fn start_node(
     name: &str,
     options: &ScenarioOptions,
     clock: SimClock,
+    light: Option<&LightClients>,
 ) -> Result<Arc<dyn Node>, crate::node::NodeError> {
     let profile = options.profile;
     match &options.backend {
+        NodeBackend::Light => {
+            let (Some(light), AgentKind::Reference) = (light, &options.agent) else {
+                return Err(crate::node::NodeError::Io {
+                    node: name.into(),
+                    path: "<agent>".into(),
+                    source: std::io::Error::other(
+                        "light nodes run the reference daemon in this process, with the scenario's shared clients",
+                    ),
+                });
+            };
+            let node = EmbeddedNode::new(name, &[KUBELET_UNIT, CRIO_UNIT, AGENT_UNIT], clock)?;
+            node.set_service(
+                KUBELET_UNIT,
+                Arc::new(LightKubelet {
+                    client: light.kubelet.clone(),
+                }),
+            );
+            node.set_service(
+                AGENT_UNIT,
+                Arc::new(ReferenceDaemon {
+                    profile,
+                    mutant: None,
+                    client: Some(light.agent.clone()),
+                }),
+            );
+            Ok(Arc::new(node))
+        }
         NodeBackend::Embedded => {
             let node = EmbeddedNode::new(name, &[KUBELET_UNIT, CRIO_UNIT, AGENT_UNIT], clock)?;
             node.set_service(KUBELET_UNIT, Arc::new(FakeKubelet));
@@ -197,10 +229,12 @@ async fn start_node(
                 AgentKind::Reference => Arc::new(ReferenceDaemon {
                     profile,
                     mutant: None,
+                    client: None,
                 }),
                 AgentKind::Mutant(m) => Arc::new(ReferenceDaemon {
                     profile,
                     mutant: Some(*m),
+                    client: None,
                 }),
                 AgentKind::Binary {
                     path,
@@ -286,6 +320,8 @@ pub struct Scenario {
     agent_trust: String,
     /// What changed when, for the reports; `None` unless `options.timeline`.
     timeline: Option<std::sync::Mutex<timeline::Timeline>>,
+    /// The clients light nodes share; `None` for other backends.
+    light: Option<LightClients>,
 }
 
 fn fixture_err(e: impl std::fmt::Display) -> ScenarioError {
@@ -373,6 +409,10 @@ impl Scenario {
         side.settle().await?;
         let bundle = join::served_kubelet_ca(&admin).await?;
         let agent = join::agent_identity(&server)?;
+        let light = match options.backend {
+            NodeBackend::Light => Some(join::light_clients(&server, &trusted, &agent).await?),
+            _ => None,
+        };
         let mut planned = Vec::new();
         for (role, count) in &options.nodes {
             let (rendered, spec) = match bootstrap.get(role) {
@@ -399,6 +439,7 @@ impl Scenario {
             clock: clock.clone(),
             agent_trust: &trusted,
             kubelet_ca: &bundle,
+            light: light.as_ref(),
         };
         let starts: Vec<_> = planned
             .iter()
@@ -451,6 +492,7 @@ impl Scenario {
             catalogue,
             agent_trust: trusted,
             timeline: options_timeline.then(Default::default),
+            light,
         };
         let ready = async {
             scenario.await_kubelets().await?;

@@ -2,7 +2,7 @@
 
 use anyhow::Context;
 use cucumber::{given, then, when};
-use harness::scenario::{Scenario, ScenarioOptions};
+use harness::scenario::{NodeBackend, Scenario, ScenarioOptions};
 use harness::world::ConformanceWorld;
 
 async fn start(world: &mut ConformanceWorld, state: &str, workers: usize) -> anyhow::Result<()> {
@@ -14,7 +14,10 @@ async fn start(world: &mut ConformanceWorld, state: &str, workers: usize) -> any
 
 async fn start_with(world: &mut ConformanceWorld, mut options: ScenarioOptions) -> anyhow::Result<()> {
     options.agent = world.agent.clone();
-    options.backend = world.backend.clone();
+    // Light nodes are asked for by the step itself, whatever the run's node kind.
+    if options.backend != NodeBackend::Light {
+        options.backend = world.backend.clone();
+    }
     options.deadline = world.deadline;
     options.timeline = world.timeline;
     let scenario = Scenario::start(options).await?;
@@ -77,6 +80,18 @@ async fn node_joins(world: &mut ConformanceWorld, role: String) -> anyhow::Resul
 #[given(expr = "a fresh cluster with {int} worker node(s)")]
 async fn fresh_cluster(world: &mut ConformanceWorld, workers: usize) -> anyhow::Result<()> {
     start(world, "fresh-install", workers).await
+}
+
+/// A freshly installed cluster with that many light worker nodes: the reference daemon's
+/// logic and each node's own files and journal in this process, with no connection of their
+/// own, for thousands of nodes (`harness/src/node/light.rs` lists what they cannot show: no
+/// kubelet TLS, status posted under a shared identity, the reference daemon only).
+#[given(expr = "a fresh cluster with {int} light worker node(s)")]
+async fn fresh_light_cluster(world: &mut ConformanceWorld, workers: usize) -> anyhow::Result<()> {
+    let mut options = ScenarioOptions::new(world.profile);
+    options.nodes = vec![("worker".to_string(), workers)];
+    options.backend = NodeBackend::Light;
+    start_with(world, options).await
 }
 
 /// A freshly installed cluster whose bootstrap node has not handed over yet
