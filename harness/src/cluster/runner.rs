@@ -171,7 +171,9 @@ impl ClusterSide {
                     .map(|_| ())
                     .boxed(),
             ]);
-            let mut triggers = triggers.ready_chunks(64);
+            // Every trigger that came in while the last settle ran, at once: one settle reads
+            // the whole cluster, so thousands of nodes' changes need not cost a settle each.
+            let mut triggers = triggers.ready_chunks(1 << 16);
             loop {
                 if let Err(e) = self.settle().await {
                     self.log

@@ -92,6 +92,9 @@ struct Inner {
     clock_moves: tokio::sync::watch::Receiver<OffsetDateTime>,
     /// Stops this boot's systemd private bus.
     bus: Mutex<Option<tokio_util::sync::CancellationToken>>,
+    /// Whether boots open the private bus (light nodes, whose daemon runs in this process and
+    /// never dials it, do without the socket).
+    private_bus: std::sync::atomic::AtomicBool,
 }
 
 /// A handle to an embedded node; clones share the node.
@@ -195,6 +198,7 @@ impl EmbeddedNode {
                 next_pid: AtomicU32::new(1000),
                 kubelet_endpoint: Mutex::new(None),
                 bus: Mutex::new(None),
+                private_bus: std::sync::atomic::AtomicBool::new(true),
             }),
         }
     }
@@ -233,12 +237,20 @@ impl EmbeddedNode {
         self.start_enabled();
     }
 
+    /// Boot without systemd's private bus socket (from the next boot on).
+    pub fn without_private_bus(&self) {
+        self.inner.private_bus.store(false, Ordering::Relaxed);
+    }
+
     /// systemd's private bus for this boot, at `<root>/run/systemd/private`, answered from this
     /// node's service manager (`systemd_bus`). A socket that cannot be made is said in the
     /// journal.
     fn start_private_bus(&self) {
         if let Some(old) = lock(&self.inner.bus).take() {
             old.cancel();
+        }
+        if !self.inner.private_bus.load(Ordering::Relaxed) {
+            return;
         }
         let path = self
             .inner

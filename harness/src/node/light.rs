@@ -15,7 +15,8 @@
 //! - its kubelet posts status as a shared identity, not `system:node:<name>`, so the Node
 //!   authorizer and NodeRestriction see no kubelet of its own;
 //! - it runs the reference daemon only (no agent binary, no mutant);
-//! - its kubelet does not reload `kubelet-ca.crt` or log that it did.
+//! - its kubelet does not reload `kubelet-ca.crt` or log that it did;
+//! - it has no systemd private bus socket (the reference daemon never dials it).
 
 use super::embedded::{Service, ServiceContext};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};

@@ -206,6 +206,7 @@ async fn start_node(
                 });
             };
             let node = EmbeddedNode::new(name, &[KUBELET_UNIT, CRIO_UNIT, AGENT_UNIT], clock)?;
+            node.without_private_bus();
             node.set_service(
                 KUBELET_UNIT,
                 Arc::new(LightKubelet {
@@ -347,13 +348,18 @@ impl Scenario {
         )
         .map_err(|e| ScenarioError::ApiServer(e.to_string()))?;
         let trusted = format!("{}{}", server.ca_pem(), next_serving.ca_pem);
-        let admin = fake_apiserver::client_from_kubeconfig(&fake_apiserver::kubeconfig(
-            server.url(),
-            &trusted,
-            server.admin_identity(),
-        ))
-        .await
-        .map_err(|e| ScenarioError::ApiServer(e.to_string()))?;
+        let admin_kubeconfig = fake_apiserver::kubeconfig(server.url(), &trusted, server.admin_identity());
+        // The cluster side and the observers read every node at once; with thousands of light
+        // nodes, HTTP/1.1 would open a connection per read in flight (and keep it).
+        let admin = match options.backend {
+            NodeBackend::Light => crate::h2_client::client_from_kubeconfig(&admin_kubeconfig)
+                .await
+                .map(|(client, _)| client)
+                .map_err(ScenarioError::ApiServer)?,
+            _ => fake_apiserver::client_from_kubeconfig(&admin_kubeconfig)
+                .await
+                .map_err(|e| ScenarioError::ApiServer(e.to_string()))?,
+        };
         let catalogue =
             Arc::new(Catalogue::load(&options.fixtures.join("signers.yaml")).map_err(fixture_err)?);
         let states = StartingState::load_all(&options.fixtures.join("starting-states.yaml"), &catalogue)

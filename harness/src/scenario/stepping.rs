@@ -14,6 +14,13 @@ use super::*;
 /// is late, and late is a failure.
 pub const SYNC_BOUND: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// What the bounds grow by per node of the scenario: every node's agent, kubelet and files run
+/// in this process (or its containers) on the same cores, so a change that reaches ten
+/// thousand nodes takes the harness itself seconds of wall time that no agent is late for
+/// (the scale benchmark measures about 0.1–0.5 ms per node and change on two cores; this
+/// allows ten times that). Below a hundred nodes it adds under 0.5 s.
+pub const SYNC_BOUND_PER_NODE: std::time::Duration = std::time::Duration::from_millis(5);
+
 /// How long a node's agent may take to begin applying a new rendered config on `profile`.
 /// release-4.16's daemon, once after every start, holds its Node worker for a minute after its
 /// first sync past boot before it starts its health listener (release-4.16 daemon.go:857-870,
@@ -213,7 +220,7 @@ impl Scenario {
             u64::try_from(rollout.slowest_start.as_millis()).unwrap_or(u64::MAX),
             std::sync::atomic::Ordering::Relaxed,
         );
-        let bound = rollout_start_bound(self.options.profile);
+        let bound = rollout_start_bound(self.options.profile) + self.per_node_allowance();
         if rollout.slowest_start <= bound {
             return Ok(());
         }
@@ -238,20 +245,28 @@ impl Scenario {
         std::time::Duration::from_millis(self.slowest_sync_ms.load(std::sync::atomic::Ordering::Relaxed))
     }
 
-    /// `Err` naming how late the nodes were when they took longer than `SYNC_BOUND`.
+    /// [`SYNC_BOUND_PER_NODE`] for each node of the scenario.
+    fn per_node_allowance(&self) -> std::time::Duration {
+        SYNC_BOUND_PER_NODE.saturating_mul(u32::try_from(self.nodes.len()).unwrap_or(u32::MAX))
+    }
+
+    /// `Err` naming how late the nodes were when they took longer than `SYNC_BOUND` (and the
+    /// allowance for the scenario's nodes).
     pub(super) fn in_time(&self, started: std::time::Instant, what: &str) -> Result<(), ScenarioError> {
         let took = started.elapsed();
         self.slowest_sync_ms.fetch_max(
             u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
             std::sync::atomic::Ordering::Relaxed,
         );
-        if took <= SYNC_BOUND {
+        let bound = SYNC_BOUND + self.per_node_allowance();
+        if took <= bound {
             return Ok(());
         }
         Err(ScenarioError::NotConverged(format!(
-            "late: the nodes {what} {:.1} s after the change, past the {} s an agent acting on the API server's events needs (upstream reacts to the watch event at once); --agent-timeout does not extend this",
+            "late: the nodes {what} {:.1} s after the change, past the {:.1} s an agent acting on the API server's events needs with {} node(s) (upstream reacts to the watch event at once); --agent-timeout does not extend this",
             took.as_secs_f64(),
-            SYNC_BOUND.as_secs()
+            bound.as_secs_f64(),
+            self.nodes.len()
         )))
     }
 
@@ -276,8 +291,11 @@ impl Scenario {
                         first_seen.entry(u.key.clone()).or_insert((now, u.marks.clone()));
                     }
                 }
+                // By key, so thousands of nodes given a config at once cost no square.
+                let unstarted: std::collections::HashMap<&(String, String), &String> =
+                    look.unstarted.iter().map(|u| (&u.key, &u.marks)).collect();
                 first_seen.retain(|key, (since, marks)| {
-                    let still = look.unstarted.iter().any(|u| u.key == *key && u.marks == *marks);
+                    let still = unstarted.get(key).is_some_and(|m| *m == marks);
                     if still {
                         return true;
                     }
