@@ -116,6 +116,9 @@ impl LabelSelector {
     }
 
     pub fn matches(&self, object: &Value) -> bool {
+        if self.0.is_empty() {
+            return true;
+        }
         // `get` by key, not `pointer`: a pointer splits and unescapes its path on every call, and
         // a watch evaluates this for every event it is fed.
         let labels = object.get("metadata").and_then(|m| m.get("labels"));

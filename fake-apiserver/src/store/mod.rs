@@ -303,9 +303,7 @@ impl Store {
         let (rv, items) = match continue_token {
             Some(token) => state.take_snapshot(token)?,
             None => {
-                let items: Vec<_> = state
-                    .objects_of(info)?
-                    .values()
+                let items: Vec<_> = candidates(state.objects_of(info)?, info, filter)
                     .filter(|o| filter.matches(o))
                     .cloned()
                     .collect();
@@ -363,8 +361,7 @@ impl Store {
         };
         match from {
             WatchFrom::Current | WatchFrom::InitialEvents => {
-                start.initial = objects
-                    .values()
+                start.initial = candidates(objects, info, filter)
                     .filter(|o| filter.matches(o))
                     .map(|o| (EventType::Added, o.clone()))
                     .collect();
@@ -425,6 +422,26 @@ impl Store {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+/// The stored objects `filter` can match: when it pins a name (`metadata.name=…`) and the
+/// namespace is known (given, or the resource is cluster-scoped), that one object by key, as
+/// kube-apiserver's watch cache serves a single-object list or watch from its index instead of
+/// scanning; otherwise every object of the resource. Callers still apply the whole filter.
+fn candidates<'a>(
+    objects: &'a Objects,
+    info: &ResourceInfo,
+    filter: &Filter,
+) -> Box<dyn Iterator<Item = &'a Arc<StoredObject>> + 'a> {
+    let namespace = match (&filter.namespace, info.namespaced) {
+        (Some(ns), true) => Some(ns.clone()),
+        (_, false) => Some(String::new()),
+        (None, true) => None,
+    };
+    match (filter.fields.pinned_name(), namespace) {
+        (Some(name), Some(ns)) => Box::new(objects.get(&(ns, name.to_string())).into_iter()),
+        _ => Box::new(objects.values()),
     }
 }
 

@@ -147,6 +147,55 @@ fn live_changes_reach_the_watches_of_their_resource_and_name_only() {
 }
 
 #[test]
+fn a_pinned_name_lists_and_watches_that_object_only_and_still_applies_the_rest() {
+    let s = store();
+    let info = cm_info(&s);
+    for name in ["a", "b", "c"] {
+        s.create(&info, Some("default"), cm(name, "1"), false).unwrap();
+    }
+    s.create(&info, Some("kube-system"), cm("b", "2"), false).unwrap();
+    let filter = |ns: Option<&str>, fields: &str, labels: &str| Filter {
+        namespace: ns.map(str::to_string),
+        fields: crate::selector::FieldSelector::parse(fields, "configmaps").unwrap(),
+        labels: crate::selector::LabelSelector::parse(labels).unwrap(),
+    };
+    let listed = |f: &Filter| -> Vec<(String, String)> {
+        s.list(&info, f, None, None)
+            .unwrap()
+            .items
+            .iter()
+            .map(|o| (o.namespace().to_string(), o.name().to_string()))
+            .collect()
+    };
+    let b = |ns: &str| (ns.to_string(), "b".to_string());
+    assert_eq!(
+        listed(&filter(Some("default"), "metadata.name=b", "")),
+        [b("default")]
+    );
+    // Every namespace: no key to look up, so every object is judged.
+    assert_eq!(
+        listed(&filter(None, "metadata.name=b", "")),
+        [b("default"), b("kube-system")]
+    );
+    assert!(listed(&filter(Some("default"), "metadata.name=b", "app=y")).is_empty());
+    assert!(listed(&filter(Some("default"), "metadata.name=b,metadata.name!=b", "")).is_empty());
+    assert!(listed(&filter(Some("default"), "metadata.name=zz", "")).is_empty());
+    let watched = s
+        .watch(
+            &info,
+            &filter(Some("kube-system"), "metadata.name=b", ""),
+            WatchFrom::Current,
+        )
+        .unwrap();
+    let initial: Vec<_> = watched
+        .initial
+        .iter()
+        .map(|(_, o)| (o.namespace().to_string(), o.name().to_string()))
+        .collect();
+    assert_eq!(initial, [b("kube-system")]);
+}
+
+#[test]
 fn history_past_its_limit_answers_410() {
     let s = Store::new(StoreConfig {
         history_limit: 3,
