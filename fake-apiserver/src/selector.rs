@@ -190,16 +190,23 @@ impl FieldSelector {
     }
 
     pub fn matches(&self, object: &Value) -> bool {
-        self.0.iter().all(|(field, equal, value)| {
-            let key = match field {
-                Field::Name => "name",
-                Field::Namespace => "namespace",
-            };
-            let actual = object
+        let meta = |key: &str| {
+            object
                 .get("metadata")
                 .and_then(|m| m.get(key))
                 .and_then(Value::as_str)
-                .unwrap_or("");
+                .unwrap_or("")
+        };
+        self.matches_meta(meta("name"), meta("namespace"))
+    }
+
+    /// As [`matches`](Self::matches), given the object's name and namespace.
+    pub fn matches_meta(&self, name: &str, namespace: &str) -> bool {
+        self.0.iter().all(|(field, equal, value)| {
+            let actual = match field {
+                Field::Name => name,
+                Field::Namespace => namespace,
+            };
             (actual == value) == *equal
         })
     }

@@ -30,12 +30,30 @@ pub struct StoredObject {
     pub value: Value,
     pub json: Bytes,
     pub rv: u64,
+    /// `metadata.name` and `metadata.namespace`, read once: every watch and list judges them.
+    name: Box<str>,
+    namespace: Box<str>,
 }
 
 impl StoredObject {
     fn new(value: Value, rv: u64) -> Arc<Self> {
         let json = Bytes::from(crate::depth::to_vec(&value));
-        Arc::new(StoredObject { value, json, rv })
+        let meta = |key: &str| -> Box<str> {
+            value
+                .get("metadata")
+                .and_then(|m| m.get(key))
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .into()
+        };
+        let (name, namespace) = (meta("name"), meta("namespace"));
+        Arc::new(StoredObject {
+            value,
+            json,
+            rv,
+            name,
+            namespace,
+        })
     }
 
     /// `{"type":"…","object":…}` and a newline: this object as one watch event line.
@@ -50,19 +68,11 @@ impl StoredObject {
     }
 
     pub fn name(&self) -> &str {
-        self.value
-            .get("metadata")
-            .and_then(|m| m.get("name"))
-            .and_then(Value::as_str)
-            .unwrap_or("")
+        &self.name
     }
 
     pub fn namespace(&self) -> &str {
-        self.value
-            .get("metadata")
-            .and_then(|m| m.get("namespace"))
-            .and_then(Value::as_str)
-            .unwrap_or("")
+        &self.namespace
     }
 }
 
@@ -129,7 +139,7 @@ impl Filter {
             .as_deref()
             .is_none_or(|ns| object.namespace() == ns)
             && self.labels.matches(&object.value)
-            && self.fields.matches(&object.value)
+            && self.fields.matches_meta(object.name(), object.namespace())
     }
 }
 
@@ -373,10 +383,12 @@ impl Store {
                         state.compacted
                     )));
                 }
+                let pinned = filter.fields.pinned_name();
                 start.replay = state
                     .history
                     .iter()
                     .filter(|e| e.rv > rv && e.resource == gr)
+                    .filter(|e| pinned.is_none_or(|name| e.object.name() == name))
                     .cloned()
                     .collect();
             }

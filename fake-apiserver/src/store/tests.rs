@@ -193,6 +193,18 @@ fn a_pinned_name_lists_and_watches_that_object_only_and_still_applies_the_rest()
         .map(|(_, o)| (o.namespace().to_string(), o.name().to_string()))
         .collect();
     assert_eq!(initial, [b("kube-system")]);
+    // From a version: the kept history, that name's changes only.
+    let first = s.list(&info, &Filter::default(), None, None).unwrap().items[0].rv;
+    let replayed = s
+        .watch(
+            &info,
+            &filter(Some("default"), "metadata.name=b", ""),
+            WatchFrom::After(first - 1),
+        )
+        .unwrap()
+        .replay;
+    let names: Vec<_> = replayed.iter().map(|e| e.object.name().to_string()).collect();
+    assert!(!names.is_empty() && names.iter().all(|n| n == "b"), "{names:?}");
 }
 
 #[test]
