@@ -11,10 +11,13 @@
 #   it watches (release-4.16 certificate_writer.go), so all 1,000 nodes follow at once and the
 #   pool keeps its one rendered config.
 # Both: a kubelet CA change is no reboot on either path.
-# Run with `--tags @scale`: each scenario starts 1,000 embedded nodes (about 10 s and 0.7 GiB in
-# a debug build on two cores; the README's scale benchmark has the figures).
+# Run with `--tags @scale`, best from a release build (`cargo run --release -p harness --bin
+# mco-conformance -- run --tags @scale features/scale.feature`): the 1,000-node scenarios run
+# embedded nodes, the 10,000-node ones light nodes (the reference daemon and each node's files
+# in this process, sharing connections; README, "Light nodes", says what they cannot show). The
+# README's scale benchmark has the times and memory.
 @scale
-Feature: A rotation across a thousand nodes
+Feature: A rotation across thousands of nodes
   An MCO developer sees the two paths' difference at scale: on 4.12 a rotation rolls out as a
   rendered config, maxUnavailable nodes at a time; on 4.16 every node's daemon writes the new
   bundle at once, with no new rendered config.
@@ -36,4 +39,24 @@ Feature: A rotation across a thousand nodes
     And the worker pool has 2 rendered configs
     And the worker pool updated at most 100 nodes at once
     And every node is Done
+    And no node has rebooted
+
+  # 10% of 10,000 nodes is 1,000 at a time: at least ceil(10000 / 1000) = 10 steps.
+  @ocp-4.12
+  Scenario: On 4.12 a forced rotation rolls out to 10,000 light nodes at most maxUnavailable at a time
+    Given a fresh cluster with 10000 light worker nodes
+    And the worker pool's maxUnavailable is 10%
+    When the kube-apiserver-to-kubelet-signer is rotated by force
+    Then every node's kubelet-ca.crt lists the current kube-apiserver-to-kubelet-signer
+    And the worker pool has 2 rendered configs
+    And the worker pool updated at most 1000 nodes at once
+    And every node is Done
+    And no node has rebooted
+
+  @ocp-4.16
+  Scenario: On 4.16 a forced rotation reaches 10,000 light nodes with no new rendered config
+    Given a fresh cluster with 10000 light worker nodes
+    When the kube-apiserver-to-kubelet-signer is rotated by force
+    Then every node's kubelet-ca.crt lists the current kube-apiserver-to-kubelet-signer
+    And the worker pool has 1 rendered config
     And no node has rebooted

@@ -330,8 +330,11 @@ fn fixture_err(e: impl std::fmt::Display) -> ScenarioError {
 }
 
 impl Scenario {
-    pub async fn start(options: ScenarioOptions) -> Result<Self, ScenarioError> {
+    pub async fn start(mut options: ScenarioOptions) -> Result<Self, ScenarioError> {
         crate::interrupt::check().map_err(ScenarioError::NotConverged)?;
+        // Every wait grows with the nodes there are to wait for (see `SYNC_BOUND_PER_NODE`).
+        let planned: usize = options.nodes.iter().map(|(_, n)| n).sum();
+        options.deadline += stepping::SYNC_BOUND_PER_NODE.saturating_mul(u32::try_from(planned).unwrap_or(u32::MAX));
         let _ = rustls::crypto::ring::default_provider().install_default();
         let server = fake_apiserver::FakeApiServer::builder()
             .node_authorizer_selectors(options.profile.node_authorizer_selectors())
