@@ -334,7 +334,8 @@ impl Scenario {
         crate::interrupt::check().map_err(ScenarioError::NotConverged)?;
         // Every wait grows with the nodes there are to wait for (see `SYNC_BOUND_PER_NODE`).
         let planned: usize = options.nodes.iter().map(|(_, n)| n).sum();
-        options.deadline += stepping::SYNC_BOUND_PER_NODE.saturating_mul(u32::try_from(planned).unwrap_or(u32::MAX));
+        options.deadline +=
+            stepping::SYNC_BOUND_PER_NODE.saturating_mul(u32::try_from(planned).unwrap_or(u32::MAX));
         let _ = rustls::crypto::ring::default_provider().install_default();
         let server = fake_apiserver::FakeApiServer::builder()
             .node_authorizer_selectors(options.profile.node_authorizer_selectors())
