@@ -64,7 +64,8 @@ pub fn max_unavailable(spec: &Value, pool_size: usize) -> Result<usize, String> 
                 .strip_suffix('%')
                 .and_then(|p| p.parse::<usize>().ok())
                 .ok_or_else(|| {
-                    format!("\"maxUnavailable\" invalid value for IntOrString: invalid type: string is not a percentage")
+                    "\"maxUnavailable\" invalid value for IntOrString: invalid type: string is not a percentage"
+                        .to_string()
                 })?;
             percent.saturating_mul(pool_size) / 100
         }

@@ -60,7 +60,7 @@ pub fn raise_open_file_limit() -> u64 {
             }
         }
     }
-    limit.rlim_cur as u64
+    limit.rlim_cur
 }
 
 /// Where a run keeps what it makes and removes: node roots, control sockets, agents' tool
