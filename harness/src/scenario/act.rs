@@ -362,16 +362,8 @@ impl Scenario {
 
     /// Pause or unpause a pool (`spec.paused`), then wait for the cluster and nodes to follow.
     pub async fn set_paused(&self, pool: &str, paused: bool) -> Result<(), ScenarioError> {
-        let patch = serde_json::json!({"spec": {"paused": paused}});
-        machine_config_pools(&self.admin)
-            .patch(
-                pool,
-                &kube::api::PatchParams::default(),
-                &kube::api::Patch::Merge(patch),
-            )
+        self.patch_pool_spec(pool, serde_json::json!({"paused": paused}))
             .await
-            .map_err(|e| ClusterError::kube(format!("machineconfigpool {pool}"), e))?;
-        self.advance(time::Duration::ZERO).await
     }
 
     /// Set the pool's `spec.maxUnavailable` to `value`: a number of nodes (`100`) or a
@@ -381,12 +373,17 @@ impl Scenario {
             Ok(n) => serde_json::Value::from(n),
             Err(_) => serde_json::Value::from(value),
         };
-        let patch = serde_json::json!({"spec": {"maxUnavailable": value}});
+        self.patch_pool_spec(pool, serde_json::json!({"maxUnavailable": value}))
+            .await
+    }
+
+    /// Merge `spec` into the pool's spec, then wait for the cluster and nodes to follow.
+    async fn patch_pool_spec(&self, pool: &str, spec: serde_json::Value) -> Result<(), ScenarioError> {
         machine_config_pools(&self.admin)
             .patch(
                 pool,
                 &kube::api::PatchParams::default(),
-                &kube::api::Patch::Merge(patch),
+                &kube::api::Patch::Merge(serde_json::json!({"spec": spec})),
             )
             .await
             .map_err(|e| ClusterError::kube(format!("machineconfigpool {pool}"), e))?;
