@@ -2,7 +2,7 @@
 //!
 //! Each embedded node's kubelet watches `/etc/kubernetes` and each daemon's config drift monitor
 //! the directories of its config's files. A watcher of their own each (`notify`'s, one inotify
-//! instance and one thread apiece) stopped a cluster at about a hundred nodes: Linux allows a
+//! instance and one thread apiece) stopped a cluster between 100 and 300 nodes: Linux allows a
 //! user 128 inotify instances (`fs.inotify.max_user_instances`), and `inotify_init` then fails
 //! with "Too many open files". Here the process has one instance and one thread; a watch is one
 //! inotify watch on that instance (`fs.inotify.max_user_watches`, about 190,000 here), and each
