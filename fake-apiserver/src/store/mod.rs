@@ -1,13 +1,16 @@
 //! The in-memory object store: every object, one global resourceVersion, the event history
-//! watches replay from, and the broadcast that feeds open watches.
+//! watches replay from, and the broadcasts that feed open watches.
 //!
 //! Everything sits behind one `std::sync::Mutex`: no await happens while it is held, each
 //! operation is short, and one lock gives the two guarantees watch clients depend on: events are
 //! published in resourceVersion order, and a watch that starts from resourceVersion N sees every
 //! change after N exactly once (it subscribes and reads the history under the same lock the
 //! writers publish under). This module owns semantics (versions, conflicts, history); it knows
-//! nothing of HTTP. Writes are in `write.rs`, the checks they make in `prepare.rs`.
+//! nothing of HTTP. Writes are in `write.rs`, the checks they make in `prepare.rs`; what is
+//! reached by key rather than by scanning (which watches a change goes to, the object a pinned
+//! list reads) in `index.rs`.
 
+mod index;
 mod prepare;
 mod write;
 
@@ -203,23 +206,9 @@ pub(crate) struct State {
     config: StoreConfig,
     snapshots: VecDeque<(u64, Vec<Arc<StoredObject>>)>,
     next_snapshot: u64,
-    /// Where changes go to open watches, by [`Topic`]; a topic with no watch left is dropped at
-    /// its next change.
-    topics: HashMap<Topic, broadcast::Sender<Arc<Event>>>,
+    /// Where changes go to open watches.
+    topics: index::Topics,
 }
-
-/// The watches a change is sent to: those of its resource, and those of its resource that pin
-/// its name (`fieldSelector=metadata.name=…`). kube-apiserver's watch cache does the same: a
-/// cacher per resource, and watchers indexed by name where the resource's storage has that
-/// trigger (Nodes: `TriggerFunc: {"metadata.name": node.NameTriggerFunc}`), so one Node's
-/// change wakes the watches that can want it, not every daemon's. Which watch gets which event
-/// is unchanged: each still applies its whole filter.
-type Topic = (GroupResource, Option<String>);
-
-/// Events a watch may fall behind by before it ends (`Lagged`) and its client watches again:
-/// a resource's whole stream, and one object's.
-const RESOURCE_BACKLOG: usize = 4096;
-const OBJECT_BACKLOG: usize = 64;
 
 /// The store. Cheap to share behind an `Arc`.
 pub struct Store {
@@ -249,7 +238,7 @@ impl Store {
                 config,
                 snapshots: VecDeque::new(),
                 next_snapshot: 1,
-                topics: HashMap::new(),
+                topics: index::Topics::default(),
             }),
         };
         store.seed_namespaces();
@@ -313,7 +302,7 @@ impl Store {
         let (rv, items) = match continue_token {
             Some(token) => state.take_snapshot(token)?,
             None => {
-                let items: Vec<_> = candidates(state.objects_of(info)?, info, filter)
+                let items: Vec<_> = index::candidates(state.objects_of(info)?, info, filter)
                     .filter(|o| filter.matches(o))
                     .cloned()
                     .collect();
@@ -351,17 +340,7 @@ impl Store {
     ) -> Result<WatchStart, ApiError> {
         let mut state = self.lock();
         let gr = info.group_resource();
-        let pinned = filter.fields.pinned_name().map(str::to_string);
-        let backlog = if pinned.is_some() {
-            OBJECT_BACKLOG
-        } else {
-            RESOURCE_BACKLOG
-        };
-        let live = state
-            .topics
-            .entry((gr.clone(), pinned))
-            .or_insert_with(|| broadcast::channel(backlog).0)
-            .subscribe();
+        let live = state.topics.subscribe(&gr, filter.fields.pinned_name());
         let objects = state.objects_of(info)?;
         let mut start = WatchStart {
             initial: Vec::new(),
@@ -371,7 +350,7 @@ impl Store {
         };
         match from {
             WatchFrom::Current | WatchFrom::InitialEvents => {
-                start.initial = candidates(objects, info, filter)
+                start.initial = index::candidates(objects, info, filter)
                     .filter(|o| filter.matches(o))
                     .map(|o| (EventType::Added, o.clone()))
                     .collect();
@@ -434,26 +413,6 @@ impl Store {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-}
-
-/// The stored objects `filter` can match: when it pins a name (`metadata.name=…`) and the
-/// namespace is known (given, or the resource is cluster-scoped), that one object by key, as
-/// kube-apiserver's watch cache serves a single-object list or watch from its index instead of
-/// scanning; otherwise every object of the resource. Callers still apply the whole filter.
-fn candidates<'a>(
-    objects: &'a Objects,
-    info: &ResourceInfo,
-    filter: &Filter,
-) -> Box<dyn Iterator<Item = &'a Arc<StoredObject>> + 'a> {
-    let namespace = match (&filter.namespace, info.namespaced) {
-        (Some(ns), true) => Some(ns.clone()),
-        (_, false) => Some(String::new()),
-        (None, true) => None,
-    };
-    match (filter.fields.pinned_name(), namespace) {
-        (Some(name), Some(ns)) => Box::new(objects.get(&(ns, name.to_string())).into_iter()),
-        _ => Box::new(objects.values()),
     }
 }
 

@@ -138,9 +138,7 @@ fn live_changes_reach_the_watches_of_their_resource_and_name_only() {
     )
     .unwrap();
     assert!(
-        !s.lock()
-            .topics
-            .contains_key(&(info.group_resource(), Some("a".to_string()))),
+        !s.lock().topics.has(&info.group_resource(), Some("a")),
         "the topic of a's gone watch is dropped"
     );
     assert_eq!(names(&mut all), ["a"]);

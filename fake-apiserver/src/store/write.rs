@@ -430,21 +430,7 @@ impl Store {
                 state.compacted = dropped.rv;
             }
         }
-        // A lagging receiver sees `Lagged`, and its client watches again.
-        let name = event.object.name().to_string();
-        for topic in [
-            (event.resource.clone(), None),
-            (event.resource.clone(), Some(name)),
-        ] {
-            let Some(sender) = state.topics.get(&topic) else {
-                continue;
-            };
-            if sender.receiver_count() == 0 {
-                state.topics.remove(&topic);
-            } else {
-                let _ = sender.send(event.clone());
-            }
-        }
+        state.topics.send(&event);
     }
 }
 
