@@ -190,3 +190,40 @@ Feature: When the kubelet restarts
       | form        |
       | base64 data |
       | raw data    |
+
+  # The deferred restart, and what ends it (release-4.16 daemon.go:1358-1429). Reading
+  # kubeconfig-data sets the daemon's deferKubeletRestart unless an added CA is one it does not
+  # skip; then any informer error that mentions x509 (utilruntime.HandleError, piped to the main
+  # loop) makes it re-bootstrap the kubelet: it removes /var/lib/kubelet/kubeconfig, runs
+  # `systemctl restart kubelet`, waits up to two minutes for the kubelet to write a new one, and
+  # exits (ErrAuxiliary) so its pod restarts. The x509 error comes once the API server serves
+  # from the added CA, which the daemon's pod did not trust when it started. The kubelet
+  # bootstraps from /etc/kubernetes/kubeconfig, which already trusts the added CA, with a
+  # CertificateSigningRequest for system:node:<name>; cluster-machine-approver does not approve
+  # a request for a node that already exists (csr_check.go authorizeNodeClientCSR, "node …
+  # already exists, cannot approve"), so the kubelet posts no status until an administrator
+  # approves it (`oc adm certificate approve`). Until then the daemon waits for the kubeconfig
+  # and cannot sync (it no longer trusts the API server); once the kubelet has its certificate
+  # the daemon exits, its pod restarts trusting the added CA (the service account's ca.crt
+  # follows the serving CA bundle), and it syncs the operator's next ControllerConfig.
+  # Upstream's other trigger, daemon stop, never fires: its stopCh is closed only after Run
+  # returns, and a SIGTERM returns without re-bootstrapping.
+  @ocp-4.16
+  Scenario: On 4.16 an x509 error after a deferred serving CA re-bootstraps the kubelet
+    Given a fresh cluster with 1 worker node
+    When the kube-apiserver's serving CA bundle gains the installer's kube-apiserver-lb-signer
+    Then every node's /var/lib/kubelet/kubeconfig does not trust the added CA
+    When the kube-apiserver serves a certificate from the added CA
+    Then every node's journal shows, in this order:
+      | Stopping kubelet.service... |
+      | Started kubelet.service.    |
+    And every node's kubelet waits for approval of its client certificate request
+    When every pending certificate signing request is approved
+    Then every node's kubelet uses the client certificate its approved request was issued
+    And every node's /var/lib/kubelet/kubeconfig trusts the added CA
+    And every node is Ready
+    And every node's journal shows, in this order:
+      | Restarting failed container machine-config-daemon |
+    When 1 minute passes
+    Then every node's annotation machineconfiguration.openshift.io/lastSyncedControllerConfigResourceVersion is the ControllerConfig's resourceVersion
+    And no node has rebooted

@@ -26,6 +26,7 @@
 //! - `error`: every failure as a Kubernetes `Status`.
 
 pub mod auth;
+pub mod csr;
 pub mod depth;
 pub mod error;
 pub mod faults;

@@ -156,6 +156,61 @@ impl CertificateAuthority {
         })
     }
 
+    /// This CA's certificate again, same subject and key, signed by `other`: presented as an
+    /// intermediate, it lets a client that trusts only `other` verify what this CA issued, while
+    /// a client that trusts neither still refuses it.
+    pub fn cross_signed_by(&self, other: &CertificateAuthority) -> Result<String, PkiError> {
+        let key = KeyPair::from_pem(&self.key_pem)?;
+        let common_name = x509_parser::pem::parse_x509_pem(self.cert_pem.as_bytes())
+            .ok()
+            .and_then(|(_, block)| {
+                let (_, cert) = x509_parser::parse_x509_certificate(&block.contents).ok()?;
+                let cn = cert
+                    .subject()
+                    .iter_common_name()
+                    .next()?
+                    .as_str()
+                    .ok()?
+                    .to_string();
+                Some(cn)
+            })
+            .ok_or(PkiError::Rcgen(rcgen::Error::CouldNotParseCertificate))?;
+        // The same subject as `generate_valid` wrote, byte for byte: chains match names exactly.
+        let mut params = CertificateParams::default();
+        params.distinguished_name = subject(&common_name, &[]);
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        let now = OffsetDateTime::now_utc();
+        params.not_before = now - Duration::hours(1);
+        params.not_after = now + IDENTITY_VALIDITY;
+        params.serial_number = Some(random_serial());
+        let other_key = KeyPair::from_pem(&other.key_pem)?;
+        let issuer = Issuer::from_ca_cert_pem(&other.cert_pem, other_key)?;
+        Ok(params.signed_by(&key, &issuer)?.pem())
+    }
+
+    /// A client certificate for a certificate signing request (DER), as kube-controller-manager's
+    /// `kubernetes.io/kube-apiserver-client-kubelet` signer issues one: the request's subject and
+    /// key, client auth, valid from five minutes ago (its backdating) for `validity`.
+    pub fn sign_request(&self, request_der: &[u8], validity: Duration) -> Result<String, PkiError> {
+        let der = rustls_pki_types::CertificateSigningRequestDer::from(request_der.to_vec());
+        let mut request = rcgen::CertificateSigningRequestParams::from_der(&der)?;
+        let now = OffsetDateTime::now_utc();
+        request.params.not_before = now - Duration::minutes(5);
+        request.params.not_after = now + validity;
+        request.params.serial_number = Some(random_serial());
+        request.params.is_ca = IsCa::ExplicitNoCa;
+        request.params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        request.params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        let ca_key = KeyPair::from_pem(&self.key_pem)?;
+        let issuer = Issuer::from_ca_cert_pem(&self.cert_pem, ca_key)?;
+        Ok(request.signed_by(&issuer)?.pem())
+    }
+
     /// A serving certificate for `hosts` (DNS names or IP addresses), signed by this CA.
     pub fn issue_serving(&self, hosts: &[&str]) -> Result<ServingCert, PkiError> {
         let now = OffsetDateTime::now_utc();

@@ -118,6 +118,14 @@ const BUILTINS: &[Builtin] = &[
     ("events.k8s.io", "v1", "events", "Event", true, false),
     ("coordination.k8s.io", "v1", "leases", "Lease", true, false),
     (
+        "certificates.k8s.io",
+        "v1",
+        "certificatesigningrequests",
+        "CertificateSigningRequest",
+        false,
+        true,
+    ),
+    (
         "apiextensions.k8s.io",
         "v1",
         "customresourcedefinitions",
@@ -135,6 +143,7 @@ const SHORT_NAMES: &[(&str, &str)] = &[
     ("events", "ev"),
     ("serviceaccounts", "sa"),
     ("customresourcedefinitions", "crd"),
+    ("certificatesigningrequests", "csr"),
 ];
 
 /// Every served resource, keyed by `(group, version, resource)`.

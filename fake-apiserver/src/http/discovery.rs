@@ -128,6 +128,12 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Result<
                 "kind": r.kind, "verbs": STATUS_VERBS,
             }));
         }
+        if crate::csr::is_csr(r) {
+            out.push(json!({
+                "name": format!("{}/approval", r.resource), "singularName": "", "namespaced": r.namespaced,
+                "kind": r.kind, "verbs": STATUS_VERBS,
+            }));
+        }
     }
     let gv = if group.is_empty() {
         version.to_string()
@@ -150,8 +156,15 @@ fn aggregated_resource(r: &ResourceInfo) -> Value {
         entry["shortNames"] = json!(r.short_names);
     }
     if r.status_subresource {
-        entry["subresources"] =
-            json!([{"subresource": "status", "responseKind": kind, "verbs": STATUS_VERBS}]);
+        let mut subresources =
+            vec![json!({"subresource": "status", "responseKind": kind, "verbs": STATUS_VERBS})];
+        if crate::csr::is_csr(r) {
+            subresources.insert(
+                0,
+                json!({"subresource": "approval", "responseKind": kind, "verbs": STATUS_VERBS}),
+            );
+        }
+        entry["subresources"] = json!(subresources);
     }
     entry
 }

@@ -54,6 +54,7 @@ pub async fn handle(
     let sub = match path.subresource.as_deref() {
         None => Subresource::Main,
         Some("status") if info.status_subresource => Subresource::Status,
+        Some("approval") if crate::csr::is_csr(&info) => Subresource::Approval,
         Some(_) => return Err(ApiError::NoSuchResource),
     };
     let query = Query::parse(req.uri().query())?;
@@ -61,7 +62,7 @@ pub async fn handle(
     if !info.verbs().contains(&verb) {
         return Err(ApiError::MethodNotAllowed);
     }
-    if sub == Subresource::Status && !matches!(verb, "get" | "update" | "patch") {
+    if sub != Subresource::Main && !matches!(verb, "get" | "update" | "patch") {
         return Err(ApiError::MethodNotAllowed);
     }
     let attrs = RequestAttributes {

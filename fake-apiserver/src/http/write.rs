@@ -47,8 +47,11 @@ impl Write {
     }
 
     pub fn create(self) -> Result<Response<Body>, ApiError> {
-        let value = decode::object(&self.info, &self.body)?;
+        let mut value = decode::object(&self.info, &self.body)?;
         self.admit(Operation::Create, None, &value)?;
+        if crate::csr::is_csr(&self.info) {
+            crate::csr::prepare_create(&self.who, &mut value)?;
+        }
         let object = self
             .shared
             .store
@@ -182,6 +185,9 @@ impl Write {
                     meta.insert("name".into(), json!(self.name));
                 }
                 self.admit(Operation::Create, None, &fresh)?;
+                if crate::csr::is_csr(info) {
+                    crate::csr::prepare_create(&self.who, &mut fresh)?;
+                }
                 let object = store.create(info, self.ns(), fresh, dry_run)?;
                 Ok(json_response(StatusCode::CREATED, object.json.clone()))
             }

@@ -270,7 +270,15 @@ pub(super) fn prepare_update(
     }
 
     let mut result = match sub {
-        Subresource::Status => {
+        _ if crate::csr::is_csr(info) => {
+            let part = match sub {
+                Subresource::Main => crate::csr::Part::Main,
+                Subresource::Status => crate::csr::Part::Status,
+                Subresource::Approval => crate::csr::Part::Approval,
+            };
+            crate::csr::prepare_update(part, &old.value, new)
+        }
+        Subresource::Status | Subresource::Approval => {
             let mut r = old.value.clone();
             match new.get("status") {
                 Some(s) => r["status"] = s.clone(),

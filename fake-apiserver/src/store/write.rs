@@ -35,6 +35,8 @@ const IMMORTAL_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public"];
 pub enum Subresource {
     Main,
     Status,
+    /// A CertificateSigningRequest's `/approval`.
+    Approval,
 }
 
 /// DeleteOptions `preconditions`.

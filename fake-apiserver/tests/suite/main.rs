@@ -12,6 +12,7 @@ mod built_in_types;
 mod clientgo;
 mod crd_rules;
 mod crd_schema;
+mod csr;
 mod faults;
 mod fuzz;
 mod http_edges;

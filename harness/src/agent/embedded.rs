@@ -45,6 +45,19 @@ impl AgentHost for NodeHost {
 #[async_trait::async_trait]
 impl Service for ReferenceDaemon {
     async fn run(&self, ctx: ServiceContext) {
+        // A daemon that ends with an error is restarted, as its DaemonSet pod is.
+        let mut restarts = 0;
+        while self.run_once(&ctx).await.is_err() {
+            if !super::pod_restart_back_off(&ctx, restarts).await {
+                return;
+            }
+            restarts += 1;
+        }
+    }
+}
+
+impl ReferenceDaemon {
+    async fn run_once(&self, ctx: &ServiceContext) -> Result<(), String> {
         let path = ctx.node.root().join(AGENT_KUBECONFIG.trim_start_matches('/'));
         let client = match (&self.client, std::fs::read_to_string(&path)) {
             (Some(shared), _) => Ok(shared.clone()),
@@ -55,7 +68,10 @@ impl Service for ReferenceDaemon {
         };
         let client = match client {
             Ok(c) => c,
-            Err(e) => return ctx.log(&format!("cannot build a client from {AGENT_KUBECONFIG}: {e}")),
+            Err(e) => {
+                ctx.log(&format!("cannot build a client from {AGENT_KUBECONFIG}: {e}"));
+                return Ok(());
+            }
         };
         let env = AgentEnv {
             client,
@@ -64,7 +80,8 @@ impl Service for ReferenceDaemon {
             profile: self.profile,
             host: Arc::new(NodeHost(ctx.clone())),
             mutant: self.mutant,
+            aux: Default::default(),
         };
-        super::run(env, ctx.stop.clone()).await;
+        super::run(env, ctx.stop.clone()).await
     }
 }

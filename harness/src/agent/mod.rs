@@ -13,6 +13,7 @@
 //!   environment, and the service that runs any agent binary on an embedded node.
 
 mod apply;
+pub mod auxiliary;
 pub mod common;
 pub mod drift;
 mod embedded;
@@ -87,6 +88,8 @@ pub struct AgentEnv {
     /// The one behaviour broken on purpose, for the suite's self-test (`mutant`); `None` for
     /// the reference daemon.
     pub mutant: Option<Mutant>,
+    /// The deferred kubelet restart and the errors the main loop judges (`auxiliary`).
+    pub aux: Arc<auxiliary::Auxiliary>,
 }
 
 impl AgentEnv {
@@ -166,20 +169,59 @@ pub fn behaviour(profile: Profile) -> Behaviour {
     }
 }
 
-/// Run the daemon until `stop`.
-pub async fn run(env: AgentEnv, stop: CancellationToken) {
+/// The kubelet's back-off before it restarts a container that failed again (`CrashLoopBackOff`
+/// starts at 10 s; a container's first failure restarts it at once, kuberuntime `doBackOff`).
+pub const POD_RESTART_DELAY: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Restart a daemon pod's failed container as the kubelet would, saying so in the node's
+/// journal: at once the first time (`restarts` 0), after `POD_RESTART_DELAY` later (not doubled
+/// here). False when the service stopped meanwhile.
+pub async fn pod_restart_back_off(ctx: &crate::node::ServiceContext, restarts: u32) -> bool {
+    if ctx.stop.is_cancelled() {
+        return false;
+    }
+    let delay = if restarts == 0 {
+        std::time::Duration::ZERO
+    } else {
+        POD_RESTART_DELAY
+    };
+    ctx.log_as(
+        "kubelet",
+        &format!(
+            "Restarting failed container machine-config-daemon (restart count {}, back-off {}s)",
+            restarts + 1,
+            delay.as_secs()
+        ),
+    );
+    tokio::select! {
+        _ = ctx.stop.cancelled() => false,
+        _ = tokio::time::sleep(delay) => true,
+    }
+}
+
+/// Run the daemon until `stop`, or until an error from its watches ends it (`auxiliary`).
+pub async fn run(env: AgentEnv, stop: CancellationToken) -> Result<(), String> {
     let behaviour = behaviour(env.profile);
     env.log(&format!(
         "Starting MachineConfigDaemon (mco-conformance reference daemon, profile {})",
         env.profile
     ));
-    if behaviour.certificate_writer {
-        tokio::join!(
-            update::node_loop(&env, behaviour, stop.clone()),
-            ocp_4_16::certificate_writer(&env, stop.clone())
-        );
-    } else {
-        update::node_loop(&env, behaviour, stop).await;
+    let work = async {
+        if behaviour.certificate_writer {
+            tokio::join!(
+                update::node_loop(&env, behaviour, stop.clone()),
+                ocp_4_16::certificate_writer(&env, stop.clone())
+            );
+        } else {
+            update::node_loop(&env, behaviour, stop.clone()).await;
+        }
+    };
+    tokio::select! {
+        () = work => Ok(()),
+        fatal = auxiliary::until_fatal(&env) => {
+            env.log(&format!("Failed to run: {fatal}"));
+            Err(fatal)
+        }
     }
 }
 

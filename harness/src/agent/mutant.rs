@@ -26,6 +26,7 @@ pub enum Mutant {
     RebootOnCertificateChange,
     IgnoreServingCa,
     RestartForDeferredSigner,
+    NoKubeletRebootstrap,
     KeepStaleRegistryCas,
     RegistryCaOutsideCertsD,
     PullSecretWrongSideWins,
@@ -59,6 +60,7 @@ impl Mutant {
         Mutant::RebootOnCertificateChange,
         Mutant::IgnoreServingCa,
         Mutant::RestartForDeferredSigner,
+        Mutant::NoKubeletRebootstrap,
         Mutant::KeepStaleRegistryCas,
         Mutant::RegistryCaOutsideCertsD,
         Mutant::PullSecretWrongSideWins,
@@ -145,6 +147,11 @@ impl Mutant {
             Mutant::RestartForDeferredSigner => (
                 "restart-for-deferred-signer",
                 "restarts the kubelet even when every added serving CA is one upstream defers",
+                OCP_4_16,
+            ),
+            Mutant::NoKubeletRebootstrap => (
+                "no-kubelet-rebootstrap",
+                "never re-bootstraps the kubelet when an x509 error follows a deferred serving-CA change",
                 OCP_4_16,
             ),
             Mutant::KeepStaleRegistryCas => (

@@ -127,6 +127,7 @@ impl AgentEnv {
             profile,
             host: Arc::new(ProcessHost),
             mutant: None,
+            aux: Default::default(),
         })
     }
 }
@@ -197,32 +198,44 @@ impl Service for AgentProcess {
         } else {
             None
         };
-        let child = match boot_id {
-            Some(id) => match own_boot_id(command(), &id) {
-                Ok(child) => Ok(child),
-                Err(e) => {
-                    ctx.log(&format!(
+        let mut restarts = 0;
+        loop {
+            let child = match boot_id.clone() {
+                Some(id) => match own_boot_id(command(), &id) {
+                    Ok(child) => Ok(child),
+                    Err(e) => {
+                        ctx.log(&format!(
                         "the agent reads the host's boot id, not this boot's ({}): {e}; run the node with CAP_SYS_ADMIN",
                         BOOT_ID_PATH
                     ));
-                    command().spawn()
+                        command().spawn()
+                    }
+                },
+                None => command().spawn(),
+            };
+            let mut child = match child {
+                Ok(c) => c,
+                Err(e) => return ctx.log(&format!("cannot start {}: {e}", self.binary.display())),
+            };
+            if let Some(exited) = until_exit_or_stop(&ctx, &mut child, &|_| {}, &output).await {
+                if exited.as_ref().is_ok_and(|s| s.success()) {
+                    ctx.exited_successfully
+                        .store(true, std::sync::atomic::Ordering::Relaxed);
                 }
-            },
-            None => command().spawn(),
-        };
-        let mut child = match child {
-            Ok(c) => c,
-            Err(e) => return ctx.log(&format!("cannot start {}: {e}", self.binary.display())),
-        };
-        if let Some(exited) = until_exit_or_stop(&ctx, &mut child, &|_| {}, &output).await {
-            if exited.as_ref().is_ok_and(|s| s.success()) {
-                ctx.exited_successfully
-                    .store(true, std::sync::atomic::Ordering::Relaxed);
+                let failed = !exited.as_ref().is_ok_and(|s| s.success());
+                let status = exited.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
+                ctx.log(&format!("{} exited: {status}", self.binary.display()));
+                stop_group(&mut child, STOP_GRACE).await;
+                // A daemon that fails is restarted, as its DaemonSet pod is.
+                if failed && super::pod_restart_back_off(&ctx, restarts).await {
+                    restarts += 1;
+                    continue;
+                }
+                return;
             }
-            let status = exited.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
-            ctx.log(&format!("{} exited: {status}", self.binary.display()));
+            stop_group(&mut child, STOP_GRACE).await;
+            return;
         }
-        stop_group(&mut child, STOP_GRACE).await;
     }
 }
 

@@ -135,6 +135,10 @@ pub async fn node_loop(env: &AgentEnv, behaviour: Behaviour, stop: CancellationT
                 Some(Ok(node)) => node,
                 Some(Err(e)) => {
                     env.log(&format!("node watch: {e}"));
+                    env.aux.report(&format!(
+                        "Failed to watch *v1.Node: {}",
+                        super::auxiliary::error_chain(&e)
+                    ));
                     continue;
                 }
                 None => return,

@@ -42,6 +42,8 @@ async fn main() -> ExitCode {
         }
     };
     let stop = harness::agent::process::stop_on_signals();
-    harness::agent::run(env, stop).await;
-    ExitCode::SUCCESS
+    match harness::agent::run(env, stop).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(_) => ExitCode::FAILURE,
+    }
 }

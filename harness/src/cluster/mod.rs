@@ -15,6 +15,7 @@
 //! - `lifecycle`: the node lifecycle controller's Ready=Unknown for kubelets gone quiet.
 //! - `runner`: all of them running, triggered by watches; settled where the clock stops.
 
+pub mod csr;
 pub mod install;
 pub mod lifecycle;
 pub mod mcc;

@@ -110,6 +110,17 @@ impl FakeKubelet {
 #[async_trait::async_trait]
 impl Service for FakeKubelet {
     async fn run(&self, ctx: ServiceContext) {
+        // Without its kubeconfig the kubelet first bootstraps one; it serves nothing until then.
+        tokio::select! {
+            _ = ctx.stop.cancelled() => return,
+            bootstrapped = super::kubelet_bootstrap::ensure_kubeconfig(&ctx) => {
+                if let Err(e) = bootstrapped {
+                    return ctx.log(&format!(
+                        "E0000 run.go:74] \"command failed\" err=\"failed to run Kubelet: {e}\""
+                    ));
+                }
+            }
+        }
         let bundle: Bundle = Arc::default();
         Self::load(&ctx, &bundle, true);
         // Watch the directory: writers replace the file by renaming a new one over it.

@@ -31,9 +31,16 @@ pub const READY_MESSAGE: &str = "kubelet is posting ready status";
 pub async fn report(ctx: &ServiceContext, port: u16) {
     let node = ctx.node.clone();
     let client = match node.read(KUBELET_KUBECONFIG).await {
-        Ok(yaml) => fake_apiserver::client_from_kubeconfig(&String::from_utf8_lossy(&yaml))
-            .await
-            .map_err(|e| e.to_string()),
+        Ok(yaml) => {
+            // A bootstrapped kubeconfig names its certificate file; read it from the node.
+            match super::kubelet_bootstrap::inline_client_files(&node, &String::from_utf8_lossy(&yaml)).await
+            {
+                Ok(yaml) => fake_apiserver::client_from_kubeconfig(&yaml)
+                    .await
+                    .map_err(|e| e.to_string()),
+                Err(e) => Err(e),
+            }
+        }
         Err(e) => Err(e.to_string()),
     };
     let client = match client {

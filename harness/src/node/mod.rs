@@ -24,6 +24,7 @@ pub mod image;
 pub mod init;
 pub mod journal;
 pub mod kubelet;
+pub mod kubelet_bootstrap;
 pub mod kubelet_process;
 pub mod kubelet_status;
 pub mod light;

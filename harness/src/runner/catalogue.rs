@@ -6,6 +6,10 @@
 /// The step sources, for `mco-conformance steps` (phrases listed from the code itself).
 pub const SOURCES: &[(&str, &str)] = &[
     (
+        "harness/src/steps/bootstrap.rs",
+        include_str!("../steps/bootstrap.rs"),
+    ),
+    (
         "harness/src/steps/cluster.rs",
         include_str!("../steps/cluster.rs"),
     ),

@@ -2,6 +2,7 @@
 //! the API server's serving certificate. Each waits until the cluster and nodes have followed.
 
 use super::*;
+use crate::node::seed::AGENT_KUBECONFIG;
 
 /// Which CA `Scenario::publish_serving_ca` adds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -153,15 +154,52 @@ impl Scenario {
                     ScenarioError::ApiServer("the serving certificate was already rotated".into())
                 })?,
             ServingCaChange::Signer { common_name } => {
-                fake_apiserver::CertificateAuthority::generate(&common_name)
-                    .map_err(|e| ScenarioError::ApiServer(e.to_string()))?
-                    .cert_pem
+                let ca = fake_apiserver::CertificateAuthority::generate(&common_name)
+                    .map_err(|e| ScenarioError::ApiServer(e.to_string()))?;
+                let pem = ca.cert_pem.clone();
+                self.added_serving
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(ca);
+                self.agents_trust_on_restart(&pem).await?;
+                pem
             }
         };
         let (ns, name) = crate::cluster::names::KUBE_APISERVER_SERVER_CA;
         let bundle = format!("{}{added}", self.bundle(ns, name).await?);
         self.write_serving_ca_bundle(&bundle).await?;
         Ok(added)
+    }
+
+    /// Add `ca_pem` to every node's agent kubeconfig, as the daemon pod's service-account
+    /// `ca.crt` follows the serving CA bundle (a projected volume): a running agent keeps what
+    /// it loaded at start, a restarted one trusts the new CA too.
+    async fn agents_trust_on_restart(&self, ca_pem: &str) -> Result<(), ScenarioError> {
+        use base64::Engine;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        for node in &self.nodes {
+            let Ok(text) = node.read(AGENT_KUBECONFIG).await else {
+                continue; // light nodes' agents share a client and have no kubeconfig file
+            };
+            let mut doc: serde_yaml::Value = serde_yaml::from_slice(&text)
+                .map_err(|e| ScenarioError::ApiServer(format!("{}: {AGENT_KUBECONFIG}: {e}", node.name())))?;
+            let cluster = &mut doc["clusters"][0]["cluster"];
+            let current = cluster["certificate-authority-data"]
+                .as_str()
+                .and_then(|d| b64.decode(d).ok())
+                .unwrap_or_default();
+            let mut bundle = String::from_utf8_lossy(&current).into_owned();
+            if !bundle.ends_with('\n') && !bundle.is_empty() {
+                bundle.push('\n');
+            }
+            bundle.push_str(ca_pem);
+            cluster["certificate-authority-data"] = b64.encode(bundle).into();
+            let yaml = serde_yaml::to_string(&doc).map_err(|e| ScenarioError::ApiServer(e.to_string()))?;
+            node.write(AGENT_KUBECONFIG, yaml.as_bytes(), 0o600)
+                .await
+                .map_err(|e| ScenarioError::ApiServer(e.to_string()))?;
+        }
+        Ok(())
     }
 
     /// Take a CA (PEM, as `publish_serving_ca` returned it) out of
@@ -397,6 +435,33 @@ impl Scenario {
             .unwrap_or_else(|p| p.into_inner())
             .as_ref()
             .map(|n| n.ca_pem.clone())
+    }
+
+    /// Replace the API server's serving certificate with one issued by a CA a step added by name
+    /// (`pem`, as `publish_serving_ca` returned it) and drop every connection. Only clients whose
+    /// kubeconfig lists that CA trust it, besides the cluster's own (see `Scenario::start`): the
+    /// chain carries the CA cross-signed by a root only they trust.
+    pub fn serve_from_added_ca(&self, pem: &str) -> Result<(), ScenarioError> {
+        let added = self.added_serving.lock().unwrap_or_else(|p| p.into_inner());
+        let ca = added
+            .iter()
+            .find(|ca| ca.cert_pem.trim() == pem.trim())
+            .ok_or_else(|| {
+                ScenarioError::ApiServer(
+                    "the API server can serve only from a CA a step added by name (a signer), not from \"a new CA\""
+                        .into(),
+                )
+            })?;
+        let api_error = |e: fake_apiserver::pki::PkiError| ScenarioError::ApiServer(e.to_string());
+        let mut serving = ca
+            .issue_serving(fake_apiserver::DEFAULT_SERVING_HOSTS)
+            .map_err(api_error)?;
+        serving
+            .chain_pem
+            .push_str(&ca.cross_signed_by(&self.cluster_root).map_err(api_error)?);
+        self.server
+            .rotate_serving_cert(serving, true)
+            .map_err(|e| ScenarioError::ApiServer(e.to_string()))
     }
 
     /// Replace the API server's serving certificate with one from a new CA and drop every

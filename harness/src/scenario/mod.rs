@@ -304,6 +304,10 @@ pub struct Scenario {
     pub log: ClusterLog,
     stop: CancellationToken,
     next_serving: std::sync::Mutex<Option<fake_apiserver::ServingCert>>,
+    /// The root only the cluster's own clients trust (see `Scenario::start`).
+    cluster_root: fake_apiserver::CertificateAuthority,
+    /// The serving CAs steps added by name, with their keys, to serve from later.
+    added_serving: std::sync::Mutex<Vec<fake_apiserver::CertificateAuthority>>,
     /// Where the machine-config controller serves `/metrics`.
     pub metrics_addr: std::net::SocketAddr,
     /// Per pool, the rendered config the bootstrap MCO made, when the scenario started before
@@ -352,7 +356,15 @@ impl Scenario {
         )
         .map_err(|e| ScenarioError::ApiServer(e.to_string()))?;
         let trusted = format!("{}{}", server.ca_pem(), next_serving.ca_pem);
-        let admin_kubeconfig = fake_apiserver::kubeconfig(server.url(), &trusted, server.admin_identity());
+        // The cluster's own clients (operators, controllers, the harness as `oc`) also trust
+        // every serving CA a step adds and then serves from, as OpenShift's operators read the
+        // serving CA bundle again: the API server presents such a CA cross-signed by this root,
+        // which only they trust, so nodes and agents still judge the CA on its own.
+        let cluster_root = fake_apiserver::CertificateAuthority::generate("mco-conformance cluster trust")
+            .map_err(|e| ScenarioError::ApiServer(e.to_string()))?;
+        let admin_trusted = format!("{trusted}{}", cluster_root.cert_pem);
+        let admin_kubeconfig =
+            fake_apiserver::kubeconfig(server.url(), &admin_trusted, server.admin_identity());
         // The cluster side and the observers read every node at once; with thousands of light
         // nodes, HTTP/1.1 would open a connection per read in flight (and keep it).
         let admin = match options.backend {
@@ -473,6 +485,13 @@ impl Scenario {
         }
         let stop = CancellationToken::new();
         let node_history = node_history::NodeHistory::spawn(admin.clone(), stop.clone());
+        tokio::spawn(crate::cluster::csr::run(
+            admin.clone(),
+            server.client_ca().clone(),
+            clock.clone(),
+            log.clone(),
+            stop.clone(),
+        ));
         side.clone().spawn(stop.clone());
         let metrics_addr = side
             .mcc
@@ -491,6 +510,8 @@ impl Scenario {
             log,
             stop,
             next_serving: std::sync::Mutex::new(Some(next_serving)),
+            cluster_root,
+            added_serving: Default::default(),
             metrics_addr,
             bootstrap_rendered: bootstrap
                 .into_iter()

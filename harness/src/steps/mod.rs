@@ -7,6 +7,7 @@
 //! catalogue (`mco-conformance steps`, the README table, the nearest phrases an undefined step
 //! is offered) is read from these sources by `harness::runner::catalogue`.
 
+pub mod bootstrap;
 pub mod cluster;
 pub mod config;
 pub mod drift;

@@ -60,6 +60,19 @@ async fn bundle_loses(world: &mut ConformanceWorld) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The API server's serving certificate is replaced by one from the CA the last serving-CA step
+/// added by name (a signer), and every connection is dropped: a client whose kubeconfig does not
+/// list that CA can no longer reach the API server (the cluster's own clients trust it).
+#[when("the kube-apiserver serves a certificate from the added CA")]
+async fn serves_from_added_ca(world: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let added = world
+        .added_serving_ca
+        .clone()
+        .context("no step added a CA to the serving CA bundle before")?;
+    world.cluster()?.serve_from_added_ca(&added)?;
+    Ok(())
+}
+
 /// The API server's serving certificate is replaced by one from the new CA and every
 /// connection is dropped, so each client handshakes again.
 #[when("the kube-apiserver serves a certificate from its new CA")]

@@ -96,6 +96,10 @@ pub async fn certificate_writer(env: &AgentEnv, stop: CancellationToken) {
                 }
                 Some(Err(e)) => {
                     env.log(&format!("controllerconfig watch: {e}"));
+                    env.aux.report(&format!(
+                        "Failed to watch *v1.ControllerConfig: {}",
+                        crate::agent::auxiliary::error_chain(&e)
+                    ));
                     continue;
                 }
                 None => return,
@@ -250,6 +254,9 @@ async fn sync(env: &AgentEnv, cc: &DynamicObject) -> Result<(), SyncError> {
                     for line in &plan.log {
                         env.log(line);
                     }
+                    // Upstream sets deferKubeletRestart whenever it reads kubeconfig-data: true
+                    // unless an added CA is one it does not skip.
+                    env.aux.set_deferred(plan.defer_restart);
                     if plan.rewrite {
                         let updated = with_kubeconfig_ca(&env.path(NODE_KUBECONFIG), &server_ca)?;
                         path_to_data.push((NODE_KUBECONFIG.to_string(), updated));
