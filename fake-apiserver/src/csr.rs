@@ -10,7 +10,8 @@
 //! - A create must carry a PEM `CERTIFICATE REQUEST`, a `signerName` and `usages`.
 //!
 //! Not modelled: signer-name syntax, usage values, the per-signer `approve`/`sign` RBAC checks,
-//! `expirationSeconds` bounds and the one-certificate-only rule on `/status`.
+//! `expirationSeconds` bounds, the one-certificate-only rule and certificate parsing on `/status`,
+//! and Go's `asn1:` wording for a PEM block that is not a request.
 
 use crate::auth::Identity;
 use crate::error::{ApiError, Cause};
@@ -43,21 +44,34 @@ pub fn prepare_create(who: &Identity, value: &mut Value) -> Result<(), ApiError>
     }
     let mut causes = Vec::new();
     let spec = value["spec"].as_object_mut().expect("made an object above");
-    match spec.get("request").and_then(Value::as_str) {
-        None | Some("") => causes.push(Cause {
+    // The order and wording of kube-apiserver 1.36 (checked against one): the request (a
+    // missing one is `null`, not "required"), then usages, then the signer.
+    let request = spec.get("request").and_then(Value::as_str);
+    if let Some(encoded) = request
+        && let Some(at) = first_non_base64(encoded)
+    {
+        return Err(ApiError::BadRequest(format!(
+            "CertificateSigningRequest in version \"v1\" cannot be handled as a CertificateSigningRequest: illegal base64 data at input byte {at}"
+        )));
+    }
+    if let Err(e) = request.map_or(Err(PEM_ERROR.to_string()), parse_request) {
+        let shown = request.map_or("null".to_string(), |r| format!("{r:?}"));
+        causes.push(Cause {
+            reason: "FieldValueInvalid",
+            message: format!("Invalid value: {shown}: {e}"),
+            field: "spec.request".into(),
+        });
+    }
+    if spec
+        .get("usages")
+        .and_then(Value::as_array)
+        .is_none_or(|u| u.is_empty())
+    {
+        causes.push(Cause {
             reason: "FieldValueRequired",
             message: "Required value".into(),
-            field: "spec.request".into(),
-        }),
-        Some(encoded) => {
-            if let Err(e) = parse_request(encoded) {
-                causes.push(Cause {
-                    reason: "FieldValueInvalid",
-                    message: format!("Invalid value: \"<omitted>\": {e}"),
-                    field: "spec.request".into(),
-                });
-            }
-        }
+            field: "spec.usages".into(),
+        });
     }
     if spec
         .get("signerName")
@@ -69,17 +83,6 @@ pub fn prepare_create(who: &Identity, value: &mut Value) -> Result<(), ApiError>
             reason: "FieldValueRequired",
             message: "Required value".into(),
             field: "spec.signerName".into(),
-        });
-    }
-    if spec
-        .get("usages")
-        .and_then(Value::as_array)
-        .is_none_or(|u| u.is_empty())
-    {
-        causes.push(Cause {
-            reason: "FieldValueRequired",
-            message: "Required value: usages must be provided".into(),
-            field: "spec.usages".into(),
         });
     }
     if !causes.is_empty() {
@@ -110,16 +113,24 @@ pub fn prepare_create(who: &Identity, value: &mut Value) -> Result<(), ApiError>
     Ok(())
 }
 
+/// apiserver's `ParseCSR` error for anything but a PEM certificate request.
+const PEM_ERROR: &str = "PEM block type must be CERTIFICATE REQUEST";
+
+/// Where Go's base64 decoder gives up on `text` (it skips CR and LF), if it does.
+fn first_non_base64(text: &str) -> Option<usize> {
+    let allowed = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'\r' | b'\n');
+    text.bytes().position(|b| !allowed(b))
+}
+
 /// The CSR in `spec.request` (base64 of PEM), parsed; the error as apiserver's `ParseCSR` words
 /// it.
 pub fn parse_request(encoded: &str) -> Result<Vec<u8>, String> {
     let pem = base64::engine::general_purpose::STANDARD
         .decode(encoded)
         .map_err(|e| format!("not base64: {e}"))?;
-    let (_, block) = x509_parser::pem::parse_x509_pem(&pem)
-        .map_err(|_| "PEM block type must be CERTIFICATE REQUEST".to_string())?;
+    let (_, block) = x509_parser::pem::parse_x509_pem(&pem).map_err(|_| PEM_ERROR.to_string())?;
     if block.label != "CERTIFICATE REQUEST" {
-        return Err("PEM block type must be CERTIFICATE REQUEST".into());
+        return Err(PEM_ERROR.into());
     }
     x509_parser::certification_request::X509CertificationRequest::from_der(&block.contents)
         .map_err(|e| format!("asn1: {e}"))?;
@@ -222,11 +233,24 @@ mod tests {
             panic!("{e:?}")
         };
         let fields: Vec<&str> = causes.iter().map(|c| c.field.as_str()).collect();
-        assert_eq!(fields, ["spec.request", "spec.signerName", "spec.usages"]);
+        assert_eq!(fields, ["spec.request", "spec.usages", "spec.signerName"]);
+        assert_eq!(
+            causes[0].message,
+            "Invalid value: \"bm90IHBlbQ==\": PEM block type must be CERTIFICATE REQUEST"
+        );
+        let mut missing = json!({"metadata": {"name": "c"}, "spec": {}});
+        let e = prepare_create(&who, &mut missing).expect_err("invalid");
         assert!(
-            causes[0]
-                .message
-                .contains("PEM block type must be CERTIFICATE REQUEST")
+            e.to_string()
+                .contains("spec.request: Invalid value: null: PEM block type"),
+            "{e}"
+        );
+        let mut garbled = json!({"metadata": {"name": "c"}, "spec": {"request": "not base64!"}});
+        let e = prepare_create(&who, &mut garbled).expect_err("invalid");
+        assert_eq!(e.code(), 400, "{e}");
+        assert!(
+            e.to_string().ends_with("illegal base64 data at input byte 3"),
+            "{e}"
         );
     }
 

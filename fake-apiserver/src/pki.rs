@@ -260,3 +260,85 @@ impl ServingCert {
         CertificateAuthority::generate(ca_common_name)?.issue_serving(hosts)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
+
+    fn ders(pem: &str) -> Vec<CertificateDer<'static>> {
+        CertificateDer::pem_slice_iter(pem.as_bytes())
+            .collect::<Result<_, _>>()
+            .expect("PEM certificates")
+    }
+
+    /// Whether a client trusting `roots` accepts `chain` (leaf first) for 127.0.0.1.
+    fn accepts(roots: &[&str], chain: &str) -> bool {
+        let roots: Vec<CertificateDer<'static>> = roots.iter().flat_map(|r| ders(r)).collect();
+        let anchors: Vec<_> = roots
+            .iter()
+            .map(|d| webpki::anchor_from_trusted_cert(d).expect("anchor").to_owned())
+            .collect();
+        let chain = ders(chain);
+        let leaf = webpki::EndEntityCert::try_from(&chain[0]).expect("leaf");
+        leaf.verify_for_usage(
+            webpki::ALL_VERIFICATION_ALGS,
+            &anchors,
+            &chain[1..],
+            UnixTime::now(),
+            webpki::KeyUsage::server_auth(),
+            None,
+            None,
+        )
+        .and_then(|v| {
+            let name = ServerName::try_from("127.0.0.1").expect("name");
+            v.end_entity().verify_is_valid_for_subject_name(&name)
+        })
+        .is_ok()
+    }
+
+    #[test]
+    fn a_cross_signed_ca_is_trusted_through_the_other_root_or_on_its_own_and_by_nobody_else() {
+        let added = CertificateAuthority::generate("kube-apiserver-lb-signer").unwrap();
+        let root = CertificateAuthority::generate("cluster trust").unwrap();
+        let stranger = CertificateAuthority::generate("someone else").unwrap();
+        let mut serving = added.issue_serving(DEFAULT_SERVING_HOSTS).unwrap();
+        serving.chain_pem.push_str(&added.cross_signed_by(&root).unwrap());
+        assert!(accepts(&[&root.cert_pem], &serving.chain_pem));
+        assert!(accepts(&[&added.cert_pem], &serving.chain_pem));
+        assert!(!accepts(&[&stranger.cert_pem], &serving.chain_pem));
+    }
+
+    #[test]
+    fn a_signed_request_keeps_its_subject_and_key_and_serves_client_auth() {
+        let ca = CertificateAuthority::generate("csr signer").unwrap();
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::default();
+        params.distinguished_name = subject("system:node:worker-0", &["system:nodes".into()]);
+        let request = params.serialize_request(&key).unwrap();
+        let pem = ca.sign_request(request.der(), Duration::days(1)).expect("signed");
+        let der = ders(&pem).remove(0);
+        let (_, cert) = x509_parser::parse_x509_certificate(&der).unwrap();
+        let cn = cert
+            .subject()
+            .iter_common_name()
+            .next()
+            .unwrap()
+            .as_str()
+            .unwrap();
+        assert_eq!(cn, "system:node:worker-0");
+        assert_eq!(
+            cert.public_key().subject_public_key.data.as_ref(),
+            key.public_key_raw()
+        );
+        let identity =
+            crate::auth::Authenticator::new(std::slice::from_ref(&ca.cert_pem), Default::default(), false)
+                .unwrap()
+                .verify_chain(&[der]);
+        assert!(
+            matches!(&identity, crate::auth::CertAuth::Valid(id) if id.user == "system:node:worker-0" && id.groups == ["system:nodes"]),
+            "{identity:?}"
+        );
+    }
+}

@@ -165,12 +165,40 @@ async fn a_csr_without_request_signer_or_usages_is_invalid_naming_each_field() {
             r.body
         );
     }
-    let request = causes.iter().find(|c| c["field"] == "spec.request").unwrap();
-    assert!(
-        request["message"]
-            .as_str()
-            .unwrap_or("")
-            .contains("PEM block type must be CERTIFICATE REQUEST"),
+    let fields: Vec<&str> = causes.iter().filter_map(|c| c["field"].as_str()).collect();
+    assert_eq!(
+        fields,
+        ["spec.request", "spec.usages", "spec.signerName"],
+        "{}",
+        r.body
+    );
+    let encoded = base64::engine::general_purpose::STANDARD.encode("not a PEM block");
+    assert_eq!(
+        r.body["message"],
+        format!(
+            "CertificateSigningRequest.certificates.k8s.io \"{name}\" is invalid: [spec.request: Invalid value: \"{encoded}\": PEM block type must be CERTIFICATE REQUEST, spec.usages: Required value, spec.signerName: Required value]"
+        ),
+        "{}",
+        r.body
+    );
+    // Not base64 at all: the body does not decode (400), as a []byte field in Go.
+    let garbled = json!({
+        "apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+        "metadata": {"name": name},
+        "spec": {"request": "not base64!", "signerName": "example.com/x", "usages": ["client auth"]},
+    });
+    let r = send(
+        &c.client,
+        "POST",
+        CSRS,
+        Some("application/json"),
+        garbled.to_string().into_bytes(),
+    )
+    .await;
+    assert_eq!(r.code, 400, "{}", r.body);
+    assert_eq!(
+        r.body["message"],
+        "CertificateSigningRequest in version \"v1\" cannot be handled as a CertificateSigningRequest: illegal base64 data at input byte 3",
         "{}",
         r.body
     );
