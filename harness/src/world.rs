@@ -25,6 +25,8 @@ pub struct ConformanceWorld {
     pub backend: crate::scenario::NodeBackend,
     /// How long steps wait for the cluster and the agents.
     pub deadline: std::time::Duration,
+    /// `--nudge-first-sync`.
+    pub nudge_first_sync: bool,
     /// Per node: the rendered config it ran when the cluster was up.
     pub configs_at_start: BTreeMap<String, String>,
     /// The Node history's length when the last change step began (what a Then step judges).
@@ -72,6 +74,7 @@ impl ConformanceWorld {
             agent: crate::scenario::AgentKind::Reference,
             backend: crate::scenario::NodeBackend::Embedded,
             deadline: std::time::Duration::from_secs(30),
+            nudge_first_sync: false,
             place: String::new(),
             progress: false,
             timeline: false,

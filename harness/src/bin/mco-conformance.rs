@@ -76,6 +76,11 @@ enum Command {
         /// first ControllerConfig sync takes a minute needs more than the default.
         #[arg(long, default_value = "30s")]
         agent_timeout: String,
+        /// Once every node's agent has written its Node, touch the ControllerConfig until each
+        /// has synced it: upstream's 4.16 daemon otherwise requeues its first sync by a minute
+        /// (ccRequeueDelay). Off by default, since it hides an agent that never syncs at start.
+        #[arg(long)]
+        nudge_first_sync: bool,
         /// Write a YAML conformance report here (profile, agent and its sha256, every
         /// scenario's result, failures, the command to reproduce).
         #[arg(long)]
@@ -275,6 +280,7 @@ async fn main() -> ExitCode {
             agent_args,
             agent_image,
             agent_timeout,
+            nudge_first_sync,
             report,
             html,
             verbose,
@@ -369,6 +375,7 @@ async fn main() -> ExitCode {
             config.concurrency = concurrency;
             config.agent = agent;
             config.agent_timeout = agent_timeout;
+            config.nudge_first_sync = nudge_first_sync;
             config.report = report;
             config.verbose = verbose;
             config.html = html;

@@ -79,6 +79,9 @@ pub struct RunConfig {
     pub agent: AgentKind,
     /// How long a step waits for the cluster and the agents (`--agent-timeout`).
     pub agent_timeout: std::time::Duration,
+    /// Touch the ControllerConfig until every agent's first sync (`--nudge-first-sync`;
+    /// `scenario/nudge.rs`).
+    pub nudge_first_sync: bool,
     /// Where the YAML conformance report goes, if anywhere.
     pub report: Option<PathBuf>,
     /// The command line to print in the report as the way to reproduce the run.
@@ -113,6 +116,7 @@ impl RunConfig {
             concurrency: 4,
             agent: AgentKind::Reference,
             agent_timeout: std::time::Duration::from_secs(30),
+            nudge_first_sync: false,
             report: None,
             command: String::new(),
             quiet: false,

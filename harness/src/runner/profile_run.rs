@@ -115,6 +115,7 @@ pub(super) async fn run_profile(
     let nodes = config.nodes;
     let steps = Arc::new(ConformanceWorld::collection());
     let (agent, agent_timeout) = (config.agent.clone(), config.agent_timeout);
+    let nudge_first_sync = config.nudge_first_sync;
     let vendor = !matches!(agent, AgentKind::Reference);
     let quiet = config.quiet;
     let evidence: progress::Evidence = Default::default();
@@ -145,6 +146,7 @@ pub(super) async fn run_profile(
                 world.agent = agent.clone();
                 world.backend = backend.clone();
                 world.deadline = agent_timeout;
+                world.nudge_first_sync = nudge_first_sync;
                 Box::pin(async {})
             })
             .after({

@@ -16,6 +16,7 @@
 mod act;
 mod join;
 pub mod node_history;
+mod nudge;
 mod observe;
 mod stepping;
 pub mod timeline;
@@ -71,6 +72,8 @@ pub struct ScenarioOptions {
     pub bootstrap_complete: bool,
     /// Record what changed when, for the reports (`timeline`): API reads at every clock stop.
     pub timeline: bool,
+    /// `--nudge-first-sync` (see `nudge`).
+    pub nudge_first_sync: bool,
 }
 
 /// Where a scenario's nodes run.
@@ -143,6 +146,7 @@ impl ScenarioOptions {
             backend: NodeBackend::Embedded,
             bootstrap_complete: true,
             timeline: false,
+            nudge_first_sync: false,
         }
     }
 }
