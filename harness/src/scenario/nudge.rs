@@ -3,10 +3,14 @@
 //! Upstream's 4.16 daemon handles a ControllerConfig event that comes before it has its Node by
 //! requeueing it a minute later (release-4.16 certificate_writer.go:30, 113-116,
 //! `ccRequeueDelay`); at start that is the usual order, so every scenario's first sync takes a
-//! minute. With the nudge, once every node's agent has written its Node (its state annotation),
-//! the harness touches the ControllerConfig (an annotation of its own, as any writer may add),
-//! and again every few seconds until every node has synced: the event then finds the Node. Off
-//! by default: it would hide an agent that never syncs at start without a change to sync.
+//! minute. With the nudge, once every node's agent has finished its first run — its state
+//! annotation is written and it posted the `NodeDone` event upstream posts when that run
+//! completes ("Setting node <name>, currentConfig <config> to Done", release-4.16
+//! daemon.go:2228-2230; it starts its config drift monitor right after, so a scenario that edits
+//! a file at once is not missed) — the harness touches the ControllerConfig (an annotation of its
+//! own, as any writer may add), and again every few seconds until every node has synced: the
+//! event then finds the Node. An agent that posts no `NodeDone` event is not nudged. Off by
+//! default: it would hide an agent that never syncs at start without a change to sync.
 
 use super::{Scenario, ScenarioError};
 use crate::cluster::ClusterError;
@@ -21,6 +25,22 @@ pub const NUDGE_ANNOTATION: &str = "mco-conformance.test/first-sync-nudge";
 const NUDGE_EVERY: std::time::Duration = std::time::Duration::from_secs(3);
 
 impl Scenario {
+    /// Whether every node of the scenario has a `NodeDone` event (core/v1, any namespace).
+    async fn nodes_done(&self) -> Result<bool, ScenarioError> {
+        let events: Api<k8s_openapi::api::core::v1::Event> = Api::all(self.admin.clone());
+        let listed = events
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| ClusterError::kube("events".to_string(), e))?;
+        Ok(self.nodes.iter().all(|node| {
+            listed.items.iter().any(|e| {
+                e.reason.as_deref() == Some("NodeDone")
+                    && e.involved_object.kind.as_deref() == Some("Node")
+                    && e.involved_object.name.as_deref() == Some(node.name())
+            })
+        }))
+    }
+
     /// Touch the ControllerConfig until every node's agent has synced it, or the deadline passes
     /// (the convergence after it then says what is missing).
     pub(super) async fn nudge_first_sync(&self) -> Result<(), ScenarioError> {
@@ -53,7 +73,7 @@ impl Scenario {
             {
                 return Ok(());
             }
-            let written = mine.iter().all(|n| annotation(n, STATE).is_some());
+            let written = mine.iter().all(|n| annotation(n, STATE).is_some()) && self.nodes_done().await?;
             if written && last_nudge.is_none_or(|t| t.elapsed() >= NUDGE_EVERY) {
                 nudges += 1;
                 let patch =
