@@ -168,6 +168,15 @@ Feature: When the kubelet restarts
     And no node's journal shows "Stopping kubelet.service"
     And no node has rebooted
 
+  # Not encoded: a second serving CA while the last rotation is still marked. The daemon reads
+  # kubeconfig-data only while service-ca-rotate is "true" and its Node, as its own cache holds
+  # it, does not yet say lastObservedServerCAAnnotation "true" (release-4.16
+  # certificate_writer.go:143, dn.node); the operator leaves an already "true" annotation alone
+  # until its next sync resets it. Whether a second CA published in that window is written thus
+  # depends on how fresh the daemon's Node cache is: release-4.16's daemon, run here, synced the
+  # next ControllerConfig 65 ms after annotating its Node, before its cache had the annotation,
+  # and wrote the second CA (and restarted the kubelet again). No verdict would be upstream's.
+
   # The operator and the daemon read kubeconfig-data as upstream's cmToData reads a ConfigMap
   # (release-4.16 sync.go:2005-2018, certificate_writer.go:388-400): binaryData first, otherwise
   # data, base64-decoded if it decodes and as it is if not. The operator writes kubeconfig-data

@@ -4,13 +4,15 @@
 //! requeueing it a minute later (release-4.16 certificate_writer.go:30, 113-116,
 //! `ccRequeueDelay`); at start that is the usual order, so every scenario's first sync takes a
 //! minute. With the nudge, once every node's agent has finished its first run — its state
-//! annotation is written and it posted the `NodeDone` event upstream posts when that run
-//! completes ("Setting node <name>, currentConfig <config> to Done", release-4.16
-//! daemon.go:2228-2230; it starts its config drift monitor right after, so a scenario that edits
-//! a file at once is not missed) — the harness touches the ControllerConfig (an annotation of its
-//! own, as any writer may add), and again every few seconds until every node has synced: the
-//! event then finds the Node. An agent that posts no `NodeDone` event is not nudged. Off by
-//! default: it would hide an agent that never syncs at start without a change to sync.
+//! annotation is written and it posted the `ConfigDriftMonitorStarted` event upstream posts when
+//! its config drift monitor starts watching (release-4.12 daemon.go:1105-1106, release-4.16
+//! daemon.go:1492), about ten seconds after start (its first run waits one drain poll), so a
+//! scenario that edits a file at once is not missed — the harness touches the ControllerConfig
+//! (an annotation of its own, as any writer may add), and again every few seconds until every
+//! node has synced: the event then finds the Node. On 4.12, where nothing is requeued, it only
+//! waits for that event. An agent that posts none is waited for until the deadline and never
+//! nudged. Off by default:
+//! it would hide an agent that never syncs at start without a change to sync.
 
 use super::{Scenario, ScenarioError};
 use crate::cluster::ClusterError;
@@ -21,11 +23,15 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 
 /// The annotation the nudge writes (its value counts the nudges).
 pub const NUDGE_ANNOTATION: &str = "mco-conformance.test/first-sync-nudge";
+/// The event upstream's daemon posts once its first run is over and its config drift monitor
+/// watches (release-4.12 daemon.go:1105, release-4.16 daemon.go:1492, `startConfigDriftMonitor`).
+const FIRST_RUN_DONE: &str = "ConfigDriftMonitorStarted";
 /// How long one nudge is given before the next.
 const NUDGE_EVERY: std::time::Duration = std::time::Duration::from_secs(3);
 
 impl Scenario {
-    /// Whether every node of the scenario has a `NodeDone` event (core/v1, any namespace).
+    /// Whether every node of the scenario has a `ConfigDriftMonitorStarted` event (core/v1, any
+    /// namespace).
     async fn nodes_done(&self) -> Result<bool, ScenarioError> {
         let events: Api<k8s_openapi::api::core::v1::Event> = Api::all(self.admin.clone());
         let listed = events
@@ -34,16 +40,17 @@ impl Scenario {
             .map_err(|e| ClusterError::kube("events".to_string(), e))?;
         Ok(self.nodes.iter().all(|node| {
             listed.items.iter().any(|e| {
-                e.reason.as_deref() == Some("NodeDone")
+                e.reason.as_deref() == Some(FIRST_RUN_DONE)
                     && e.involved_object.kind.as_deref() == Some("Node")
                     && e.involved_object.name.as_deref() == Some(node.name())
             })
         }))
     }
 
-    /// Touch the ControllerConfig until every node's agent has synced it, or the deadline passes
-    /// (the convergence after it then says what is missing).
-    pub(super) async fn nudge_first_sync(&self) -> Result<(), ScenarioError> {
+    /// Wait until every node's agent has finished its first run (`FIRST_RUN_DONE`) and, with `nudge`,
+    /// touch the ControllerConfig until every node's agent has synced it; or until the deadline
+    /// passes (the convergence after it then says what is missing).
+    pub(super) async fn nudge_first_sync(&self, nudge: bool) -> Result<(), ScenarioError> {
         let started = std::time::Instant::now();
         let nodes: Api<Node> = Api::all(self.admin.clone());
         let mut nudges = 0u32;
@@ -67,14 +74,14 @@ impl Scenario {
                     .any(|x| Some(x.name()) == n.metadata.name.as_deref())
             };
             let mine: Vec<&Node> = listed.items.iter().filter(ours).collect();
-            if mine
+            let synced = mine
                 .iter()
-                .all(|n| annotation(n, LAST_SYNCED_CONTROLLER_CONFIG).as_deref() == Some(rv.as_str()))
-            {
+                .all(|n| annotation(n, LAST_SYNCED_CONTROLLER_CONFIG).as_deref() == Some(rv.as_str()));
+            let written = mine.iter().all(|n| annotation(n, STATE).is_some()) && self.nodes_done().await?;
+            if written && (synced || !nudge) {
                 return Ok(());
             }
-            let written = mine.iter().all(|n| annotation(n, STATE).is_some()) && self.nodes_done().await?;
-            if written && last_nudge.is_none_or(|t| t.elapsed() >= NUDGE_EVERY) {
+            if nudge && written && last_nudge.is_none_or(|t| t.elapsed() >= NUDGE_EVERY) {
                 nudges += 1;
                 let patch =
                     serde_json::json!({"metadata": {"annotations": {NUDGE_ANNOTATION: nudges.to_string()}}});

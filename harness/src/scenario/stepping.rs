@@ -237,8 +237,9 @@ impl Scenario {
     /// not bound by `SYNC_BOUND`: an upstream daemon syncs certificates only once it has read
     /// its Node, a minute after it starts at worst (release-4.16 `ccRequeueDelay`).
     pub(super) async fn await_first_sync(&self) -> Result<(), ScenarioError> {
-        if self.options.nudge_first_sync && crate::agent::behaviour(self.options.profile).certificate_writer {
-            self.nudge_first_sync().await?;
+        if self.options.nudge_first_sync {
+            let writer = crate::agent::behaviour(self.options.profile).certificate_writer;
+            self.nudge_first_sync(writer).await?;
         }
         self.converge_within(self.options.deadline).await.map(drop)
     }
