@@ -360,6 +360,15 @@ mod tests {
     async fn kubelet_node() -> EmbeddedNode {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let node = EmbeddedNode::new("node-1", &[KUBELET_UNIT], SimClock::default()).unwrap();
+        // A kubeconfig of its own, as every seeded node has (without one the kubelet would
+        // bootstrap first); it names no server, so the kubelet posts no status here.
+        node.write(
+            crate::node::seed::KUBELET_KUBECONFIG,
+            b"apiVersion: v1\nkind: Config\n",
+            0o600,
+        )
+        .await
+        .unwrap();
         node.set_service(KUBELET_UNIT, Arc::new(FakeKubelet));
         node
     }
