@@ -169,34 +169,26 @@ pub fn behaviour(profile: Profile) -> Behaviour {
     }
 }
 
-/// The kubelet's back-off before it restarts a container that failed again (`CrashLoopBackOff`
-/// starts at 10 s; a container's first failure restarts it at once, kuberuntime `doBackOff`).
-pub const POD_RESTART_DELAY: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// Restart a daemon pod's failed container as the kubelet would, saying so in the node's
-/// journal: at once the first time (`restarts` 0), after `POD_RESTART_DELAY` later (not doubled
-/// here). False when the service stopped meanwhile.
+/// Restart a daemon pod's failed container as the kubelet does the first time (at once,
+/// kuberuntime `doBackOff`), saying so in the node's journal; false when the service stopped
+/// meanwhile or the container failed before (`restarts` > 0): the kubelet's next restart waits
+/// in `CrashLoopBackOff`, and the harness reports the unit failed instead, with its last words.
 pub async fn pod_restart_back_off(ctx: &crate::node::ServiceContext, restarts: u32) -> bool {
     if ctx.stop.is_cancelled() {
         return false;
     }
-    let delay = if restarts == 0 {
-        std::time::Duration::ZERO
-    } else {
-        POD_RESTART_DELAY
-    };
+    if restarts > 0 {
+        ctx.log_as(
+            "kubelet",
+            "Back-off restarting failed container machine-config-daemon (CrashLoopBackOff)",
+        );
+        return false;
+    }
     ctx.log_as(
         "kubelet",
-        &format!(
-            "Restarting failed container machine-config-daemon (restart count {}, back-off {}s)",
-            restarts + 1,
-            delay.as_secs()
-        ),
+        "Restarting failed container machine-config-daemon (restart count 1)",
     );
-    tokio::select! {
-        _ = ctx.stop.cancelled() => false,
-        _ = tokio::time::sleep(delay) => true,
-    }
+    true
 }
 
 /// Run the daemon until `stop`, or until an error from its watches ends it (`auxiliary`).
