@@ -76,9 +76,11 @@ enum Command {
         /// first ControllerConfig sync takes a minute needs more than the default.
         #[arg(long, default_value = "30s")]
         agent_timeout: String,
-        /// Once every node's agent has written its Node, touch the ControllerConfig until each
-        /// has synced it: upstream's 4.16 daemon otherwise requeues its first sync by a minute
-        /// (ccRequeueDelay). Off by default, since it hides an agent that never syncs at start.
+        /// Once every node's agent has finished its first run (its ConfigDriftMonitorStarted
+        /// event, or 20 s after its state annotation when it posts none), touch the
+        /// ControllerConfig until each has synced it: upstream's 4.16 daemon otherwise requeues
+        /// its first sync by a minute (ccRequeueDelay). Off by default, since it hides an agent
+        /// that never syncs at start.
         #[arg(long)]
         nudge_first_sync: bool,
         /// Write a YAML conformance report here (profile, agent and its sha256, every

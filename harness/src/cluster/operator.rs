@@ -78,8 +78,13 @@ pub fn kubelet_ca_bundle(profile: Profile, sources: &CaSources) -> Result<String
 }
 
 pub fn controller_configs(client: &kube::Client) -> Api<DynamicObject> {
+    Api::all_with(client.clone(), &controller_config_resource())
+}
+
+/// The ControllerConfig kind (machineconfiguration.openshift.io/v1).
+pub fn controller_config_resource() -> ApiResource {
     let gvk = GroupVersionKind::gvk("machineconfiguration.openshift.io", "v1", "ControllerConfig");
-    Api::all_with(client.clone(), &ApiResource::from_gvk(&gvk))
+    ApiResource::from_gvk(&gvk)
 }
 
 /// The operator: keeps ControllerConfig's kubelet CA bundle in step with its sources.

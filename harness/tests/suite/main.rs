@@ -21,6 +21,7 @@ mod machine_config_controller;
 mod machine_configs;
 mod node_image;
 mod node_status;
+mod nudge;
 mod operator;
 mod oracle;
 mod qe_input;
