@@ -132,14 +132,9 @@ impl Scenario {
         loop {
             let now = tokio::time::Instant::now();
             let progress = self.progress(&nodes, &events, &config);
-            let written_since = match (progress.written, written_at) {
-                (false, _) => None,
-                (true, None) => Some(*written_at.insert(now)),
-                (true, Some(at)) => Some(at),
-            };
-            if !progress.written {
-                written_at = None;
-            }
+            // When every node's state annotation was first seen (again, should one go).
+            written_at = progress.written.then(|| written_at.unwrap_or(now));
+            let written_since = written_at;
             let grace_over = written_since.is_some_and(|at| now >= at + FIRST_RUN_GRACE);
             let first_run_over = progress.written && (progress.done || grace_over);
             if first_run_over && (progress.synced || !nudge) {
