@@ -146,10 +146,11 @@ const SHORT_NAMES: &[(&str, &str)] = &[
     ("certificatesigningrequests", "csr"),
 ];
 
-/// Every served resource, keyed by `(group, version, resource)`.
+/// Every served resource, keyed by `(group, version, resource)`. Shared, copied on write: every
+/// request reads it, and only a CRD's write changes it.
 #[derive(Debug, Clone)]
 pub struct Registry {
-    by_gvr: BTreeMap<(String, String, String), ResourceInfo>,
+    by_gvr: Arc<BTreeMap<(String, String, String), ResourceInfo>>,
 }
 
 impl Default for Registry {
@@ -177,7 +178,9 @@ impl Default for Registry {
             };
             by_gvr.insert((group.into(), version.into(), resource.into()), info);
         }
-        Registry { by_gvr }
+        Registry {
+            by_gvr: Arc::new(by_gvr),
+        }
     }
 }
 
@@ -241,8 +244,9 @@ impl Registry {
         if shadows {
             return;
         }
+        let by_gvr = Arc::make_mut(&mut self.by_gvr);
         for info in resources {
-            self.by_gvr.insert(
+            by_gvr.insert(
                 (info.group.clone(), info.version.clone(), info.resource.clone()),
                 info,
             );
@@ -253,8 +257,13 @@ impl Registry {
     pub fn unregister_crd(&mut self, crd_name: &str) -> Option<GroupResource> {
         let (plural, group) = crd_name.split_once('.')?;
         let before = self.by_gvr.len();
-        self.by_gvr
-            .retain(|(g, _, r), info| info.builtin || !(g == group && r == plural));
+        let served = |(g, _, r): &(String, String, String), info: &ResourceInfo| {
+            info.builtin || !(g == group && r == plural)
+        };
+        if self.by_gvr.iter().all(|(k, info)| served(k, info)) {
+            return None;
+        }
+        Arc::make_mut(&mut self.by_gvr).retain(|k, info| served(k, info));
         (self.by_gvr.len() != before).then(|| GroupResource {
             group: group.to_string(),
             resource: plural.to_string(),

@@ -214,7 +214,9 @@ impl FakeApiServerBuilder {
         self
     }
 
-    /// Watch events kept for replay; a watch from an older resourceVersion gets 410.
+    /// The most watch events kept per resource for replay (kube-apiserver's watch cache grows
+    /// to 100 × 1024 while its events are under 75 s old, the default here); a watch from an
+    /// older resourceVersion gets 410.
     pub fn history_limit(mut self, events: usize) -> Self {
         self.store.history_limit = events.max(1);
         self

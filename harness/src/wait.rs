@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 pub const POLL: Duration = Duration::from_millis(20);
 
 /// Run `probe` until it returns `Ok`; after `deadline`, the last `Err` observation, with the
-/// time waited. An interrupted run (`crate::interrupt`) ends the wait at once in error.
+/// time waited. An interrupted run (`crate::interrupt`) ends the wait at once in error. A probe
+/// that takes longer than the pause is given as long again before it runs next, so a costly
+/// look (every Node of ten thousand) takes at most half the time of the processes it waits for.
 pub async fn eventually<T, F, Fut>(deadline: Duration, mut probe: F) -> Result<T, String>
 where
     F: FnMut() -> Fut,
@@ -20,6 +22,7 @@ where
     let mut pause = Duration::from_millis(1);
     loop {
         crate::interrupt::check()?;
+        let probing = Instant::now();
         match probe().await {
             Ok(value) => return Ok(value),
             Err(seen) if started.elapsed() >= deadline => {
@@ -28,7 +31,7 @@ where
             Err(_) => {}
         }
         tokio::select! {
-            _ = tokio::time::sleep(pause) => {}
+            _ = tokio::time::sleep(pause.max(probing.elapsed())) => {}
             _ = crate::interrupt::cancelled() => {}
         }
         pause = (pause * 2).min(POLL);

@@ -21,8 +21,8 @@ struct Args {
     /// Let requests without credentials in as system:anonymous.
     #[arg(long)]
     anonymous: bool,
-    /// Watch events kept for replay.
-    #[arg(long, default_value_t = 10_000)]
+    /// The most watch events kept per resource for replay (kube-apiserver's watch cache bound).
+    #[arg(long, default_value_t = 100 * 1024)]
     history: usize,
     /// Do not log requests.
     #[arg(long, short)]

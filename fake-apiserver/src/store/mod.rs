@@ -10,6 +10,7 @@
 //! reached by key rather than by scanning (which watches a change goes to, the object a pinned
 //! list reads) in `index.rs`.
 
+mod history;
 mod index;
 mod prepare;
 mod write;
@@ -179,7 +180,8 @@ pub struct WatchStart {
 /// Tunables, set by the server builder.
 #[derive(Debug, Clone)]
 pub struct StoreConfig {
-    /// Events kept for watches to replay; an older resourceVersion gets 410 Expired.
+    /// The most events kept per resource for watches to resume from (kube-apiserver's watch
+    /// cache upper bound, `store::history`); an older resourceVersion gets 410 Expired.
     pub history_limit: usize,
     /// Paginated lists kept so their continue tokens serve a consistent snapshot.
     pub snapshot_limit: usize,
@@ -188,7 +190,7 @@ pub struct StoreConfig {
 impl Default for StoreConfig {
     fn default() -> Self {
         StoreConfig {
-            history_limit: 10_000,
+            history_limit: history::UPPER_BOUND,
             snapshot_limit: 64,
         }
     }
@@ -200,9 +202,8 @@ pub(crate) struct State {
     rv: u64,
     registry: Registry,
     objects: HashMap<GroupResource, Objects>,
-    history: VecDeque<Arc<Event>>,
-    /// Every event after this resourceVersion is still in `history`.
-    compacted: u64,
+    /// The events watches resume from, per resource.
+    history: history::History,
     config: StoreConfig,
     snapshots: VecDeque<(u64, Vec<Arc<StoredObject>>)>,
     next_snapshot: u64,
@@ -233,8 +234,7 @@ impl Store {
                 rv: FIRST_RV,
                 registry,
                 objects,
-                history: VecDeque::new(),
-                compacted: FIRST_RV,
+                history: history::History::new(FIRST_RV, config.history_limit),
                 config,
                 snapshots: VecDeque::new(),
                 next_snapshot: 1,
@@ -356,20 +356,10 @@ impl Store {
                     .collect();
             }
             WatchFrom::After(rv) => {
-                if rv < state.compacted {
-                    return Err(ApiError::Gone(format!(
-                        "too old resource version: {rv} ({})",
-                        state.compacted
-                    )));
-                }
-                let pinned = filter.fields.pinned_name();
                 start.replay = state
                     .history
-                    .iter()
-                    .filter(|e| e.rv > rv && e.resource == gr)
-                    .filter(|e| pinned.is_none_or(|name| e.object.name() == name))
-                    .cloned()
-                    .collect();
+                    .since(&gr, filter.fields.pinned_name(), rv)
+                    .map_err(|oldest| ApiError::Gone(format!("too old resource version: {rv} ({oldest})")))?;
             }
         }
         Ok(start)
@@ -380,9 +370,9 @@ impl Store {
     /// move etcd's revision), so a fresh list gives a version a watch can start from.
     pub fn compact(&self) {
         let mut state = self.lock();
-        state.history.clear();
         state.rv += 1;
-        state.compacted = state.rv;
+        let rv = state.rv;
+        state.history.clear(rv);
         state.snapshots.clear();
     }
 
@@ -398,10 +388,10 @@ impl Store {
                 .map(|r| (r.group_resource(), Objects::new()))
                 .collect();
             state.registry = registry;
-            state.history.clear();
             state.snapshots.clear();
             state.rv += 1;
-            state.compacted = state.rv;
+            let rv = state.rv;
+            state.history.clear(rv);
         }
         self.seed_namespaces();
     }

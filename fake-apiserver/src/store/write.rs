@@ -426,12 +426,7 @@ impl Store {
             previous,
             lines: Default::default(),
         });
-        state.history.push_back(event.clone());
-        while state.history.len() > state.config.history_limit {
-            if let Some(dropped) = state.history.pop_front() {
-                state.compacted = dropped.rv;
-            }
-        }
+        state.history.record(&event, std::time::Instant::now());
         state.topics.send(&event);
     }
 }

@@ -22,16 +22,27 @@ pub struct NodeLifecycle {
     client: kube::Client,
     clock: SimClock,
     log: ClusterLog,
+    /// The last instant a pass judged every Node at: at the same instant a heartbeat can only
+    /// get fresher, so another pass there would change nothing (and list every Node again).
+    judged: std::sync::Mutex<Option<OffsetDateTime>>,
 }
 
 impl NodeLifecycle {
     pub fn new(client: kube::Client, clock: SimClock, log: ClusterLog) -> Self {
-        NodeLifecycle { client, clock, log }
+        NodeLifecycle {
+            client,
+            clock,
+            log,
+            judged: std::sync::Mutex::new(None),
+        }
     }
 
     /// One pass; true if a Node changed.
     pub async fn reconcile(&self) -> Result<bool, ClusterError> {
         let now = self.clock.now();
+        if *self.judged.lock().unwrap_or_else(|p| p.into_inner()) == Some(now) {
+            return Ok(false);
+        }
         let api: Api<Node> = Api::all(self.client.clone());
         let nodes = api
             .list(&ListParams::default())
@@ -60,6 +71,7 @@ impl NodeLifecycle {
             );
             changed = true;
         }
+        *self.judged.lock().unwrap_or_else(|p| p.into_inner()) = Some(now);
         Ok(changed)
     }
 }

@@ -12,6 +12,7 @@
 //! - `render`: templates to `00-<role>`, merging a pool's MachineConfigs, rendered names.
 //! - `pools`: the node and drain controllers' decisions (paused, maxUnavailable, status).
 //! - `mcc`: the machine-config controller applying `render` and `pools` through the API.
+//! - `node_cache`: every Node as a watch shows it, read by the controllers and the scenario.
 //! - `lifecycle`: the node lifecycle controller's Ready=Unknown for kubelets gone quiet.
 //! - `runner`: all of them running, triggered by watches; settled where the clock stops.
 
@@ -21,6 +22,7 @@ pub mod lifecycle;
 pub mod mcc;
 pub mod metrics;
 pub mod names;
+pub mod node_cache;
 pub mod operator;
 pub mod pools;
 pub mod render;
@@ -29,6 +31,7 @@ mod signers;
 
 pub use lifecycle::NodeLifecycle;
 pub use mcc::MachineConfigController;
+pub use node_cache::NodeCache;
 pub use operator::{CaSources, Operator, kubelet_ca_bundle};
 pub use runner::ClusterSide;
 pub use signers::{SignerRotation, force_rotation};
@@ -51,6 +54,9 @@ pub enum ClusterError {
     Missing(String),
     #[error("fixture: {0}")]
     Fixture(String),
+    /// A cache that did not catch up with the API server in time.
+    #[error("{0}")]
+    Stale(String),
 }
 
 impl ClusterError {

@@ -4,14 +4,14 @@
 //! trigger of its own. Errors go to the cluster log and the next trigger retries.
 
 use super::{
-    ClusterError, ClusterLog, MachineConfigController, NodeLifecycle, Operator, SignerRotation,
+    ClusterError, ClusterLog, MachineConfigController, NodeCache, NodeLifecycle, Operator, SignerRotation,
     retry_transient,
 };
 use crate::pki::{Clock, SimClock};
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube::api::{Api, ListParams};
-use kube::runtime::{PredicateConfig, WatchStreamExt, watcher};
+use kube::runtime::{WatchStreamExt, watcher};
 use std::sync::Arc;
 use time::OffsetDateTime;
 use tokio_util::sync::CancellationToken;
@@ -26,10 +26,18 @@ pub struct ClusterSide {
     pub clock: SimClock,
     /// One pass at a time, the clock moving only between them.
     passes: Passes,
-    /// The API state and instant of the last pass that changed nothing.
-    quiet: std::sync::Mutex<Option<(String, OffsetDateTime)>>,
+    /// The API state (the server's resourceVersion and the Node cache's) and instant of the
+    /// last pass that changed nothing.
+    quiet: std::sync::Mutex<Option<Quiet>>,
+    /// The same, for the last pass of the Node-driven controllers alone.
+    quiet_nodes: std::sync::Mutex<Option<Quiet>>,
     client: kube::Client,
+    /// Every Node as the watch shows it: the controllers read it, and its changes trigger them.
+    pub nodes: NodeCache,
 }
+
+/// The API server's resourceVersion, the Node cache's, and the simulated instant.
+type Quiet = (String, u64, OffsetDateTime);
 
 /// Passes after which a cluster that still changes is reported (a controller fighting another).
 const MAX_PASSES: usize = 50;
@@ -48,6 +56,7 @@ impl ClusterSide {
         clock: SimClock,
         client: kube::Client,
     ) -> Self {
+        let nodes = mcc.node_cache().clone();
         ClusterSide {
             signers,
             operator,
@@ -57,7 +66,9 @@ impl ClusterSide {
             passes: Passes::new(clock.clone()),
             clock,
             quiet: std::sync::Mutex::new(None),
+            quiet_nodes: std::sync::Mutex::new(None),
             client,
+            nodes,
         }
     }
 
@@ -80,25 +91,65 @@ impl ClusterSide {
     /// Passes until one changes nothing. A pass at the same simulated instant over the same
     /// API state as the last quiet one would change nothing again (every controller is a
     /// function of the two), so it is skipped: watch events of the cluster side's own writes
-    /// then cost one small request instead of a pass.
+    /// then cost one small request instead of a pass. The Node cache's resourceVersion is part
+    /// of that state: a Node change the cache had not applied when a pass read it is not taken
+    /// as seen by that pass.
     pub async fn settle(&self) -> Result<(), ClusterError> {
         retry_transient(|| self.settle_once()).await
     }
 
     async fn settle_once(&self) -> Result<(), ClusterError> {
         for _ in 0..MAX_PASSES {
-            let seen = (self.latest_resource_version().await?, self.clock.now());
-            if self.quiet.lock().unwrap_or_else(|p| p.into_inner()).as_ref() == Some(&seen) {
+            let seen = self.state_now().await?;
+            if lock(&self.quiet).as_ref() == Some(&seen) {
                 return Ok(());
             }
             if !self.reconcile_once().await? {
-                *self.quiet.lock().unwrap_or_else(|p| p.into_inner()) = Some(seen);
+                *lock(&self.quiet) = Some(seen);
                 return Ok(());
             }
         }
         self.log
             .record(self.clock.now(), "cluster side still changing after 50 passes");
         Ok(())
+    }
+
+    /// [`ClusterSide::settle`] for a change of Nodes alone: only the machine-config controller
+    /// reads Nodes (its node and drain controllers; upstream's signer and operator controllers
+    /// watch none, and the lifecycle controller judges heartbeats where the clock stops), so
+    /// only it runs. Ten thousand daemons reporting their sync so cost one controller's passes.
+    pub async fn settle_nodes(&self) -> Result<(), ClusterError> {
+        retry_transient(|| async {
+            for _ in 0..MAX_PASSES {
+                let seen = self.state_now().await?;
+                if [&self.quiet, &self.quiet_nodes]
+                    .iter()
+                    .any(|q| lock(q).as_ref() == Some(&seen))
+                {
+                    return Ok(());
+                }
+                let _one_at_a_time = self.passes.begin().await;
+                if !self.mcc.reconcile().await? {
+                    *lock(&self.quiet_nodes) = Some(seen);
+                    return Ok(());
+                }
+            }
+            self.log.record(
+                self.clock.now(),
+                "machine-config controller still changing after 50 passes",
+            );
+            Ok(())
+        })
+        .await
+    }
+
+    /// What a pass that changed nothing is keyed on.
+    async fn state_now(&self) -> Result<Quiet, ClusterError> {
+        Ok((
+            self.latest_resource_version().await?,
+            self.nodes.seen(),
+            self.clock.now(),
+        ))
     }
 
     /// The API server's current resourceVersion: a list's, which is global (the etcd revision
@@ -147,14 +198,6 @@ impl ClusterSide {
                     .touched_objects()
                     .map(|_| ())
                     .boxed(),
-                // Kubelet heartbeats change only Node status, which no pass reacts to (the
-                // lifecycle controller judges them where the clock stops).
-                watcher(Api::<Node>::all(client.clone()), cfg())
-                    .default_backoff()
-                    .touched_objects()
-                    .predicate_filter(node_without_status, PredicateConfig::default())
-                    .map(|_| ())
-                    .boxed(),
                 watcher(mco("MachineConfig"), cfg())
                     .default_backoff()
                     .touched_objects()
@@ -173,19 +216,34 @@ impl ClusterSide {
             ]);
             // Every trigger that came in while the last settle ran, at once: one settle reads
             // the whole cluster, so thousands of nodes' changes need not cost a settle each.
+            // Nodes trigger through their cache (after it applied the change), and only for
+            // changes beyond status: kubelet heartbeats change only Node status, which no pass
+            // reacts to (the lifecycle controller judges them where the clock stops).
             let mut triggers = triggers.ready_chunks(1 << 16);
+            let mut node_changes = self.nodes.changes();
+            let mut nodes_only = false;
             loop {
-                if let Err(e) = self.settle().await {
+                let settled = if nodes_only {
+                    self.settle_nodes().await
+                } else {
+                    self.settle().await
+                };
+                if let Err(e) = settled {
                     self.log
                         .record(self.clock.now(), &format!("reconcile failed: {e}"));
                 }
-                tokio::select! {
+                nodes_only = tokio::select! {
                     _ = stop.cancelled() => return,
-                    more = triggers.next() => if more.is_none() { return },
-                }
+                    more = triggers.next() => if more.is_none() { return } else { false },
+                    changed = node_changes.changed() => if changed.is_err() { return } else { true },
+                };
             }
         })
     }
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The cluster side's passes, one at a time (two concurrent passes would both rotate a due
@@ -219,18 +277,6 @@ impl Passes {
         self.clock.advance(to - self.clock.now());
         then.await
     }
-}
-
-/// A Node's hash without its status: what the controllers react to.
-fn node_without_status(node: &Node) -> Option<u64> {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    node.metadata.annotations.hash(&mut hasher);
-    node.metadata.labels.hash(&mut hasher);
-    serde_json::to_string(&node.spec)
-        .unwrap_or_default()
-        .hash(&mut hasher);
-    Some(hasher.finish())
 }
 
 #[cfg(test)]

@@ -396,6 +396,11 @@ impl Scenario {
         let templates =
             Arc::new(Templates::load(&options.fixtures.join("templates.yaml")).map_err(fixture_err)?);
         let (clock, log, profile) = (SimClock::default(), ClusterLog::default(), options.profile);
+        // Everything the scenario runs in the background stops with it; until the scenario is
+        // made, a start that fails stops it on its way out.
+        let stop = CancellationToken::new();
+        let stop_on_failure = stop.clone().drop_guard();
+        let node_cache = crate::cluster::NodeCache::spawn(admin.clone(), stop.clone());
         let side = Arc::new(ClusterSide::new(
             SignerRotation::new(
                 admin.clone(),
@@ -411,6 +416,7 @@ impl Scenario {
                 profile,
                 clock.clone(),
                 log.clone(),
+                node_cache,
             ),
             NodeLifecycle::new(admin.clone(), clock.clone(), log.clone()),
             log.clone(),
@@ -487,7 +493,6 @@ impl Scenario {
             }
             return Err(e);
         }
-        let stop = CancellationToken::new();
         let node_history = node_history::NodeHistory::spawn(admin.clone(), stop.clone());
         tokio::spawn(crate::cluster::csr::run(
             admin.clone(),
@@ -504,6 +509,7 @@ impl Scenario {
             .await
             .map_err(|e| ScenarioError::ApiServer(format!("serving the controller's metrics: {e}")))?;
         let options_timeline = options.timeline;
+        stop_on_failure.disarm();
         let scenario = Scenario {
             options,
             server,

@@ -64,6 +64,9 @@ struct Rollout {
     slowest_node: String,
 }
 
+/// How often a convergence wait asks every node whether its agent still runs.
+const AGENT_CHECK_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// How much of a node's journal a failure for a gone agent shows.
 const AGENT_GONE_LINES: usize = 15;
 /// How much of each of those lines it shows.
@@ -282,8 +285,18 @@ impl Scenario {
             std::sync::Mutex::new(BTreeMap::<(String, String), (std::time::Instant, String)>::new());
         let begun = std::sync::Mutex::new(std::collections::BTreeSet::<(String, String)>::new());
         let rollout = std::sync::Mutex::new(Rollout::default());
+        // Whether every agent still runs is asked of every node, so not at every look.
+        let agents_asked = std::sync::Mutex::new(None::<std::time::Instant>);
         let failed = eventually(deadline, || async {
-            let look = self.pending().await;
+            let agents = {
+                let mut asked = agents_asked.lock().unwrap_or_else(|p| p.into_inner());
+                let due = asked.is_none_or(|at| at.elapsed() >= AGENT_CHECK_EVERY);
+                if due {
+                    *asked = Some(std::time::Instant::now());
+                }
+                due
+            };
+            let look = self.pending(agents).await;
             {
                 let now = std::time::Instant::now();
                 let mut first_seen = first_seen.lock().unwrap_or_else(|p| p.into_inner());
@@ -330,10 +343,10 @@ impl Scenario {
         )))
     }
 
-    /// What is still out of step, if anything. It only observes: reacting is the running
-    /// cluster side's job.
-    async fn pending(&self) -> Look {
-        if let Some(why) = self.agent_gone().await {
+    /// What is still out of step, if anything, and whether an agent is gone when `agents` is
+    /// set. It only observes: reacting is the running cluster side's job.
+    async fn pending(&self, agents: bool) -> Look {
+        if agents && let Some(why) = self.agent_gone().await {
             return Look {
                 pending: Some(Pending::Failed(why)),
                 unstarted: Vec::new(),
@@ -377,7 +390,9 @@ impl Scenario {
     }
 
     /// What is still out of step, noting in `unstarted` every node given a new config that is
-    /// still `Done` on its old one.
+    /// still `Done` on its old one. The Nodes are read from the cluster side's cache, which a
+    /// watch keeps; when that shows nothing pending, a list confirms it (the cache may not yet
+    /// show a write the API server already has), so "caught up" is never a stale reading.
     async fn pending_noting(&self, unstarted: &mut Vec<Unstarted>) -> Option<Pending> {
         // An API error is not "nothing pending": it is waited out like any other.
         let unreadable = |what: &str, e: kube::Error| Some(Pending::Waiting(format!("reading {what}: {e}")));
@@ -412,6 +427,17 @@ impl Scenario {
                 )
             })
             .collect();
+        let cache = &self.side.nodes;
+        if !cache.filled() {
+            return Some(Pending::Waiting(
+                "the Node watch has not listed the Nodes yet".into(),
+            ));
+        }
+        let cached = cache.nodes();
+        let found = self.judge(&cc_rv, &targets, cached.iter().map(|n| n.as_ref()), unstarted);
+        if found.is_some() {
+            return found;
+        }
         let nodes = match Api::<NodeObject>::all(self.admin.clone())
             .list(&ListParams::default())
             .await
@@ -419,17 +445,29 @@ impl Scenario {
             Ok(nodes) => nodes,
             Err(e) => return unreadable("nodes", e),
         };
+        self.judge(&cc_rv, &targets, nodes.iter(), unstarted)
+    }
+
+    /// [`Scenario::pending_noting`]'s verdict over `nodes`, given the ControllerConfig's
+    /// resourceVersion and each pool's target config and whether it is paused.
+    fn judge<'n>(
+        &self,
+        cc_rv: &str,
+        targets: &BTreeMap<String, (String, bool)>,
+        nodes: impl Iterator<Item = &'n NodeObject>,
+        unstarted: &mut Vec<Unstarted>,
+    ) -> Option<Pending> {
         let mut found = None;
         for node in nodes {
-            let name = node.metadata.name.clone().unwrap_or_default();
-            let a = node.metadata.annotations.clone().unwrap_or_default();
-            let get = |k: &str| a.get(k).cloned().unwrap_or_default();
+            let name = node.metadata.name.as_deref().unwrap_or("");
+            let a = node.metadata.annotations.as_ref();
+            let get = |k: &str| a.and_then(|a| a.get(k)).map_or("", String::as_str);
             if !get(DESIRED_CONFIG).is_empty()
                 && get(DESIRED_CONFIG) != get(CURRENT_CONFIG)
                 && get(STATE) == STATE_DONE
             {
                 unstarted.push(Unstarted {
-                    key: (name.clone(), get(DESIRED_CONFIG)),
+                    key: (name.to_string(), get(DESIRED_CONFIG).to_string()),
                     marks: format!("{}|{}|{}", get(STATE), get(DESIRED_DRAIN), get(CURRENT_CONFIG)),
                 });
             }
@@ -439,9 +477,10 @@ impl Scenario {
             let role = node
                 .metadata
                 .labels
-                .unwrap_or_default()
-                .keys()
-                .find_map(|l| l.strip_prefix("node-role.kubernetes.io/").map(str::to_string));
+                .iter()
+                .flatten()
+                .map(|(k, _)| k)
+                .find_map(|l| l.strip_prefix("node-role.kubernetes.io/"));
             // A failed update (Degraded or Unreconcilable while moving to a new config) ends the
             // wait at once; a Degraded node on its config may still recover, so it is waited for.
             if (get(STATE) == STATE_DEGRADED || get(STATE) == STATE_UNRECONCILABLE)
@@ -463,10 +502,10 @@ impl Scenario {
                 )));
                 continue;
             }
-            if let Some((target, paused)) = role.and_then(|r| targets.get(&r))
+            if let Some((target, paused)) = role.and_then(|r| targets.get(r))
                 && !paused
-                && (get(CURRENT_CONFIG) != *target
-                    || get(DESIRED_CONFIG) != *target
+                && (get(CURRENT_CONFIG) != target
+                    || get(DESIRED_CONFIG) != target
                     || get(STATE) != STATE_DONE)
             {
                 found = Some(Pending::Waiting(format!(

@@ -25,6 +25,8 @@ pub struct Controllers {
     pub signers: SignerRotation,
     pub operator: Operator,
     pub mcc: MachineConfigController,
+    /// Stops the machine-config controller's Node watch with the controllers.
+    _stop: tokio_util::sync::DropGuard,
 }
 
 impl Controllers {
@@ -52,7 +54,9 @@ impl Controllers {
         .await
         .unwrap();
         let operator = Operator::new(client.clone(), profile, clock.clone(), log.clone());
-        let mcc = MachineConfigController::new(client.clone(), templates, profile, clock.clone(), log);
+        let stop = tokio_util::sync::CancellationToken::new();
+        let nodes = harness::cluster::NodeCache::spawn(client.clone(), stop.clone());
+        let mcc = MachineConfigController::new(client.clone(), templates, profile, clock.clone(), log, nodes);
         Controllers {
             server,
             client,
@@ -60,6 +64,7 @@ impl Controllers {
             signers,
             operator,
             mcc,
+            _stop: stop.drop_guard(),
         }
     }
 

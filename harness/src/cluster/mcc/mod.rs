@@ -17,7 +17,7 @@ use super::render::{
     CONTROLLER_VERSION, GENERATED_BY, Templates, merge_machine_configs, rendered_name,
     template_machine_config,
 };
-use super::{ClusterError, ClusterLog};
+use super::{ClusterError, ClusterLog, NodeCache};
 use crate::agent::common::{changed_files, file_entry};
 use crate::mco::KUBELET_CA_PATH;
 use crate::mco::{DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN};
@@ -54,6 +54,8 @@ pub struct MachineConfigController {
     clock: SimClock,
     log: ClusterLog,
     metrics: ControllerMetrics,
+    /// The Nodes as the watch shows them (a pass reads them there, not by a list).
+    node_cache: NodeCache,
 }
 
 impl MachineConfigController {
@@ -63,6 +65,7 @@ impl MachineConfigController {
         profile: Profile,
         clock: SimClock,
         log: ClusterLog,
+        node_cache: NodeCache,
     ) -> Self {
         MachineConfigController {
             client,
@@ -71,7 +74,13 @@ impl MachineConfigController {
             clock,
             log,
             metrics: ControllerMetrics::default(),
+            node_cache,
         }
+    }
+
+    /// The Nodes as this controller reads them.
+    pub fn node_cache(&self) -> &NodeCache {
+        &self.node_cache
     }
 
     /// The gauges this controller sets, for its `/metrics` endpoint.
@@ -85,7 +94,8 @@ impl MachineConfigController {
     }
 
     /// One pass of all four controllers; true if anything was written. The pass reads the
-    /// API state once (four requests) and keeps its own writes in that view, so a later
+    /// API state once (three requests, and the Nodes from the watch's cache once it shows the
+    /// controller's own earlier writes) and keeps its own writes in that view, so a later
     /// controller of the pass sees what an earlier one wrote, as the informers would.
     pub async fn reconcile(&self) -> Result<bool, ClusterError> {
         let mut view = self.read().await?;
@@ -119,11 +129,8 @@ impl MachineConfigController {
             .iter()
             .map(to_value)
             .collect();
-        let nodes = Api::<Node>::all(self.client.clone())
-            .list(&every)
-            .await
-            .map_err(|e| ClusterError::kube("nodes".into(), e))?
-            .items;
+        self.node_cache.caught_up().await.map_err(ClusterError::Stale)?;
+        let nodes = self.node_cache.nodes();
         Ok(ApiView {
             controller_config: to_value(&cc),
             machine_configs,
@@ -264,6 +271,7 @@ impl MachineConfigController {
                     .patch(&name, &PatchParams::default(), &Patch::Merge(patch))
                     .await
                     .map_err(|e| ClusterError::kube(format!("node {name}"), e))?;
+                self.node_cache.wrote(&written);
                 view.put_node(written);
                 self.note(format!("node {name}: desiredConfig {}", pool_view.target));
                 changed = true;
@@ -403,10 +411,12 @@ impl MachineConfigController {
             };
             let name = node.metadata.name.clone().unwrap_or_default();
             let patch = json!({"metadata": {"annotations": {LAST_APPLIED_DRAIN: applied}}, "spec": {"unschedulable": cordon}});
-            view.nodes[index] = nodes
+            let written = nodes
                 .patch(&name, &PatchParams::default(), &Patch::Merge(patch))
                 .await
                 .map_err(|e| ClusterError::kube(format!("node {name}"), e))?;
+            self.node_cache.wrote(&written);
+            view.nodes[index] = Arc::new(written);
             self.note(format!("node {name}: {applied}"));
             changed = true;
         }

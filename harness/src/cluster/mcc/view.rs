@@ -7,14 +7,13 @@ use crate::mco::{CURRENT_CONFIG, DESIRED_CONFIG, REASON, STATE};
 use crate::pki::{parse_certs, rfc3339};
 use k8s_openapi::api::core::v1::Node;
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
 
 /// The API state one pass works on, with the pass's own writes applied.
 pub(super) struct ApiView {
     pub(super) controller_config: Value,
     pub(super) machine_configs: Vec<Value>,
     pub(super) pools: Vec<Value>,
-    pub(super) nodes: Vec<Node>,
+    pub(super) nodes: Vec<std::sync::Arc<Node>>,
 }
 
 impl ApiView {
@@ -35,13 +34,13 @@ impl ApiView {
         }
     }
 
+    /// The nodes are in name order (as a list and `NodeCache::nodes` give them).
     pub(super) fn put_node(&mut self, written: Node) {
-        if let Some(slot) = self
+        if let Ok(slot) = self
             .nodes
-            .iter_mut()
-            .find(|n| n.metadata.name == written.metadata.name)
+            .binary_search_by(|n| n.metadata.name.cmp(&written.metadata.name))
         {
-            *slot = written;
+            self.nodes[slot] = std::sync::Arc::new(written);
         }
     }
 }
@@ -78,8 +77,8 @@ pub(super) fn cert_expirys(controller_config: &Value) -> Value {
 }
 
 pub(super) fn node_view(node: &Node) -> NodeView {
-    let a: BTreeMap<String, String> = node.metadata.annotations.clone().unwrap_or_default();
-    let get = |k: &str| a.get(k).cloned().unwrap_or_default();
+    let a = node.metadata.annotations.as_ref();
+    let get = |k: &str| a.and_then(|a| a.get(k)).cloned().unwrap_or_default();
     NodeView {
         name: node.metadata.name.clone().unwrap_or_default(),
         current: get(CURRENT_CONFIG),
