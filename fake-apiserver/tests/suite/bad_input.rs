@@ -224,6 +224,9 @@ async fn malformed_requests_get_the_right_status() {
             400,
             "BadRequest",
         ),
+        // A real kube-apiserver 1.36 answers this watch 500 with no reason (the list gets the
+        // 400): kubernetes/kubernetes#139485, open, fix not merged. This server answers the
+        // list's 400 for both (no 5xx for a client's mistake); `expected` allows the real one.
         (
             "GET",
             format!("{cms}?watch=true&resourceVersion=abc"),
@@ -342,9 +345,16 @@ async fn malformed_requests_get_the_right_status() {
     }
     assert!(cases.len() >= 20);
     let before = namespace_state(client, &[cms, &widgets]).await;
+    let real = std::env::var_os("APISERVER_KUBECONFIG").is_some();
     for (method, path, ct, body, code, reason) in cases {
         let reply = send(client, method, &path, ct, body).await;
         let what = format!("{method} {path}");
+        // kubernetes/kubernetes#139485 (see the case above): a real 1.36's 500, no reason.
+        let (code, reason) = if real && path.ends_with("watch=true&resourceVersion=abc") {
+            (500, serde_json::Value::Null)
+        } else {
+            (code, serde_json::Value::from(reason))
+        };
         assert_eq!(reply.code, code, "{what}: {}", reply.body);
         assert_eq!(reply.body["kind"], "Status", "{what}");
         assert_eq!(

@@ -4,7 +4,7 @@
 //! legacy impersonation, and answers the first mode's refusal when none allows the request
 //! (apiserver `endpoints/filters/impersonation/{constrained_impersonation,mode}.go`).
 
-use crate::common::{Reply, cluster, init_crypto, send, send_with};
+use crate::common::{Reply, cluster, init_crypto, send, send_with, skip_external};
 use fake_apiserver::{ApiError, Authorizer, FakeApiServer, Identity, RequestAttributes, ServerHandle};
 use serde_json::json;
 use std::sync::{Arc, Mutex};
@@ -100,13 +100,22 @@ async fn the_admin_impersonates_a_node_and_is_held_to_its_rules() {
         "nodes {n2:?} is forbidden: User {user:?} cannot get resource \"nodes\" in API group \"\" at the cluster scope: node '{n1}' cannot read '{n2}', only its own Node object"
     );
     // A node's name alone (the arbitrary-node mode gives it system:nodes), or with its group.
-    for headers in [
-        vec![("Impersonate-User", user.as_str())],
-        vec![
-            ("Impersonate-User", user.as_str()),
-            ("Impersonate-Group", "system:nodes"),
-        ],
-    ] {
+    // A real kube-apiserver remembers per requester the impersonation mode that last worked and
+    // tries it first for the process's life (apiserver `filters/impersonation` `modeIndexCache`):
+    // once the admin impersonated a group (the legacy mode), a name alone goes the legacy way
+    // too and gets no `system:nodes`. So against a server that has lived through other tests,
+    // only the name with its group is asked.
+    let mut cases = vec![vec![
+        ("Impersonate-User", user.as_str()),
+        ("Impersonate-Group", "system:nodes"),
+    ]];
+    if !skip_external(
+        "impersonating a node by its name alone",
+        "the answer depends on the impersonation modes the admin used before",
+    ) {
+        cases.insert(0, vec![("Impersonate-User", user.as_str())]);
+    }
+    for headers in cases {
         let path = format!("/api/v1/nodes/{n2}");
         let r = send_with(&c.client, "GET", &path, &headers, None, vec![]).await;
         assert_forbidden(&r, &denied);

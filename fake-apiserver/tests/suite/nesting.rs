@@ -273,16 +273,22 @@ async fn every_write_path_refuses_past_the_bound_and_keeps_objects_at_it() {
             200,
         ),
     ];
+    // On a real kube-apiserver 1.36 a server-side apply that creates an object this deep is
+    // 201, but the object's managedFields then nest past the decoder's bound: every later read
+    // of the resource is a 500 (`invalid character '{' exceeded max depth`) and the object
+    // cannot even be deleted, for the server's lifetime. So the apply rows run on this server
+    // only.
+    let real = std::env::var_os("APISERVER_KUBECONFIG").is_some();
+    if real {
+        println!(
+            "SKIP the server-side apply rows: on a real kube-apiserver they leave the widgets resource unreadable (APISERVER_KUBECONFIG is set)"
+        );
+    }
     for (method, path, ct, body, code) in accepted {
+        if real && ct == APPLY {
+            continue;
+        }
         let r = send(client, method, &path, ct, body).await;
-        // A real kube-apiserver's field ownership of an object this deep nests past the bound
-        // itself: re-applying it there is a 500 (`invalid character '{' exceeded max depth`).
-        // This server keeps no managedFields and applies it.
-        let real_managed_fields_500 = std::env::var_os("APISERVER_KUBECONFIG").is_some()
-            && ct == APPLY
-            && r.code == 500
-            && r.body["message"] == "invalid character '{' exceeded max depth";
-        let code = if real_managed_fields_500 { 500 } else { code };
         assert_eq!(r.code, code, "{method} {path} {ct:?}: {}", r.body);
         still_serving(client, &w).await;
     }
@@ -294,7 +300,7 @@ async fn every_write_path_refuses_past_the_bound_and_keeps_objects_at_it() {
         MAX_DEPTH + 2,
         "the list and its items array hold it"
     );
-    for name in ["d", "e", "f"] {
+    for name in ["d", "e", "f"].into_iter().filter(|n| !real || *n != "f") {
         let r = send(client, "DELETE", &format!("{w}/{name}"), None, vec![]).await;
         assert_eq!(r.code, 200, "{name}");
     }
