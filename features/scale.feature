@@ -43,6 +43,7 @@ Feature: A rotation across thousands of nodes
 
   # 10% of 10,000 nodes is 1,000 at a time: at least ceil(10000 / 1000) = 10 steps.
   @ocp-4.12
+  @light
   Scenario: On 4.12 a forced rotation rolls out to 10,000 light nodes at most maxUnavailable at a time
     Given a fresh cluster with 10000 light worker nodes
     And the worker pool's maxUnavailable is 10%
@@ -54,6 +55,7 @@ Feature: A rotation across thousands of nodes
     And no node has rebooted
 
   @ocp-4.16
+  @light
   Scenario: On 4.16 a forced rotation reaches 10,000 light nodes with no new rendered config
     Given a fresh cluster with 10000 light worker nodes
     When the kube-apiserver-to-kubelet-signer is rotated by force

@@ -36,7 +36,9 @@ mod undefined;
 
 use profile_run::{report_path, run_profile};
 pub use select::scenario_at;
-use select::{CONTAINER_SKIP, Selection, TagFilter, expanded, picked, scenarios_of, select, tags_of};
+use select::{
+    CONTAINER_SKIP, Selection, TagFilter, expanded, picked, scenarios_of, select, select_for_agent, tags_of,
+};
 use undefined::undefined_steps;
 
 pub use features_table::features_markdown;
@@ -437,7 +439,9 @@ pub async fn run(config: &RunConfig) -> Result<Summary, RunError> {
                     }
                     let mut all = tags_of(feature, rule, scenario);
                     all.extend(scenario_tags);
-                    let reason = match (select(profile, config.nodes, tags.as_ref(), &all), &backend) {
+                    let reference = matches!(config.agent, AgentKind::Reference);
+                    let selection = select_for_agent(profile, config.nodes, tags.as_ref(), &all, reference);
+                    let reason = match (selection, &backend) {
                         (Selection::Skip(reason), _) => reason,
                         // Without a Docker engine nothing runs, and nothing counts as passed.
                         (Selection::Run, Err(why)) => format!("no Docker engine ({why})"),
@@ -658,6 +662,21 @@ mod tests {
             select(p, Nodes::Embedded, Some(&slow), &t(&[])),
             Selection::Out,
             "user tags narrow the run"
+        );
+        let light = t(&["light"]);
+        assert_eq!(
+            select_for_agent(p, Nodes::Embedded, None, &light, true),
+            Selection::Run,
+            "the reference daemon runs on light nodes"
+        );
+        assert!(
+            matches!(select_for_agent(p, Nodes::Embedded, None, &light, false), Selection::Skip(r) if r.starts_with("@light")),
+            "another agent skips light scenarios"
+        );
+        assert_eq!(
+            select_for_agent(p, Nodes::Embedded, None, &t(&["ocp-4.16"]), false),
+            Selection::Out,
+            "out stays out"
         );
     }
 }

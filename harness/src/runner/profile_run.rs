@@ -2,7 +2,7 @@
 //! World, the writers (progress, JUnit, Cucumber JSON), and what each scenario leaves for the
 //! summary (its timeline, sync latencies, the journals of a failure).
 
-use super::select::{Selection, picked, select, tags_of};
+use super::select::{Selection, picked, select_for_agent, tags_of};
 use super::*;
 
 #[derive(Default)]
@@ -113,6 +113,7 @@ pub(super) async fn run_profile(
     let after_tally = tally.clone();
     let failed_dir = report.join("failed").join(profile.as_str());
     let nodes = config.nodes;
+    let reference_agent = matches!(config.agent, crate::scenario::AgentKind::Reference);
     let steps = Arc::new(ConformanceWorld::collection());
     let (agent, agent_timeout) = (config.agent.clone(), config.agent_timeout);
     let nudge_first_sync = config.nudge_first_sync;
@@ -248,11 +249,12 @@ pub(super) async fn run_profile(
             .with_cli(cucumber::cli::Opts::<_, _, _, cucumber::cli::Empty>::default())
             .filter_run((), move |feature, rule, scenario| {
                 picked(only.as_ref(), feature, scenario.position.line as u64)
-                    && select(
+                    && select_for_agent(
                         profile,
                         nodes,
                         filter_tags.as_ref(),
                         &tags_of(feature, rule, scenario),
+                        reference_agent,
                     ) == Selection::Run
             })
             .await;

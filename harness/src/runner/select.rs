@@ -7,6 +7,10 @@ use super::*;
 /// Why an embedded run skips a `@container` scenario.
 pub(super) const CONTAINER_SKIP: &str = "@container: needs container nodes (--nodes container)";
 
+/// Why a run whose agent is not the reference daemon skips a `@light` scenario.
+pub(super) const LIGHT_SKIP: &str =
+    "@light: light nodes run the reference daemon in this process; this run's agent is another";
+
 /// What to do with one (expanded) scenario in a run for `profile`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Selection {
@@ -66,6 +70,24 @@ pub(super) fn select(
         return Selection::Skip(CONTAINER_SKIP.into());
     }
     Selection::Run
+}
+
+/// [`select`] for a run whose agent is the reference daemon or not: light nodes
+/// (`Given a fresh cluster with N light worker nodes`, tag `@light`) run only the reference
+/// daemon, so with another agent their scenarios are skipped, saying why, rather than failed.
+pub(super) fn select_for_agent(
+    profile: Profile,
+    nodes: Nodes,
+    tags: Option<&TagFilter>,
+    all_tags: &[String],
+    reference_agent: bool,
+) -> Selection {
+    match select(profile, nodes, tags, all_tags) {
+        Selection::Run if !reference_agent && all_tags.iter().any(|t| t == "light") => {
+            Selection::Skip(LIGHT_SKIP.into())
+        }
+        other => other,
+    }
 }
 
 /// Whether `--only` (a file name and a line) picks the scenario at `line` of `feature`.

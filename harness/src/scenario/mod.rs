@@ -205,7 +205,7 @@ async fn start_node(
                     node: name.into(),
                     path: "<agent>".into(),
                     source: std::io::Error::other(
-                        "light nodes run the reference daemon in this process, with the scenario's shared clients",
+                        "light nodes run the reference daemon in this process, with the scenario's shared clients (tag the scenario @light: a run with another agent then skips it)",
                     ),
                 });
             };
