@@ -36,6 +36,13 @@ pub struct ClusterSide {
     pub nodes: NodeCache,
 }
 
+/// Which controllers a settle runs: all of them, or those a Node change concerns.
+#[derive(Clone, Copy)]
+enum Scope {
+    All,
+    Nodes,
+}
+
 /// The API server's resourceVersion, the Node cache's, and the simulated instant.
 type Quiet = (String, u64, OffsetDateTime);
 
@@ -95,23 +102,7 @@ impl ClusterSide {
     /// of that state: a Node change the cache had not applied when a pass read it is not taken
     /// as seen by that pass.
     pub async fn settle(&self) -> Result<(), ClusterError> {
-        retry_transient(|| self.settle_once()).await
-    }
-
-    async fn settle_once(&self) -> Result<(), ClusterError> {
-        for _ in 0..MAX_PASSES {
-            let seen = self.state_now().await?;
-            if lock(&self.quiet).as_ref() == Some(&seen) {
-                return Ok(());
-            }
-            if !self.reconcile_once().await? {
-                *lock(&self.quiet) = Some(seen);
-                return Ok(());
-            }
-        }
-        self.log
-            .record(self.clock.now(), "cluster side still changing after 50 passes");
-        Ok(())
+        retry_transient(|| self.settle_in(Scope::All)).await
     }
 
     /// [`ClusterSide::settle`] for a change of Nodes alone: only the machine-config controller
@@ -119,28 +110,41 @@ impl ClusterSide {
     /// watch none, and the lifecycle controller judges heartbeats where the clock stops), so
     /// only it runs. Ten thousand daemons reporting their sync so cost one controller's passes.
     pub async fn settle_nodes(&self) -> Result<(), ClusterError> {
-        retry_transient(|| async {
-            for _ in 0..MAX_PASSES {
-                let seen = self.state_now().await?;
-                if [&self.quiet, &self.quiet_nodes]
-                    .iter()
-                    .any(|q| lock(q).as_ref() == Some(&seen))
-                {
-                    return Ok(());
-                }
-                let _one_at_a_time = self.passes.begin().await;
-                if !self.mcc.reconcile().await? {
-                    *lock(&self.quiet_nodes) = Some(seen);
-                    return Ok(());
-                }
+        retry_transient(|| self.settle_in(Scope::Nodes)).await
+    }
+
+    async fn settle_in(&self, scope: Scope) -> Result<(), ClusterError> {
+        // A quiet pass of every controller is quiet for the Node-driven one too.
+        let (record, quiet_if) = match scope {
+            Scope::All => (&self.quiet, [&self.quiet, &self.quiet]),
+            Scope::Nodes => (&self.quiet_nodes, [&self.quiet, &self.quiet_nodes]),
+        };
+        for _ in 0..MAX_PASSES {
+            let seen = self.state_now().await?;
+            if quiet_if.iter().any(|q| lock(q).as_ref() == Some(&seen)) {
+                return Ok(());
             }
-            self.log.record(
-                self.clock.now(),
-                "machine-config controller still changing after 50 passes",
-            );
-            Ok(())
-        })
-        .await
+            let changed = match scope {
+                Scope::All => self.reconcile_once().await?,
+                Scope::Nodes => {
+                    let _one_at_a_time = self.passes.begin().await;
+                    self.mcc.reconcile().await?
+                }
+            };
+            if !changed {
+                *lock(record) = Some(seen);
+                return Ok(());
+            }
+        }
+        let who = match scope {
+            Scope::All => "cluster side",
+            Scope::Nodes => "machine-config controller",
+        };
+        self.log.record(
+            self.clock.now(),
+            &format!("{who} still changing after {MAX_PASSES} passes"),
+        );
+        Ok(())
     }
 
     /// What a pass that changed nothing is keyed on.
