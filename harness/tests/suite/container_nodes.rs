@@ -139,7 +139,6 @@ async fn run_sequence(node: &dyn Node) -> (Vec<(i32, String, String)>, Vec<Strin
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn systemctl_gives_the_same_outputs_and_journal_lines_on_both_backends() {
-    let _turn = crate::take_turn().await;
     let image = image_or_skip!();
     let golden_output: Vec<(i32, String, String)> = GOLDEN_OUTPUT
         .iter()
@@ -176,7 +175,6 @@ fn docker_exec(container: &str, command: &[&str]) -> (i32, String, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn inside_the_container_the_node_tools_and_the_kernel_agree_with_the_node_trait() {
-    let _turn = crate::take_turn().await;
     let image = image_or_skip!();
     let mut options = ScenarioOptions::new(Profile::Ocp412);
     options.nodes = vec![("worker".into(), 1)];
@@ -277,7 +275,6 @@ async fn inside_the_container_the_node_tools_and_the_kernel_agree_with_the_node_
 /// entrypoint and command as the agent service, and the report names the image and its id.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_image_built_from_the_node_image_runs_as_the_agent_service() {
-    let _turn = crate::take_turn().await;
     let image = image_or_skip!();
     let _ = rustls::crypto::ring::default_provider().install_default();
     let tag = format!("mco-conformance-test-agent:{}", image.rsplit_once(':').unwrap().1);
@@ -347,7 +344,6 @@ fn most_at_once(intervals: &[(time::OffsetDateTime, time::OffsetDateTime)]) -> u
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn at_most_four_node_containers_start_at_once() {
-    let _turn = crate::take_turn().await;
     let image = image_or_skip!();
     let mut options = ScenarioOptions::new(Profile::Ocp416);
     options.nodes = vec![("worker".into(), 6)];
@@ -417,7 +413,6 @@ fn a_missing_agent_image_is_an_error_naming_it() {
 /// shows …") can pass having read nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_whose_control_socket_is_gone_fails_every_observation_naming_it() {
-    let _turn = crate::take_turn().await;
     let image = image_or_skip!();
     let s = scenario(NodeBackend::Container { image }).await;
     let node = &s.nodes[0];
@@ -456,7 +451,6 @@ async fn a_node_whose_control_socket_is_gone_fails_every_observation_naming_it()
 /// as a transient unit (how upstream reboots).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_node_answers_what_upstreams_daemon_asks_of_rhcos() {
-    let _turn = crate::take_turn().await;
     let image = image_or_skip!();
     // After its checks the agent is the reference daemon, whose first run sets the Node's
     // annotations as any agent's must before a scenario starts.

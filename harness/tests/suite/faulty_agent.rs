@@ -58,7 +58,6 @@ fn entries<'a>(report: &'a Value, scenario: &str) -> Vec<(&'a str, &'a Value)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_faulty_agent_fails_the_scenario_that_covers_its_fault_and_the_reference_passes_it() {
-    let _turn = crate::take_turn().await;
     faulty_fails_reference_passes(Nodes::Embedded).await;
 }
 
@@ -66,7 +65,6 @@ async fn the_faulty_agent_fails_the_scenario_that_covers_its_fault_and_the_refer
 /// `/usr/bin/<name>` and run by the node's init.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_container_nodes_too() {
-    let _turn = crate::take_turn().await;
     if let Some(why) = harness::node::image::docker_unavailable() {
         fake_apiserver::testing::skip(&format!("no Docker engine ({why})"));
         return;
@@ -216,7 +214,6 @@ async fn an_agent_that_exits_fails_at_once_with_its_exit_status_and_last_words()
 /// The same on container nodes, where the node's init supervises the agent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_that_exits_on_a_container_node_fails_at_once_too() {
-    let _turn = crate::take_turn().await;
     if let Some(why) = harness::node::image::docker_unavailable() {
         fake_apiserver::testing::skip(&format!("no Docker engine ({why})"));
         return;
@@ -225,11 +222,6 @@ async fn an_agent_that_exits_on_a_container_node_fails_at_once_too() {
 }
 
 async fn agent_that_exits(nodes: Nodes) {
-    let _turn = if matches!(nodes, Nodes::Embedded) {
-        Some(crate::take_turn().await)
-    } else {
-        None
-    };
     let dir = tempfile::tempdir().unwrap();
     let agent = dir.path().join("dying-agent");
     std::fs::write(
@@ -249,7 +241,6 @@ async fn agent_that_exits(nodes: Nodes) {
 /// step at once, saying why it could not start.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_that_cannot_start_fails_at_once_saying_why() {
-    let _turn = crate::take_turn().await;
     let dir = tempfile::tempdir().unwrap();
     let not_executable = dir.path().join("not-executable");
     std::fs::write(&not_executable, "not a program\n").unwrap();
@@ -266,7 +257,6 @@ async fn an_agent_that_cannot_start_fails_at_once_saying_why() {
 /// agent's first run sets them from the node's disk, and the cluster waits for that.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_that_never_acts_passes_no_scenario() {
-    let _turn = crate::take_turn().await;
     let dir = tempfile::tempdir().unwrap();
     let agent = dir.path().join("idle-agent");
     std::fs::write(&agent, "#!/bin/sh\nexec sleep 100000\n").unwrap();
@@ -296,7 +286,6 @@ async fn an_agent_that_never_acts_passes_no_scenario() {
 /// shortened.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn binary_and_endless_output_is_kept_escaped_and_cut() {
-    let _turn = crate::take_turn().await;
     let dir = tempfile::tempdir().unwrap();
     let agent = dir.path().join("noisy-agent");
     std::fs::write(

@@ -268,7 +268,6 @@ fn interrupt_once(nodes: &'static str) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn sigint_stops_an_embedded_run_and_leaves_nothing() {
-    let _turn = crate::take_turn().await;
     tokio::task::spawn_blocking(|| interrupt_once("embedded"))
         .await
         .unwrap();
@@ -284,7 +283,6 @@ async fn sigint_stops_a_container_run_and_leaves_nothing() {
         fake_apiserver::testing::skip(&e.to_string());
         return;
     }
-    let _turn = crate::take_turn().await;
     tokio::task::spawn_blocking(|| interrupt_once("container"))
         .await
         .unwrap();
@@ -292,7 +290,6 @@ async fn sigint_stops_a_container_run_and_leaves_nothing() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_second_sigint_exits_at_once() {
-    let _turn = crate::take_turn().await;
     tokio::task::spawn_blocking(|| {
         let mut run = Run::start("embedded");
         run.wait_until_busy();

@@ -32,13 +32,3 @@ mod self_test;
 mod signer_rotation;
 mod upstream_daemons;
 mod upstream_start;
-
-/// Tests that run whole features or start node containers take turns. Each ran as a test binary
-/// of its own before, so alone; together on two cores their load alone could make a scenario's
-/// real-time wait miss (a container kubelet's heartbeat after a clock jump came too late once).
-static HEAVY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-/// Wait for this heavy test's turn; the turn lasts as long as the guard.
-async fn take_turn() -> tokio::sync::MutexGuard<'static, ()> {
-    HEAVY.lock().await
-}

@@ -39,7 +39,6 @@ async fn run_late_agent(args: &[&str], nudge: bool, timeout: Duration) -> (Summa
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_whose_first_sync_waits_for_a_change_passes_only_when_nudged() {
-    let _turn = crate::take_turn().await;
     let (summary, dir) = run_late_agent(&[], false, Duration::from_secs(8)).await;
     assert_eq!(
         (summary.passed, summary.failed),
@@ -66,7 +65,6 @@ async fn an_agent_whose_first_sync_waits_for_a_change_passes_only_when_nudged() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_that_posts_no_first_run_event_is_nudged_after_the_grace() {
-    let _turn = crate::take_turn().await;
     let (summary, _dir) = run_late_agent(&["--no-event"], true, Duration::from_secs(60)).await;
     assert_eq!(
         (summary.passed, summary.failed),

@@ -184,7 +184,6 @@ async fn judge(name: &str) {
         fake_apiserver::testing::skip(&format!("{}: no Docker engine ({why})", daemon.name));
         return;
     }
-    let _turn = crate::take_turn().await;
     let seen = outcomes(daemon, PathBuf::from(binary)).await;
     assert!(!seen.is_empty(), "the run judged no scenario");
     let expected: BTreeMap<&str, &Difference> = daemon
