@@ -39,6 +39,14 @@ pub const FIPS_PATH: &str = "/proc/sys/crypto/fips_enabled";
 
 /// The kubelet's clientCAFile (not the API server CA, despite the seeds).
 pub const KUBELET_CA_PATH: &str = "/etc/kubernetes/kubelet-ca.crt";
+/// The cloud provider's CA bundle, written from ControllerConfig `cloudProviderCAData`.
+pub const CLOUD_CA_PATH: &str = "/etc/kubernetes/static-pod-resources/configmaps/cloud-config/ca-bundle.pem";
+/// The user CA bundle (`openshift-config/user-ca-bundle`) as a trust anchor.
+pub const USER_CA_BUNDLE_PATH: &str = "/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt";
+/// Where the certificate writer puts the internal registry's pull secret (4.16).
+pub const INTERNAL_REGISTRY_PULL_SECRET: &str = "/etc/mco/internal-registry-pull-secret.json";
+/// The image registry CA directory (`imageCAFilePath`).
+pub const REGISTRY_CA_DIR: &str = "/etc/docker/certs.d";
 
 /// A ConfigMap's value under `key` as upstream's `cmToData` reads it (release-4.16 operator
 /// sync.go:2005-2018, daemon certificate_writer.go:388-400): `binaryData` first; otherwise

@@ -6,7 +6,8 @@
 
 use super::common::{file_entry, write_file_atomically};
 use super::update::{Failure, degraded};
-use super::{AgentEnv, Behaviour, Mutant};
+use super::{AgentEnv, Mutant};
+use crate::profile::UpdateFiles;
 use serde_json::Value;
 
 pub(super) async fn systemctl(env: &AgentEnv, args: &[&str]) -> Result<(), Failure> {
@@ -22,7 +23,7 @@ pub(super) async fn systemctl(env: &AgentEnv, args: &[&str]) -> Result<(), Failu
     Ok(())
 }
 
-pub(super) fn write_files(env: &AgentEnv, behaviour: Behaviour, new: &Value) -> Result<(), Failure> {
+pub(super) fn write_files(env: &AgentEnv, behaviour: UpdateFiles, new: &Value) -> Result<(), Failure> {
     for file in new["config"]["storage"]["files"].as_array().into_iter().flatten() {
         let (path, data, mode) = file_entry(file);
         if behaviour.not_written_on_update.contains(&path.as_str()) {
@@ -71,7 +72,7 @@ pub(super) async fn write_units(env: &AgentEnv, new: &Value) -> Result<(), Failu
 }
 
 /// Files the old config had and the new one drops, but for the profile's certificates.
-pub(super) fn delete_stale_files(env: &AgentEnv, behaviour: Behaviour, old: &Value, new: &Value) {
+pub(super) fn delete_stale_files(env: &AgentEnv, behaviour: UpdateFiles, old: &Value, new: &Value) {
     let paths = |v: &Value| -> Vec<String> {
         v["config"]["storage"]["files"]
             .as_array()

@@ -109,12 +109,6 @@ const RELOAD_CRIO_FILES: &[&str] = &[
     "/etc/machine-config-daemon/no-reboot/containers-gpg.pub",
     "/etc/containers/policy.json",
 ];
-/// 4.16: directories whose files need no action, or a CRI-O reload.
-const NONE_DIRS_4_16: &[&str] = &["/etc/nmstate/openshift"];
-const RELOAD_CRIO_DIRS_4_16: &[&str] = &["/etc/containers/registries.d"];
-/// 4.16: the user CA bundle restarts CRI-O (after update-ca-trust); on 4.12 it reboots.
-const RESTART_CRIO_FILES_4_16: &[&str] =
-    &["/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt"];
 
 fn in_dir(path: &str, dirs: &[&str]) -> bool {
     dirs.iter().any(|d| Path::new(path).starts_with(d))
@@ -123,19 +117,21 @@ fn in_dir(path: &str, dirs: &[&str]) -> bool {
 /// The action for a set of changed files (`calculatePostConfigChangeActionFromFileDiffs` on
 /// 4.12, `...FromMCDiffs` on 4.16): any file outside the tables reboots; restart beats reload.
 pub fn post_config_action_for_files(profile: Profile, changed: &[&str]) -> PostConfigAction {
+    let table = profile.traits().post_config;
     let mut action = PostConfigAction::None;
     for path in changed {
         let this = if NONE_FILES.contains(path) {
             PostConfigAction::None
         } else if RELOAD_CRIO_FILES.contains(path) {
             PostConfigAction::ReloadCrio
+        } else if table.restart_crio_files.contains(path) {
+            PostConfigAction::RestartCrio
+        } else if in_dir(path, table.none_dirs) {
+            PostConfigAction::None
+        } else if in_dir(path, table.reload_crio_dirs) {
+            PostConfigAction::ReloadCrio
         } else {
-            match profile {
-                Profile::Ocp416 if RESTART_CRIO_FILES_4_16.contains(path) => PostConfigAction::RestartCrio,
-                Profile::Ocp416 if in_dir(path, NONE_DIRS_4_16) => PostConfigAction::None,
-                Profile::Ocp416 if in_dir(path, RELOAD_CRIO_DIRS_4_16) => PostConfigAction::ReloadCrio,
-                _ => return PostConfigAction::Reboot,
-            }
+            return PostConfigAction::Reboot;
         };
         action = action.max(this);
     }

@@ -13,7 +13,6 @@
 
 use super::AgentEnv;
 use super::common::{FORCE_FILE, file_entry};
-use crate::mco::KUBELET_CA_PATH;
 use crate::profile::Profile;
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -24,16 +23,9 @@ use tokio::sync::mpsc;
 /// Where unit files live on the node.
 pub const UNIT_DIR: &str = "/etc/systemd/system";
 
-/// Files the drift check skips (`getFilesToIgnore`).
+/// Files the drift check skips (`getFilesToIgnore`; the profile's `Traits::drift_ignores`).
 pub fn files_to_ignore(profile: Profile) -> &'static [&'static str] {
-    match profile {
-        Profile::Ocp412 => &[],
-        Profile::Ocp416 => &[
-            KUBELET_CA_PATH,
-            "/etc/kubernetes/static-pod-resources/configmaps/cloud-config/ca-bundle.pem",
-            "/etc/mco/internal-registry-pull-secret.json",
-        ],
-    }
+    profile.traits().drift_ignores
 }
 
 /// What the config says a path on disk holds.
@@ -256,6 +248,7 @@ mod tests {
 
     #[test]
     fn only_4_16_leaves_the_certificate_files_alone() {
+        use crate::mco::KUBELET_CA_PATH;
         assert!(files_to_ignore(Profile::Ocp412).is_empty());
         assert!(files_to_ignore(Profile::Ocp416).contains(&KUBELET_CA_PATH));
     }

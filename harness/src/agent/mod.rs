@@ -1,13 +1,14 @@
 //! The reference daemon: the default agent under test, honouring the agent contract of
 //! DESIGN.md (a kube client from `KUBECONFIG`, `NODE_NAME`, the node root `MCO_NODE_ROOT`,
-//! `systemctl`, `MCO_PROFILE`). The 4.12 and 4.16 paths sit side by side (`ocp_4_12`,
-//! `ocp_4_16`) over what they share, with one dispatch point on the profile (`behaviour`).
+//! `systemctl`, `MCO_PROFILE`). What a release does differently is read from its row of
+//! `crate::profile::Traits`; the 4.16 certificate writer (`ocp_4_16`) runs where the row says
+//! the kubelet CA comes from it.
 //!
 //! # Layout
 //! - `common`: MachineConfig diffs, post-config actions, atomic writes.
 //! - `update`: the MachineConfig update flow both profiles run (MCD `update()`).
 //! - `drift`: the config drift monitor and the on-disk validation.
-//! - `ocp_4_12`, `ocp_4_16`: what each profile does differently; 4.16's certificate writer.
+//! - `ocp_4_16`: the certificate writer.
 //! - `embedded`: the daemon as a service of an embedded node, in this process.
 //! - `process`: the daemon as its own process (`mco-reference-daemon`), from the contract's
 //!   environment, and the service that runs any agent binary on an embedded node.
@@ -19,7 +20,6 @@ pub mod drift;
 mod embedded;
 pub mod first_run;
 pub mod mutant;
-mod ocp_4_12;
 pub mod ocp_4_16;
 pub mod process;
 mod reconcile;
@@ -29,8 +29,8 @@ pub use embedded::ReferenceDaemon;
 pub use mutant::Mutant;
 
 use crate::node::Outcome;
-use crate::profile::Profile;
-use std::path::{Path, PathBuf};
+use crate::profile::{Profile, SystemLogQuoting};
+use std::path::PathBuf;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -69,9 +69,11 @@ pub trait AgentHost: Send + Sync {
 /// the message as it is on 4.12 (release-4.12 update.go:2158-2173) and quoted with Go's `%q`
 /// on 4.16 (release-4.16 update.go:2620-2640).
 pub fn system_log_line(profile: Profile, pid: u32, message: &str) -> String {
-    let message = match profile {
-        Profile::Ocp412 => message.to_string(),
-        Profile::Ocp416 => serde_json::to_string(message).unwrap_or_else(|_| format!("{message:?}")),
+    let message = match profile.traits().system_log {
+        SystemLogQuoting::AsIs => message.to_string(),
+        SystemLogQuoting::GoQuoted => {
+            serde_json::to_string(message).unwrap_or_else(|_| format!("{message:?}"))
+        }
     };
     format!("machine-config-daemon[{pid}]: {message}")
 }
@@ -134,41 +136,6 @@ pub fn under_root(root: &std::path::Path, node_path: &str) -> PathBuf {
     path
 }
 
-/// What a profile changes in the shared flow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Behaviour {
-    /// Files of a rendered config the update flow does not write, left to the certificate
-    /// writer (`writeFiles`' `skipCertificateWrite`).
-    pub not_written_on_update: &'static [&'static str],
-    /// Files the old config had and the new one lacks that stay on disk (`deleteStaleData`'s
-    /// `certsToSkip`), and directories whose files stay (a path whose parent contains one).
-    pub kept_when_stale: &'static [&'static str],
-    pub kept_when_stale_under: &'static [&'static str],
-    /// Run the ControllerConfig certificate writer.
-    pub certificate_writer: bool,
-}
-
-impl Behaviour {
-    /// Whether a file the new config drops stays on disk: a listed certificate, or a file whose
-    /// directory contains a listed one (upstream: `strings.Contains(filepath.Dir(path), dir)`).
-    pub fn keeps_when_stale(&self, path: &str) -> bool {
-        self.kept_when_stale.contains(&path)
-            || self.kept_when_stale_under.iter().any(|dir| {
-                Path::new(path)
-                    .parent()
-                    .is_some_and(|parent| parent.to_string_lossy().contains(dir))
-            })
-    }
-}
-
-/// The one place the profile is matched.
-pub fn behaviour(profile: Profile) -> Behaviour {
-    match profile {
-        Profile::Ocp412 => ocp_4_12::BEHAVIOUR,
-        Profile::Ocp416 => ocp_4_16::BEHAVIOUR,
-    }
-}
-
 /// Restart a daemon pod's failed container as the kubelet does the first time (at once,
 /// kuberuntime `doBackOff`), saying so in the node's journal; false when the service stopped
 /// meanwhile or the container failed before (`restarts` > 0): the kubelet's next restart waits
@@ -193,19 +160,19 @@ pub async fn pod_restart_back_off(ctx: &crate::node::ServiceContext, restarts: u
 
 /// Run the daemon until `stop`, or until an error from its watches ends it (`auxiliary`).
 pub async fn run(env: AgentEnv, stop: CancellationToken) -> Result<(), String> {
-    let behaviour = behaviour(env.profile);
+    let traits = env.profile.traits();
     env.log(&format!(
         "Starting MachineConfigDaemon (mco-conformance reference daemon, profile {})",
         env.profile
     ));
     let work = async {
-        if behaviour.certificate_writer {
+        if traits.certificate_writer() {
             tokio::join!(
-                update::node_loop(&env, behaviour, stop.clone()),
+                update::node_loop(&env, traits.update_files, stop.clone()),
                 ocp_4_16::certificate_writer(&env, stop.clone())
             );
         } else {
-            update::node_loop(&env, behaviour, stop.clone()).await;
+            update::node_loop(&env, traits.update_files, stop.clone()).await;
         }
     };
     tokio::select! {
@@ -234,23 +201,5 @@ mod tests {
             under_root(root, "/etc/docker/certs.d/a/../b/ca.crt"),
             root.join("etc/docker/certs.d/b/ca.crt")
         );
-    }
-
-    #[test]
-    fn only_4_16_keeps_certificates_a_new_config_drops() {
-        let user_ca = "/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt";
-        let (v412, v416) = (behaviour(Profile::Ocp412), behaviour(Profile::Ocp416));
-        for path in [
-            user_ca,
-            "/etc/kubernetes/kubelet-ca.crt",
-            "/etc/docker/certs.d/r.example/ca.crt",
-        ] {
-            assert!(!v412.keeps_when_stale(path), "{path}");
-            assert!(v416.keeps_when_stale(path), "{path}");
-        }
-        // "Contains", as upstream: a directory below one that holds the listed name.
-        assert!(v416.keeps_when_stale("/var/etc/docker/certs.d/x/ca.crt"));
-        assert!(!v416.keeps_when_stale("/etc/docker/ca.crt"));
-        assert!(!v416.keeps_when_stale("/etc/mco-conformance/example.conf"));
     }
 }

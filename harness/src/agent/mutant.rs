@@ -42,7 +42,8 @@ pub enum Mutant {
     DeleteStaleCertificates,
 }
 
-const BOTH: &[Profile] = &[Profile::Ocp412, Profile::Ocp416];
+/// Every profile: the behaviour the mutant breaks is the same on each.
+const BOTH: &[Profile] = &Profile::ALL;
 const OCP_4_12: &[Profile] = &[Profile::Ocp412];
 const OCP_4_16: &[Profile] = &[Profile::Ocp416];
 

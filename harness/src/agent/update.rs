@@ -17,13 +17,14 @@ use super::common::{
 };
 use super::drift::{DriftMonitor, validate_on_disk};
 use super::reconcile::{node_fips, reconcilable};
-use super::{AgentEnv, Behaviour, Mutant};
+use super::{AgentEnv, Mutant};
 use crate::cluster::mcc::{machine_config_pools, machine_configs};
 use crate::mco::KUBELET_CA_PATH;
 use crate::mco::{
     CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN, REASON, STATE, STATE_DEGRADED,
     STATE_DONE, STATE_UNRECONCILABLE, STATE_WORKING,
 };
+use crate::profile::UpdateFiles;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, Patch, PatchParams};
@@ -73,7 +74,7 @@ async fn spec_of(env: &AgentEnv, config: &str) -> Result<Value, Failure> {
 }
 
 /// Watch the own Node; run an update whenever `desiredConfig` differs from `currentConfig`.
-pub async fn node_loop(env: &AgentEnv, behaviour: Behaviour, stop: CancellationToken) {
+pub async fn node_loop(env: &AgentEnv, behaviour: UpdateFiles, stop: CancellationToken) {
     let nodes: Api<Node> = Api::all(env.client.clone());
     let config = watcher::Config::default().fields(&format!("metadata.name={}", env.node_name));
     let mut events = watcher(nodes.clone(), config)
@@ -223,7 +224,7 @@ async fn start_monitor(env: &AgentEnv, config: &str) -> Option<DriftMonitor> {
 /// force file, runs the update to the config it is on. True when that update reboots.
 async fn on_drift(
     env: &AgentEnv,
-    behaviour: Behaviour,
+    behaviour: UpdateFiles,
     monitor: &mut Option<DriftMonitor>,
     boot: bool,
 ) -> bool {
@@ -361,7 +362,12 @@ async fn report(env: &AgentEnv, failure: Failure) {
 }
 
 /// Apply `desired`; `Ok(true)` when the node is rebooting to finish it.
-async fn update(env: &AgentEnv, behaviour: Behaviour, current: &str, desired: &str) -> Result<bool, Failure> {
+async fn update(
+    env: &AgentEnv,
+    behaviour: UpdateFiles,
+    current: &str,
+    desired: &str,
+) -> Result<bool, Failure> {
     annotate(env, json!({STATE: STATE_WORKING})).await?;
     env.log(&format!(
         "Checking Reconcilable for config {current} to {desired}"

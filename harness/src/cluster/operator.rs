@@ -25,7 +25,7 @@ use super::names::{
 use super::{ClusterError, ClusterLog};
 use crate::mco::{SERVICE_CA_ROTATE, config_map_bytes};
 use crate::pki::{Clock, SimClock, merge_cert_with_ca_bundle};
-use crate::profile::Profile;
+use crate::profile::{KubeletCaBundleRule, Profile};
 use base64::Engine;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
@@ -65,15 +65,17 @@ pub fn kubelet_ca_bundle(profile: Profile, sources: &CaSources) -> Result<String
             _ => Ok(initial.to_string()),
         }
     };
-    match profile {
-        Profile::Ocp412 => initial_rule(),
-        Profile::Ocp416 if sources.bootstrap_complete => sources.client_ca.clone().ok_or_else(|| {
-            ClusterError::Missing(format!(
-                "configmap {}/{}",
-                KUBE_APISERVER_CLIENT_CA.0, KUBE_APISERVER_CLIENT_CA.1
-            ))
-        }),
-        Profile::Ocp416 => initial_rule(),
+    match profile.traits().kubelet_ca_bundle {
+        KubeletCaBundleRule::InitialMerged => initial_rule(),
+        KubeletCaBundleRule::ClientCaOnceBootstrapped if sources.bootstrap_complete => {
+            sources.client_ca.clone().ok_or_else(|| {
+                ClusterError::Missing(format!(
+                    "configmap {}/{}",
+                    KUBE_APISERVER_CLIENT_CA.0, KUBE_APISERVER_CLIENT_CA.1
+                ))
+            })
+        }
+        KubeletCaBundleRule::ClientCaOnceBootstrapped => initial_rule(),
     }
 }
 
@@ -142,7 +144,7 @@ impl Operator {
     /// `kubeconfig-data` and `service-ca-rotate` in step. Returns whether it wrote.
     pub async fn reconcile(&self) -> Result<bool, ClusterError> {
         let mut changed = self.sync_kubelet_ca().await?;
-        if self.profile == Profile::Ocp416 {
+        if self.profile.traits().serving_ca_rotation {
             changed |= self.sync_server_ca().await?;
         }
         Ok(changed)

@@ -20,26 +20,10 @@
 //!   given signer is replaced by the whole new bundle; the rest are kept in place.
 
 use super::{ParsedCert, PkiError, parse_certs};
-use crate::profile::Profile;
 use time::OffsetDateTime;
 
-/// The order library-go leaves a CA bundle in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BundleOrder {
-    /// The current signer first (library-go d932feccfc56, vendored by 4.12's operators).
-    NewestFirst,
-    /// Sorted by raw certificate bytes (library-go f5bf38712dca, vendored by 4.16's).
-    ByRawBytes,
-}
-
-impl BundleOrder {
-    pub fn for_profile(profile: Profile) -> Self {
-        match profile {
-            Profile::Ocp412 => BundleOrder::NewestFirst,
-            Profile::Ocp416 => BundleOrder::ByRawBytes,
-        }
-    }
-}
+/// The order library-go leaves a CA bundle in (a release's `Traits::bundle_order`).
+pub use crate::profile::BundleOrder;
 
 /// The bundle after publishing `current` at `now`, from the `existing` bundle text.
 pub fn manage_ca_bundle(

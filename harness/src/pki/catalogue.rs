@@ -113,12 +113,10 @@ pub struct TargetSpec {
 }
 
 fn for_profile(profile: Profile, a: &PolicySpec, b: &PolicySpec) -> RotationPolicy {
-    match profile {
-        Profile::Ocp412 => a,
-        Profile::Ocp416 => b,
-    }
-    .policy()
-    .expect("durations are checked when the catalogue loads")
+    profile
+        .column(a, b)
+        .policy()
+        .expect("durations are checked when the catalogue loads")
 }
 
 impl SignerSpec {

@@ -1,4 +1,13 @@
-//! The two generations of OpenShift whose behaviour the suite encodes.
+//! The generations of OpenShift whose behaviour the suite encodes. What each one does
+//! differently is data, one row per profile in `traits`; this module is the one place a
+//! profile is matched (its name, its row, its column of a per-profile data file).
+
+mod traits;
+
+pub use traits::{
+    BundleOrder, KubeletCaBundleRule, KubeletCaSource, PausedPoolSignal, PostConfigTable, SystemLogQuoting,
+    Traits, UpdateFiles,
+};
 
 use std::fmt;
 use std::str::FromStr;
@@ -14,30 +23,39 @@ pub enum Profile {
 impl Profile {
     pub const ALL: [Profile; 2] = [Profile::Ocp412, Profile::Ocp416];
 
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
             Profile::Ocp412 => "ocp-4.12",
             Profile::Ocp416 => "ocp-4.16",
         }
     }
 
-    /// The release the fake cluster reports: ClusterVersion `version`'s desired version and the
-    /// version FeatureGate `cluster` lists its gates for. The upstream daemon reads the one to
-    /// find the other when it runs without `--payload-version`.
-    pub fn payload_version(self) -> &'static str {
+    /// This profile's column of a table a data file writes with one column per profile (the
+    /// signer catalogue's `ocp-4.12:` / `ocp-4.16:`): a new profile adds a parameter, and the
+    /// compiler then asks every such table for its column.
+    pub fn column<'a, T>(self, ocp_4_12: &'a T, ocp_4_16: &'a T) -> &'a T {
         match self {
-            Profile::Ocp412 => "4.12.0",
-            Profile::Ocp416 => "4.16.0",
+            Profile::Ocp412 => ocp_4_12,
+            Profile::Ocp416 => ocp_4_16,
         }
     }
 
-    /// The Kubernetes minor version the release's kube-apiserver runs (4.12: 1.25, 4.16: 1.29):
-    /// the API server's own rules follow it where they changed since.
-    pub fn kubernetes_minor(self) -> u32 {
+    /// What this release does where releases differ.
+    pub fn traits(self) -> &'static Traits {
         match self {
-            Profile::Ocp412 => 25,
-            Profile::Ocp416 => 29,
+            Profile::Ocp412 => &traits::OCP_4_12,
+            Profile::Ocp416 => &traits::OCP_4_16,
         }
+    }
+
+    /// The release the fake cluster reports (`Traits::payload_version`).
+    pub fn payload_version(self) -> &'static str {
+        self.traits().payload_version
+    }
+
+    /// The Kubernetes minor version the release's kube-apiserver runs (4.12: 1.25, 4.16: 1.29).
+    pub fn kubernetes_minor(self) -> u32 {
+        self.traits().kubernetes_minor
     }
 
     /// Whether the release's Node authorizer limits a kubelet's reads of Nodes and Pods to its
@@ -56,16 +74,32 @@ impl fmt::Display for Profile {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown profile {0:?}: expected ocp-4.12 or ocp-4.16")]
+#[error("unknown profile {0:?}: expected one of {known}", known = Profile::ALL.map(Profile::as_str).join(", "))]
 pub struct UnknownProfile(pub String);
 
 impl FromStr for Profile {
     type Err = UnknownProfile;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "ocp-4.12" => Ok(Profile::Ocp412),
-            "ocp-4.16" => Ok(Profile::Ocp416),
-            other => Err(UnknownProfile(other.to_string())),
+        Profile::ALL
+            .into_iter()
+            .find(|p| p.as_str() == s)
+            .ok_or_else(|| UnknownProfile(s.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_profile_parses_from_its_name_and_nothing_else_does() {
+        for p in Profile::ALL {
+            assert_eq!(p.as_str().parse::<Profile>(), Ok(p));
         }
+        let err = "ocp-4.13".parse::<Profile>().unwrap_err().to_string();
+        assert_eq!(
+            err,
+            r#"unknown profile "ocp-4.13": expected one of ocp-4.12, ocp-4.16"#
+        );
     }
 }

@@ -6,10 +6,19 @@
 //! scenario on every profile), and a scenario with no steps (a misspelt keyword turns a step
 //! into description text, and an empty scenario passes). Every error names the file and line.
 
+use crate::profile::Profile;
 use cucumber::gherkin::{Feature, GherkinEnv, Scenario};
 use std::path::{Path, PathBuf};
 
-pub const PROFILE_TAGS: &[&str] = &["ocp-4.12", "ocp-4.16"];
+pub const PROFILE_TAGS: [&str; Profile::ALL.len()] = {
+    let mut tags = [""; Profile::ALL.len()];
+    let mut i = 0;
+    while i < tags.len() {
+        tags[i] = Profile::ALL[i].as_str();
+        i += 1;
+    }
+    tags
+};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{file}:{line}: {message}")]

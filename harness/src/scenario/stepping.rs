@@ -27,10 +27,7 @@ pub const SYNC_BOUND_PER_NODE: std::time::Duration = std::time::Duration::from_m
 /// `initializeHealthServer`); a config given to the node in that minute waits for it. Neither
 /// release-4.12 nor main holds it.
 pub fn rollout_start_bound(profile: Profile) -> std::time::Duration {
-    match profile {
-        Profile::Ocp412 => SYNC_BOUND,
-        Profile::Ocp416 => SYNC_BOUND + std::time::Duration::from_secs(60),
-    }
+    SYNC_BOUND + profile.traits().start_hold
 }
 
 /// Why the nodes have not caught up: still working, or stuck.
@@ -241,7 +238,7 @@ impl Scenario {
     /// its Node, a minute after it starts at worst (release-4.16 `ccRequeueDelay`).
     pub(super) async fn await_first_sync(&self) -> Result<(), ScenarioError> {
         if self.options.nudge_first_sync {
-            let writer = crate::agent::behaviour(self.options.profile).certificate_writer;
+            let writer = self.options.profile.traits().certificate_writer();
             self.nudge_first_sync(writer).await?;
         }
         self.converge_within(self.options.deadline).await.map(drop)
@@ -495,7 +492,9 @@ impl Scenario {
                 )));
                 continue;
             }
-            if self.options.profile == Profile::Ocp416 && get(LAST_SYNCED_CONTROLLER_CONFIG) != cc_rv {
+            if self.options.profile.traits().certificate_writer()
+                && get(LAST_SYNCED_CONTROLLER_CONFIG) != cc_rv
+            {
                 found = Some(Pending::Waiting(format!(
                     "node {name} synced controllerconfig {:?}, current is {cc_rv}",
                     get(LAST_SYNCED_CONTROLLER_CONFIG)

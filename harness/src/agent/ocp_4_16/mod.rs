@@ -27,7 +27,7 @@ mod registry;
 pub use kubeconfig::{DEFERRED_SIGNERS, KubeconfigPlan, plan_kubeconfig};
 pub use registry::{INTERNAL_REGISTRY_PULL_SECRET, MOUNTED_PULL_SECRETS, REGISTRY_CA_DIR};
 
-use super::{AgentEnv, Behaviour, Mutant};
+use super::{AgentEnv, Mutant};
 use crate::cluster::operator::{CONTROLLER_CONFIG, controller_configs};
 use crate::mco::{
     KUBELET_CA_PATH, LAST_OBSERVED_SERVER_CA, LAST_SYNCED_CONTROLLER_CONFIG, REASON, SERVICE_CA_ROTATE,
@@ -45,22 +45,7 @@ use serde_json::json;
 use std::os::unix::fs::PermissionsExt;
 use tokio_util::sync::CancellationToken;
 
-pub const BEHAVIOUR: Behaviour = Behaviour {
-    // release-4.16 file_writers.go:226-232: only kubelet-ca.crt is skipped.
-    not_written_on_update: &[KUBELET_CA_PATH],
-    // release-4.16 update.go:1869-1893: "need to skip these on upgrade if they are in a MC, or
-    // else we will remove all certs!" — and any file under /etc/docker/certs.d.
-    kept_when_stale: &[
-        "/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt",
-        KUBELET_CA_PATH,
-        CLOUD_CA_PATH,
-    ],
-    kept_when_stale_under: &["/etc/docker/certs.d"],
-    certificate_writer: true,
-};
-
-/// The cloud provider's CA bundle, written from `cloudProviderCAData`.
-pub const CLOUD_CA_PATH: &str = "/etc/kubernetes/static-pod-resources/configmaps/cloud-config/ca-bundle.pem";
+pub use crate::mco::CLOUD_CA_PATH;
 
 /// Files the certificate writer owns, and the ControllerConfig spec field each comes from.
 pub const CERTIFICATE_FILES: &[(&str, &str)] = &[

@@ -9,12 +9,9 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::DynamicObject;
 use serde_json::json;
 
-/// Where the 4.16 writer puts the internal registry's pull secret, and where a per-role secret
-/// may be mounted (`syncOSImagePullSecrets`).
-pub const INTERNAL_REGISTRY_PULL_SECRET: &str = "/etc/mco/internal-registry-pull-secret.json";
+pub use crate::mco::{INTERNAL_REGISTRY_PULL_SECRET, REGISTRY_CA_DIR};
+/// Where a per-role pull secret may be mounted (`syncOSImagePullSecrets`).
 pub const MOUNTED_PULL_SECRETS: &str = "/run/secrets/os-image-pull-secrets";
-/// The registry CA directory (`imageCAFilePath`).
-pub const REGISTRY_CA_DIR: &str = "/etc/docker/certs.d";
 
 /// `spec.internalRegistryPullSecret` merged with the node role's mounted secret (its
 /// `.dockerconfigjson`, or a legacy `.dockercfg`); the mounted entries win. With no mounted

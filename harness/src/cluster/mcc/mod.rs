@@ -23,7 +23,7 @@ use crate::mco::KUBELET_CA_PATH;
 use crate::mco::{DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN};
 use crate::pki::{Clock, SimClock};
 use crate::pki::{parse_certs, rfc3339};
-use crate::profile::Profile;
+use crate::profile::{PausedPoolSignal, Profile};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
@@ -100,7 +100,7 @@ impl MachineConfigController {
     pub async fn reconcile(&self) -> Result<bool, ClusterError> {
         let mut view = self.read().await?;
         let mut changed = self.template(&mut view).await?;
-        if self.profile == Profile::Ocp416 {
+        if self.profile.traits().controller_certificates {
             changed |= self.controller_certificates(&mut view).await?;
         }
         changed |= self.render(&mut view).await?;
@@ -282,9 +282,11 @@ impl MachineConfigController {
                 &views,
                 pool["metadata"]["generation"].as_i64().unwrap_or(0),
             );
-            match self.profile {
-                Profile::Ocp412 => self.pending_file_metrics(view, &pool_view),
-                Profile::Ocp416 => status["certExpirys"] = cert_expirys(&view.controller_config),
+            match self.profile.traits().paused_pool_signal {
+                PausedPoolSignal::PendingFileGauge => self.pending_file_metrics(view, &pool_view),
+                PausedPoolSignal::CertExpirys => {
+                    status["certExpirys"] = cert_expirys(&view.controller_config)
+                }
             }
             if pool["status"] != status {
                 let written = pools

@@ -165,7 +165,7 @@ impl SignerRotation {
     }
 
     fn order(&self) -> BundleOrder {
-        BundleOrder::for_profile(self.profile)
+        self.profile.traits().bundle_order
     }
 
     /// One pass at the clock's now. Returns what changed, for the cluster log.

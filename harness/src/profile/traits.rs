@@ -1,0 +1,273 @@
+//! What each release does differently, as data: one [`Traits`] row per profile, each value read
+//! from that release's upstream source (cited beside it). Code that behaves per release reads a
+//! field here; nothing else matches on [`Profile`](super::Profile), so a new profile is a new
+//! row and the compiler asks for every field of it.
+//!
+//! The rows: `OCP_4_12` (MCO release-4.12, library-go d932feccfc56 in KAS-O/KCM-O) and
+//! `OCP_4_16` (MCO release-4.16, library-go f5bf38712dca). What release-4.14 does for each
+//! field, for the third profile to come, is in `harness/docs/ocp-4.14.md`.
+
+use crate::mco::{
+    CLOUD_CA_PATH, INTERNAL_REGISTRY_PULL_SECRET, KUBELET_CA_PATH, REGISTRY_CA_DIR, USER_CA_BUNDLE_PATH,
+};
+use std::path::Path;
+use std::time::Duration;
+
+/// Where the node's `/etc/kubernetes/kubelet-ca.crt` comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KubeletCaSource {
+    /// A file of the rendered MachineConfig (`templates/common/_base/files/kubelet-ca.yaml`): it
+    /// reaches a node with a config update, which a paused pool holds back. The daemon has no
+    /// certificate writer.
+    RenderedConfig,
+    /// The daemon's certificate writer writes it from ControllerConfig
+    /// `kubeAPIServerServingCAData` whatever the pool's `paused` (`pkg/daemon/certificate_writer.go`)
+    /// and annotates the Node with the resourceVersion it synced
+    /// (`lastSyncedControllerConfigResourceVersion`); no template renders it.
+    CertificateWriter,
+}
+
+/// How the operator fills ControllerConfig `kubeAPIServerServingCAData` (`pkg/operator/sync.go`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KubeletCaBundleRule {
+    /// Always `initial-kube-apiserver-server-ca` with the kube-apiserver-to-kubelet signer's
+    /// client CA merged in (release-4.12 sync.go `syncRenderConfig`).
+    InitialMerged,
+    /// `kube-apiserver-client-ca` once the cluster's bootstrap is complete; before that as
+    /// `InitialMerged` (release-4.16 sync.go:268-295).
+    ClientCaOnceBootstrapped,
+}
+
+/// What the machine-config controller publishes about the kubelet CA a pool's nodes hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PausedPoolSignal {
+    /// The gauge `machine_config_controller_paused_pool_kubelet_ca`: the kubelet CA's expiry
+    /// while the pool is paused with the CA pending (release-4.12 node_controller.go).
+    PendingFileGauge,
+    /// MachineConfigPool `status.certExpirys` from ControllerConfig `controllerCertificates`
+    /// (release-4.16 node_controller.go); no gauge.
+    CertExpirys,
+}
+
+/// The order library-go's `manageCABundleConfigMap` leaves a CA bundle in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BundleOrder {
+    /// The current signer first (library-go d932feccfc56, vendored by 4.12's operators).
+    NewestFirst,
+    /// Sorted by raw certificate bytes (library-go f5bf38712dca, vendored by 4.16's).
+    ByRawBytes,
+}
+
+/// How upstream's `logSystem` hands a message to `logger`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SystemLogQuoting {
+    /// As it is (release-4.12 update.go:2158-2173).
+    AsIs,
+    /// Quoted with Go's `%q` (release-4.16 update.go:2620-2640).
+    GoQuoted,
+}
+
+/// The post-config action table beyond the files every release shares
+/// (`calculatePostConfigChangeActionFromFileDiffs` on 4.12, `...FromMCDiffs` on 4.16).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PostConfigTable {
+    /// Files after which CRI-O restarts (the user CA bundle, after `update-ca-trust`).
+    pub restart_crio_files: &'static [&'static str],
+    /// Directories whose files need no action.
+    pub none_dirs: &'static [&'static str],
+    /// Directories whose files reload CRI-O.
+    pub reload_crio_dirs: &'static [&'static str],
+}
+
+/// Which files the MachineConfig update flow leaves to the certificate writer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UpdateFiles {
+    /// Files of a rendered config the update flow does not write (`writeFiles`'
+    /// `skipCertificateWrite`).
+    pub not_written_on_update: &'static [&'static str],
+    /// Files the old config had and the new one lacks that stay on disk (`deleteStaleData`'s
+    /// `certsToSkip`), and directories whose files stay (a path whose parent contains one).
+    pub kept_when_stale: &'static [&'static str],
+    pub kept_when_stale_under: &'static [&'static str],
+}
+
+impl UpdateFiles {
+    /// Whether a file the new config drops stays on disk: a listed certificate, or a file whose
+    /// directory contains a listed one (upstream: `strings.Contains(filepath.Dir(path), dir)`).
+    pub fn keeps_when_stale(&self, path: &str) -> bool {
+        self.kept_when_stale.contains(&path)
+            || self.kept_when_stale_under.iter().any(|dir| {
+                Path::new(path)
+                    .parent()
+                    .is_some_and(|parent| parent.to_string_lossy().contains(dir))
+            })
+    }
+}
+
+/// One release's behaviour where releases differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Traits {
+    /// The release the fake cluster reports: ClusterVersion `version`'s desired version and the
+    /// version FeatureGate `cluster` lists its gates for. The upstream daemon reads the one to
+    /// find the other when it runs without `--payload-version`.
+    pub payload_version: &'static str,
+    /// The Kubernetes minor version the release's kube-apiserver runs: the API server's own
+    /// rules follow it where they changed since.
+    pub kubernetes_minor: u32,
+    pub kubelet_ca: KubeletCaSource,
+    pub kubelet_ca_bundle: KubeletCaBundleRule,
+    /// The operator keeps ControllerConfig `kubeconfig-data` and the `service-ca-rotate`
+    /// annotation in step with the kube-apiserver serving CA, and the certificate writer
+    /// rewrites the node's kubeconfigs from them.
+    pub serving_ca_rotation: bool,
+    /// The machine-config controller's certificate controller fills ControllerConfig
+    /// `status.controllerCertificates`.
+    pub controller_certificates: bool,
+    pub paused_pool_signal: PausedPoolSignal,
+    pub bundle_order: BundleOrder,
+    pub system_log: SystemLogQuoting,
+    /// Files the daemon's drift check skips (`getFilesToIgnore`).
+    pub drift_ignores: &'static [&'static str],
+    pub post_config: PostConfigTable,
+    /// How long the daemon, once after every start, holds its Node worker after its first sync
+    /// past boot: a config given to the node in that time waits for it.
+    pub start_hold: Duration,
+    pub update_files: UpdateFiles,
+}
+
+impl Traits {
+    /// Whether the daemon runs the ControllerConfig certificate writer.
+    pub fn certificate_writer(&self) -> bool {
+        match self.kubelet_ca {
+            KubeletCaSource::RenderedConfig => false,
+            KubeletCaSource::CertificateWriter => true,
+        }
+    }
+}
+
+/// MCO release-4.12: the kubelet CA bundle is an ordinary file of the rendered MachineConfig
+/// (`00-<role>`), so it reaches the node only through a config update — which a paused pool
+/// holds back. The update flow writes every file of the new config, including
+/// `/etc/kubernetes/kubelet-ca.crt`; its post-config action is "none" and the kubelet reloads
+/// the file itself. There is no certificate writer.
+pub const OCP_4_12: Traits = Traits {
+    payload_version: "4.12.0",
+    kubernetes_minor: 25,
+    // release-4.12 templates/common/_base/files/kubelet-ca.yaml; no certificate_writer.go.
+    kubelet_ca: KubeletCaSource::RenderedConfig,
+    kubelet_ca_bundle: KubeletCaBundleRule::InitialMerged,
+    serving_ca_rotation: false,
+    controller_certificates: false,
+    paused_pool_signal: PausedPoolSignal::PendingFileGauge,
+    bundle_order: BundleOrder::NewestFirst,
+    system_log: SystemLogQuoting::AsIs,
+    // release-4.12: the drift check skips no file.
+    drift_ignores: &[],
+    post_config: PostConfigTable {
+        restart_crio_files: &[],
+        none_dirs: &[],
+        reload_crio_dirs: &[],
+    },
+    // release-4.12 daemon.go: no hold before the health listener.
+    start_hold: Duration::ZERO,
+    update_files: UpdateFiles {
+        not_written_on_update: &[],
+        // release-4.12 update.go:1299 deleteStaleData has no certificate skip list: a file the
+        // new config drops is removed (or its original restored), certificates included.
+        kept_when_stale: &[],
+        kept_when_stale_under: &[],
+    },
+};
+
+/// MCO release-4.16: the daemon's certificate writer writes the CA files from ControllerConfig
+/// whatever the pool's `paused`, with no new rendered config and no reboot; MachineConfig
+/// updates leave those files alone.
+pub const OCP_4_16: Traits = Traits {
+    payload_version: "4.16.0",
+    kubernetes_minor: 29,
+    kubelet_ca: KubeletCaSource::CertificateWriter,
+    kubelet_ca_bundle: KubeletCaBundleRule::ClientCaOnceBootstrapped,
+    serving_ca_rotation: true,
+    controller_certificates: true,
+    paused_pool_signal: PausedPoolSignal::CertExpirys,
+    bundle_order: BundleOrder::ByRawBytes,
+    system_log: SystemLogQuoting::GoQuoted,
+    // release-4.16 daemon.go getFilesToIgnore.
+    drift_ignores: &[KUBELET_CA_PATH, CLOUD_CA_PATH, INTERNAL_REGISTRY_PULL_SECRET],
+    post_config: PostConfigTable {
+        restart_crio_files: &[USER_CA_BUNDLE_PATH],
+        none_dirs: &["/etc/nmstate/openshift"],
+        reload_crio_dirs: &["/etc/containers/registries.d"],
+    },
+    // release-4.16 daemon.go:857-870 (`initializeHealthServer` after a minute).
+    start_hold: Duration::from_secs(60),
+    update_files: UpdateFiles {
+        // release-4.16 file_writers.go:226-232: only kubelet-ca.crt is skipped.
+        not_written_on_update: &[KUBELET_CA_PATH],
+        // release-4.16 update.go:1869-1893: "need to skip these on upgrade if they are in a MC,
+        // or else we will remove all certs!" — and any file under /etc/docker/certs.d.
+        kept_when_stale: &[USER_CA_BUNDLE_PATH, KUBELET_CA_PATH, CLOUD_CA_PATH],
+        kept_when_stale_under: &[REGISTRY_CA_DIR],
+    },
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_4_16_keeps_certificates_a_new_config_drops() {
+        let (v412, v416) = (OCP_4_12.update_files, OCP_4_16.update_files);
+        for path in [
+            USER_CA_BUNDLE_PATH,
+            KUBELET_CA_PATH,
+            "/etc/docker/certs.d/r.example/ca.crt",
+        ] {
+            assert!(!v412.keeps_when_stale(path), "{path}");
+            assert!(v416.keeps_when_stale(path), "{path}");
+        }
+        // "Contains", as upstream: a directory below one that holds the listed name.
+        assert!(v416.keeps_when_stale("/var/etc/docker/certs.d/x/ca.crt"));
+        assert!(!v416.keeps_when_stale("/etc/docker/ca.crt"));
+        assert!(!v416.keeps_when_stale("/etc/mco-conformance/example.conf"));
+    }
+
+    #[test]
+    fn the_writer_runs_where_it_is_the_kubelet_cas_source() {
+        assert!(!OCP_4_12.certificate_writer());
+        assert!(OCP_4_16.certificate_writer());
+    }
+
+    /// The row and the templates fixture say the same about kubelet-ca.crt for every profile: a
+    /// template renders it exactly where the row says the rendered config carries it, and the
+    /// update flow leaves it to the writer (and the drift check skips it) exactly where the row
+    /// says the writer owns it.
+    #[test]
+    fn every_row_agrees_with_the_templates_on_where_kubelet_ca_comes_from() {
+        use crate::cluster::render::Templates;
+        let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/templates.yaml");
+        let templates = Templates::load(&file).unwrap();
+        for profile in super::super::Profile::ALL {
+            let traits = profile.traits();
+            let templated = templates
+                .files
+                .iter()
+                .any(|f| f.path == KUBELET_CA_PATH && f.profiles.iter().any(|p| p == profile.as_str()));
+            let writer = traits.certificate_writer();
+            assert_eq!(
+                templated, !writer,
+                "{profile}: templated {templated}, writer {writer}"
+            );
+            let left_to_writer = traits
+                .update_files
+                .not_written_on_update
+                .contains(&KUBELET_CA_PATH);
+            assert_eq!(left_to_writer, writer, "{profile}");
+            assert_eq!(
+                traits.drift_ignores.contains(&KUBELET_CA_PATH),
+                writer,
+                "{profile}"
+            );
+        }
+    }
+}
