@@ -15,6 +15,22 @@ pub(super) struct Tally {
     pub(super) timelines: Vec<ScenarioTimeline>,
 }
 
+impl Tally {
+    /// Count a finished scenario. `@mco-logs` checks upstream log wording, `@beyond-upstream`
+    /// asks more than upstream does: part of the verdict for the reference daemon, counted apart
+    /// for any other agent (`vendor`; DESIGN.md). `tags` are the scenario's with its feature's
+    /// and rule's (and its Examples block's, once expanded).
+    pub(super) fn count(&mut self, failed: bool, vendor: bool, tags: &[String]) {
+        let apart = |tag: &str| vendor && tags.iter().any(|t| t == tag);
+        match (failed, apart("mco-logs"), apart(BEYOND_UPSTREAM)) {
+            (true, true, _) => self.mco_logs_failed += 1,
+            (true, false, true) => self.beyond_upstream_failed += 1,
+            (true, false, false) => self.failed += 1,
+            (false, ..) => self.passed += 1,
+        }
+    }
+}
+
 /// The features of a run, parsed and linted once, handed to cucumber as they are: one cucumber
 /// run per profile covers every file, so scenarios of different files run side by side and each
 /// report is one document.
@@ -175,21 +191,12 @@ pub(super) async fn run_profile(
                             unmatched && !allowed_skip
                         }
                     };
-                    // @mco-logs checks upstream log wording, @beyond-upstream asks more than
-                    // upstream does: part of the verdict for the reference daemon, reported
-                    // apart for any other agent (DESIGN.md). The same tags as the filter reads:
-                    // feature, rule and scenario (with its Examples block's, once expanded).
+                    // The same tags as the filter reads: feature, rule and scenario.
                     let tags = tags_of(feature, rule, scenario);
-                    let apart = |tag: &str| vendor && tags.iter().any(|t| t == tag);
-                    {
-                        let mut t = tally.lock().unwrap_or_else(|p| p.into_inner());
-                        match (failed, apart("mco-logs"), apart(BEYOND_UPSTREAM)) {
-                            (true, true, _) => t.mco_logs_failed += 1,
-                            (true, false, true) => t.beyond_upstream_failed += 1,
-                            (true, false, false) => t.failed += 1,
-                            (false, ..) => t.passed += 1,
-                        }
-                    }
+                    tally
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .count(failed, vendor, &tags);
                     let name = scenario.name.clone();
                     let feature_name = feature.name.clone();
                     let failed_dir = failed_dir.clone();
@@ -284,4 +291,31 @@ pub(super) async fn keep_evidence(
     }
     let _ = std::fs::write(dir.join("cluster.log"), s.log.lines().join("\n"));
     Some(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn apart_scenarios_count_toward_the_verdict_for_the_reference_daemon_only() {
+        let tags = |t: &[&str]| t.iter().map(|t| t.to_string()).collect::<Vec<_>>();
+        let count = |failed, vendor, t: &[&str]| {
+            let mut tally = Tally::default();
+            tally.count(failed, vendor, &tags(t));
+            (
+                tally.passed,
+                tally.failed,
+                tally.mco_logs_failed,
+                tally.beyond_upstream_failed,
+            )
+        };
+        assert_eq!(count(true, true, &["mco-logs"]), (0, 0, 1, 0));
+        assert_eq!(count(true, true, &[BEYOND_UPSTREAM]), (0, 0, 0, 1));
+        assert_eq!(count(true, true, &["mco-logs", BEYOND_UPSTREAM]), (0, 0, 1, 0));
+        assert_eq!(count(true, true, &["ocp-4.16"]), (0, 1, 0, 0));
+        assert_eq!(count(true, false, &["mco-logs"]), (0, 1, 0, 0));
+        assert_eq!(count(true, false, &[BEYOND_UPSTREAM]), (0, 1, 0, 0));
+        assert_eq!(count(false, true, &[BEYOND_UPSTREAM]), (1, 0, 0, 0));
+    }
 }
