@@ -10,7 +10,7 @@
 //! `MAX_STARTING` containers start at once.
 
 use super::control::{CONTROL_DIR, CONTROL_SOCKET, ControlClient, READY_LINE, Request};
-use super::{FileStat, JournalMark, Node, NodeError, Outcome};
+use super::{ClockFollower, FileStat, JournalMark, Node, NodeError, Outcome};
 use crate::agent::CommandOutput;
 use crate::pki::{Clock, SimClock, rfc3339};
 use crate::profile::Profile;
@@ -42,6 +42,9 @@ pub struct ContainerNode {
     id: String,
     control: ControlClient,
     container: tokio::sync::Mutex<Option<ContainerAsync<GenericImage>>>,
+    /// The instant the node's own clock was last set to, or why it could not be.
+    clock_set: tokio::sync::watch::Receiver<Result<time::OffsetDateTime, String>>,
+    _follower: ClockFollower,
     _control_dir: tempfile::TempDir,
 }
 
@@ -108,23 +111,31 @@ impl ContainerNode {
                 .unwrap_or_default(),
         );
         let control = ControlClient::new(socket);
-        // The node's clock follows the scenario's; a node that is gone refuses at once.
-        let follower = control.clone();
-        clock.on_advance(move |now| {
-            let _ = follower.call_blocking::<serde_json::Value>(&Request::SetNow { now: rfc3339(now) });
-        });
-        // A move between reading `now` for the environment and registering is caught up here.
+        // The node's clock follows the scenario's, set through the control socket in a task of
+        // its own; a node that is gone refuses at once, and `follow_clock` says so.
+        let start = clock.now();
         control
-            .call::<serde_json::Value>(&Request::SetNow {
-                now: rfc3339(clock.now()),
-            })
+            .call::<serde_json::Value>(&Request::SetNow { now: rfc3339(start) })
             .await
             .map_err(|e| start_error(name, e.to_string()))?;
+        let (set, clock_set) = tokio::sync::watch::channel(Ok(start));
+        let follower = control.clone();
+        let follower = ClockFollower::spawn(clock, start, move |now| {
+            let (follower, set) = (follower.clone(), set.clone());
+            async move {
+                let result = follower
+                    .call::<serde_json::Value>(&Request::SetNow { now: rfc3339(now) })
+                    .await;
+                set.send_modify(|set| *set = result.map(|_| now).map_err(|e| e.to_string()));
+            }
+        });
         Ok(ContainerNode {
             name: name.into(),
             id: container.id().to_string(),
             control,
             container: tokio::sync::Mutex::new(Some(container)),
+            clock_set,
+            _follower: follower,
             _control_dir: dir,
         })
     }
@@ -143,6 +154,21 @@ impl ContainerNode {
 
 #[async_trait::async_trait]
 impl Node for ContainerNode {
+    async fn follow_clock(&self, now: time::OffsetDateTime) -> Result<(), NodeError> {
+        let error = |reason: String| NodeError::Clock {
+            node: self.name.clone(),
+            at: rfc3339(now),
+            reason,
+        };
+        let mut set = self.clock_set.clone();
+        let latest = set
+            .wait_for(|set| set.as_ref().map_or(true, |at| *at >= now))
+            .await
+            .map_err(|_| error("its clock follower ended".into()))?
+            .clone();
+        latest.map(|_| ()).map_err(error)
+    }
+
     fn name(&self) -> &str {
         &self.name
     }

@@ -220,6 +220,7 @@ fn failure(e: &NodeError) -> ControlFailure {
         NodeError::BadPath { .. } => "bad-path",
         NodeError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => "not-found",
         NodeError::Io { .. } => "io",
+        NodeError::Clock { .. } => "clock",
     };
     let message = match e {
         NodeError::Io { source, .. } => source.to_string(),
@@ -375,6 +376,8 @@ async fn carry_out(
                 })?;
             let clock = node.clock();
             clock.advance(at - crate::pki::Clock::now(clock));
+            // Answered once the node follows: its now file holds the new instant.
+            node.follow_clock(at).await.map_err(node_err)?;
             Value::Null
         }
         Request::Boot if scope == Scope::Init => {

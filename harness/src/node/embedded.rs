@@ -6,7 +6,7 @@
 //! `-- Boot <id> --`, and the enabled units start again. Files elsewhere stay.
 
 use super::services::{Effect, Outcome, ServiceManager, unit_name};
-use super::{FileStat, Journal, JournalMark, NOW_FILE, Node, NodeError};
+use super::{ClockFollower, FileStat, Journal, JournalMark, NOW_FILE, Node, NodeError};
 use crate::mco::FIPS_PATH;
 use crate::pki::{Clock, SimClock};
 use std::collections::BTreeMap;
@@ -88,8 +88,10 @@ struct Inner {
     boot_id: Mutex<String>,
     next_pid: AtomicU32,
     kubelet_endpoint: Mutex<Option<SocketAddr>>,
-    /// The simulated now, for services that act when the clock moves (the kubelet's status).
+    /// The simulated now as this node has followed it (its now file written), for services
+    /// that act when the clock moves (the kubelet's status).
     clock_moves: tokio::sync::watch::Receiver<OffsetDateTime>,
+    _follower: ClockFollower,
     /// Stops this boot's systemd private bus.
     bus: Mutex<Option<tokio_util::sync::CancellationToken>>,
     /// Whether boots open the private bus (light nodes, whose daemon runs in this process and
@@ -174,14 +176,17 @@ impl EmbeddedNode {
         clock: SimClock,
         journal: Journal,
     ) -> Self {
-        // The clock's listener keeps only the channel and the root, not the node, so a dropped
-        // node is not kept alive by its clock.
-        let (moved, clock_moves) = tokio::sync::watch::channel(clock.now());
+        // The node follows the clock in a task of its own that keeps only the channel and the
+        // root, not the node: a dropped node is not kept alive by its clock, and the task ends
+        // with the node.
+        let start = clock.now();
+        let (moved, clock_moves) = tokio::sync::watch::channel(start);
         let now_file = root.join(NOW_FILE.trim_start_matches('/'));
-        write_now_file(&now_file, clock.now());
-        clock.on_advance(move |now| {
+        write_now_file(&now_file, start);
+        let follower = ClockFollower::spawn(&clock, start, move |now| {
             write_now_file(&now_file, now);
             moved.send_replace(now);
+            std::future::ready(())
         });
         EmbeddedNode {
             inner: Arc::new(Inner {
@@ -191,6 +196,7 @@ impl EmbeddedNode {
                 journal,
                 clock,
                 clock_moves,
+                _follower: follower,
                 manager: Mutex::new(ServiceManager::new(units)),
                 services: Mutex::new(BTreeMap::new()),
                 running: Mutex::new(BTreeMap::new()),
@@ -443,6 +449,19 @@ impl EmbeddedNode {
 
 #[async_trait::async_trait]
 impl Node for EmbeddedNode {
+    async fn follow_clock(&self, now: OffsetDateTime) -> Result<(), NodeError> {
+        let mut moves = self.inner.clock_moves.clone();
+        moves
+            .wait_for(|followed| *followed >= now)
+            .await
+            .map(|_| ())
+            .map_err(|_| NodeError::Clock {
+                node: self.inner.name.clone(),
+                at: crate::pki::rfc3339(now),
+                reason: "its clock follower ended".into(),
+            })
+    }
+
     fn name(&self) -> &str {
         &self.inner.name
     }

@@ -107,6 +107,53 @@ pub enum NodeError {
     },
     #[error("node {node}: {path:?} is not an absolute path inside the node")]
     BadPath { node: String, path: String },
+    /// The node's clock did not follow the scenario's (a container node's control socket gone).
+    #[error("node {node}: its clock did not follow the scenario's to {at}: {reason}")]
+    Clock {
+        node: String,
+        at: String,
+        reason: String,
+    },
+}
+
+/// A node's task following the scenario's clock, ended with the node.
+pub(crate) struct ClockFollower(tokio::task::AbortHandle);
+
+impl ClockFollower {
+    /// Follow `clock` in a task of its own from `applied`, the instant the caller has already
+    /// applied: `apply` is called with every later instant, in order (moves made while it runs
+    /// fold into the latest, which it applies next).
+    pub(crate) fn spawn<F, Fut>(
+        clock: &crate::pki::SimClock,
+        applied: time::OffsetDateTime,
+        mut apply: F,
+    ) -> Self
+    where
+        F: FnMut(time::OffsetDateTime) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = ()> + Send,
+    {
+        let mut moves = clock.subscribe();
+        ClockFollower(
+            tokio::spawn(async move {
+                // A move between the caller's reading and this subscription is applied first.
+                let mut now = *moves.borrow_and_update();
+                if now != applied {
+                    apply(now).await;
+                }
+                while moves.changed().await.is_ok() {
+                    now = *moves.borrow_and_update();
+                    apply(now).await;
+                }
+            })
+            .abort_handle(),
+        )
+    }
+}
+
+impl Drop for ClockFollower {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// The simulated now in RFC 3339 (DESIGN.md, "Time: two domains"), which the node backend
@@ -158,6 +205,9 @@ pub trait Node: Send + Sync {
     async fn boot(&self) -> Result<(), NodeError>;
     /// Stop every service: the node goes away.
     async fn shutdown(&self);
+    /// Wait until the node's clock has followed the scenario's to `now` (each node follows it
+    /// in a task of its own); a node whose clock could not follow says why.
+    async fn follow_clock(&self, now: time::OffsetDateTime) -> Result<(), NodeError>;
     /// The Docker container a container node runs in (for evidence and `docker exec`).
     fn container_id(&self) -> Option<String> {
         None

@@ -1,10 +1,11 @@
 //! The one source of time (STYLE.md: "One clock"). `SimClock` is a scenario's simulated
-//! clock: it moves only when told ("When 292 days pass" takes microseconds) and tells its
-//! listeners when it does, so controllers can react without polling. `WallClock` is real time,
+//! clock: it moves only when told ("When 292 days pass" takes microseconds) and marks each
+//! move on a watch channel, so its followers react without polling. `WallClock` is real time,
 //! for the identities the API server judges (DESIGN.md, "Time: two domains").
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use time::{Duration, OffsetDateTime};
+use tokio::sync::watch;
 
 /// A source of "now" (the shape of rustls's `TimeProvider`).
 pub trait Clock: Send + Sync + std::fmt::Debug {
@@ -21,17 +22,13 @@ impl Clock for WallClock {
     }
 }
 
-type Listener = Box<dyn Fn(OffsetDateTime) + Send + Sync>;
-
-/// A simulated clock shared by everything in one scenario.
+/// A simulated clock shared by everything in one scenario. Its instant is a watch channel:
+/// whoever follows the clock (a node's now file, a container node's own clock) subscribes and
+/// follows in its own task, so moving the clock never waits on a follower and a follower's
+/// failure is its own to report.
 #[derive(Clone)]
 pub struct SimClock {
-    inner: Arc<Inner>,
-}
-
-struct Inner {
-    now: Mutex<OffsetDateTime>,
-    listeners: Mutex<Vec<Listener>>,
+    now: Arc<watch::Sender<OffsetDateTime>>,
 }
 
 impl std::fmt::Debug for SimClock {
@@ -52,67 +49,47 @@ impl Default for SimClock {
 impl SimClock {
     pub fn starting_at(start: OffsetDateTime) -> Self {
         SimClock {
-            inner: Arc::new(Inner {
-                now: Mutex::new(start),
-                listeners: Mutex::new(Vec::new()),
-            }),
+            now: Arc::new(watch::channel(start).0),
         }
     }
 
-    /// Move forward by `by` (never backwards: a negative duration is ignored) and tell every
-    /// listener the new time. Returns the new time.
+    /// Move forward by `by` (never backwards: zero or a negative duration changes nothing and
+    /// tells no follower). Returns the new time.
     pub fn advance(&self, by: Duration) -> OffsetDateTime {
-        let now = {
-            let mut now = self.inner.now.lock().unwrap_or_else(|p| p.into_inner());
-            if by.is_positive() {
-                *now += by;
-            }
-            *now
-        };
-        for listener in self
-            .inner
-            .listeners
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-        {
-            listener(now);
+        if by.is_positive() {
+            self.now.send_modify(|now| *now += by);
         }
-        now
+        self.now()
     }
 
-    /// Call `listener` with the new time whenever the clock moves.
-    pub fn on_advance(&self, listener: impl Fn(OffsetDateTime) + Send + Sync + 'static) {
-        self.inner
-            .listeners
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(Box::new(listener));
+    /// The clock's instant as a channel: it holds the time now and marks every move.
+    pub fn subscribe(&self) -> watch::Receiver<OffsetDateTime> {
+        self.now.subscribe()
     }
 }
 
 impl Clock for SimClock {
     fn now(&self) -> OffsetDateTime {
-        *self.inner.now.lock().unwrap_or_else(|p| p.into_inner())
+        *self.now.borrow()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicI64, Ordering};
 
     #[test]
-    fn advancing_moves_time_and_tells_listeners() {
+    fn advancing_moves_time_and_marks_the_move_for_followers() {
         let clock = SimClock::default();
-        let heard = Arc::new(AtomicI64::new(0));
-        let h = heard.clone();
-        clock.on_advance(move |t| h.store(t.unix_timestamp(), Ordering::SeqCst));
+        let mut follower = clock.subscribe();
         let later = clock.advance(Duration::days(292));
         assert_eq!(later - SIMULATION_EPOCH, Duration::days(292));
         assert_eq!(clock.now(), later);
-        assert_eq!(heard.load(Ordering::SeqCst), later.unix_timestamp());
+        assert!(follower.has_changed().unwrap());
+        assert_eq!(*follower.borrow_and_update(), later);
         clock.advance(Duration::days(-5));
+        clock.advance(Duration::ZERO);
         assert_eq!(clock.now(), later, "time never goes back");
+        assert!(!follower.has_changed().unwrap(), "no move, no mark");
     }
 }

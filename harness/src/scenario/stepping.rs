@@ -157,7 +157,13 @@ impl Scenario {
     /// Every running kubelet has tried to post its status at the clock's now, so the node
     /// lifecycle controller never judges a heartbeat that is about to come.
     async fn await_heartbeats(&self) -> Result<(), ScenarioError> {
-        let now = rfc3339(self.clock.now());
+        // Each node follows the clock in a task of its own; one that cannot (a container
+        // node's control socket gone) fails the step with its reason, not after the deadline.
+        let at = self.clock.now();
+        futures::future::try_join_all(self.nodes.iter().map(|node| node.follow_clock(at)))
+            .await
+            .map_err(|e| ScenarioError::NotConverged(e.to_string()))?;
+        let now = rfc3339(at);
         eventually(self.options.deadline, || async {
             for node in &self.nodes {
                 if node

@@ -254,7 +254,8 @@ async fn inside_the_container_the_node_tools_and_the_kernel_agree_with_the_node_
         now.trim(),
         harness::pki::rfc3339(harness::pki::Clock::now(&s.clock))
     );
-    s.clock.advance(time::Duration::days(3));
+    let later = s.clock.advance(time::Duration::days(3));
+    node.follow_clock(later).await.unwrap();
     let (_, now, _) = docker_exec(&id, &["cat", "/run/mco-conformance/now"]);
     assert_eq!(
         now.trim(),
@@ -439,6 +440,24 @@ async fn a_node_whose_control_socket_is_gone_fails_every_observation_naming_it()
         assert!(e.contains("worker-0"), "names the node: {e}");
         assert!(e.contains("init.sock"), "names the socket: {e}");
     }
+    // Moving the clock fails at once with the node's reason: its clock cannot follow, and the
+    // step does not wait out its deadline for a heartbeat that cannot come.
+    let started = std::time::Instant::now();
+    let e = s
+        .advance(time::Duration::minutes(1))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("worker-0") && e.contains("clock did not follow") && e.contains("init.sock"),
+        "{e}"
+    );
+    assert!(
+        started.elapsed() < s.options.deadline,
+        "failed after {:?}, the step's deadline is {:?}",
+        started.elapsed(),
+        s.options.deadline
+    );
     s.shutdown().await;
 }
 
