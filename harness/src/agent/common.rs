@@ -3,18 +3,16 @@
 //! writing a file atomically the way MCO's `writeFileAtomically` does
 //! (mco-source.md §1, §2; MCO `pkg/daemon/update.go`, `file_writers.go`).
 
-use crate::cluster::render::decode_data_url;
+pub use crate::mco::ignition::{changed_files, file_entry};
 use crate::profile::Profile;
 use serde_json::Value;
-use std::collections::BTreeSet;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 /// `/run/machine-config-daemon-force`: forces a reboot-style update and skips drift checks.
 pub const FORCE_FILE: &str = "/run/machine-config-daemon-force";
-/// Where the daemon keeps the config it runs (`storeCurrentConfigOnDisk`).
-pub const CURRENT_CONFIG_FILE: &str = "/etc/machine-config-daemon/currentconfig";
+pub use crate::mco::CURRENT_CONFIG_FILE;
 
 /// Which parts of two MachineConfigs differ (`newMachineConfigDiff`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -71,25 +69,6 @@ pub fn diff(old: &Value, new: &Value) -> MachineConfigDiff {
         kernel_type: kernel(&old["kernelType"]) != kernel(&new["kernelType"]),
         extensions: differs_nonempty(&old["extensions"], &new["extensions"]),
     }
-}
-
-/// Paths added, removed, or whose whole file entry differs (`CalculateConfigFileDiffs`).
-pub fn changed_files(old: &Value, new: &Value) -> Vec<String> {
-    let files = |v: &Value| list(&v["config"]["storage"]["files"]);
-    let (old_files, new_files) = (files(old), files(new));
-    let path = |f: &Value| f["path"].as_str().unwrap_or("").to_string();
-    let mut changed = BTreeSet::new();
-    for f in &old_files {
-        if !new_files.iter().any(|n| path(n) == path(f) && n == f) {
-            changed.insert(path(f));
-        }
-    }
-    for f in &new_files {
-        if !old_files.iter().any(|o| path(o) == path(f)) {
-            changed.insert(path(f));
-        }
-    }
-    changed.into_iter().collect()
 }
 
 /// What the daemon does after writing a config.
@@ -174,17 +153,6 @@ pub fn write_file_atomically(path: &Path, data: &[u8], mode: u32) -> std::io::Re
     file.write_all(data)?;
     file.sync_all()?;
     std::fs::rename(&tmp, path)
-}
-
-/// A MachineConfig file entry's contents and mode.
-pub fn file_entry(file: &Value) -> (String, Vec<u8>, u32) {
-    let path = file["path"].as_str().unwrap_or("").to_string();
-    let data = file["contents"]["source"]
-        .as_str()
-        .and_then(decode_data_url)
-        .unwrap_or_default();
-    let mode = file["mode"].as_u64().map(|m| m as u32).unwrap_or(0o644);
-    (path, data, mode)
 }
 
 #[cfg(test)]

@@ -48,7 +48,7 @@ impl Service for ReferenceDaemon {
         // A daemon that ends with an error is restarted, as its DaemonSet pod is.
         let mut restarts = 0;
         while self.run_once(&ctx).await.is_err() {
-            if !super::pod_restart_back_off(&ctx, restarts).await {
+            if !crate::node::agent_service::pod_restart_back_off(&ctx, restarts).await {
                 return;
             }
             restarts += 1;

@@ -28,29 +28,12 @@ mod update;
 pub use embedded::ReferenceDaemon;
 pub use mutant::Mutant;
 
-use crate::node::Outcome;
 use crate::profile::{Profile, SystemLogQuoting};
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
-/// What a command run on the node printed and how it exited.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct CommandOutput {
-    pub exit_code: i32,
-    pub stdout: String,
-    pub stderr: String,
-}
-
-impl From<Outcome> for CommandOutput {
-    fn from(o: Outcome) -> Self {
-        CommandOutput {
-            exit_code: o.exit_code,
-            stdout: o.stdout,
-            stderr: o.stderr,
-        }
-    }
-}
+pub use crate::node::CommandOutput;
 
 /// How the agent reaches the node: its service manager and its log.
 #[async_trait::async_trait]
@@ -134,28 +117,6 @@ pub fn under_root(root: &std::path::Path, node_path: &str) -> PathBuf {
         }
     }
     path
-}
-
-/// Restart a daemon pod's failed container as the kubelet does the first time (at once,
-/// kuberuntime `doBackOff`), saying so in the node's journal; false when the service stopped
-/// meanwhile or the container failed before (`restarts` > 0): the kubelet's next restart waits
-/// in `CrashLoopBackOff`, and the harness reports the unit failed instead, with its last words.
-pub async fn pod_restart_back_off(ctx: &crate::node::ServiceContext, restarts: u32) -> bool {
-    if ctx.stop.is_cancelled() {
-        return false;
-    }
-    if restarts > 0 {
-        ctx.log_as(
-            "kubelet",
-            "Back-off restarting failed container machine-config-daemon (CrashLoopBackOff)",
-        );
-        return false;
-    }
-    ctx.log_as(
-        "kubelet",
-        "Restarting failed container machine-config-daemon (restart count 1)",
-    );
-    true
 }
 
 /// Run the daemon until `stop`, or until an error from its watches ends it (`auxiliary`).

@@ -18,8 +18,8 @@ use super::common::{
 use super::drift::{DriftMonitor, validate_on_disk};
 use super::reconcile::{node_fips, reconcilable};
 use super::{AgentEnv, Mutant};
-use crate::cluster::mcc::{machine_config_pools, machine_configs};
 use crate::mco::KUBELET_CA_PATH;
+use crate::mco::api::{machine_config_pools, machine_configs};
 use crate::mco::{
     CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN, REASON, STATE, STATE_DEGRADED,
     STATE_DONE, STATE_UNRECONCILABLE, STATE_WORKING,

@@ -41,7 +41,7 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let stop = harness::agent::process::stop_on_signals();
+    let stop = harness::node::agent_service::stop_on_signals();
     match harness::agent::run(env, stop).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(_) => ExitCode::FAILURE,

@@ -21,7 +21,7 @@ pub mod install;
 pub mod lifecycle;
 pub mod mcc;
 pub mod metrics;
-pub mod names;
+pub use crate::mco::names;
 pub mod node_cache;
 pub mod operator;
 pub mod pools;

@@ -28,11 +28,10 @@ use crate::pki::{Clock, SimClock, merge_cert_with_ca_bundle};
 use crate::profile::{KubeletCaBundleRule, Profile};
 use base64::Engine;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 
-/// The ControllerConfig every profile renders from (a cluster-scoped singleton).
-pub const CONTROLLER_CONFIG: &str = "machine-config-controller";
+pub use crate::mco::api::{CONTROLLER_CONFIG, controller_config_resource, controller_configs};
 
 /// `kube-system/bootstrap`: present once the bootstrap node has handed over.
 pub const BOOTSTRAP_CONFIGMAP: (&str, &str) = ("kube-system", "bootstrap");
@@ -77,16 +76,6 @@ pub fn kubelet_ca_bundle(profile: Profile, sources: &CaSources) -> Result<String
         }
         KubeletCaBundleRule::ClientCaOnceBootstrapped => initial_rule(),
     }
-}
-
-pub fn controller_configs(client: &kube::Client) -> Api<DynamicObject> {
-    Api::all_with(client.clone(), &controller_config_resource())
-}
-
-/// The ControllerConfig kind (machineconfiguration.openshift.io/v1).
-pub fn controller_config_resource() -> ApiResource {
-    let gvk = GroupVersionKind::gvk("machineconfiguration.openshift.io", "v1", "ControllerConfig");
-    ApiResource::from_gvk(&gvk)
 }
 
 /// The operator: keeps ControllerConfig's kubelet CA bundle in step with its sources.

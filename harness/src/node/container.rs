@@ -9,9 +9,9 @@
 //! The scenario's clock reaches the node through `set-now` whenever it moves. At most
 //! `MAX_STARTING` containers start at once.
 
+use super::CommandOutput;
 use super::control::{CONTROL_DIR, CONTROL_SOCKET, ControlClient, READY_LINE, Request};
 use super::{ClockFollower, FileStat, JournalMark, Node, NodeError, Outcome};
-use crate::agent::CommandOutput;
 use crate::pki::{Clock, SimClock, rfc3339};
 use crate::profile::Profile;
 use base64::Engine;

@@ -12,8 +12,8 @@
 //! Requests that run a node's life (`set-now`, `boot`, `shutdown`) are answered only on the
 //! init's socket (`Scope::Init`); an agent's tools get `Scope::Tools`.
 
+use super::CommandOutput;
 use super::{EmbeddedNode, FileStat, JournalMark, Node, NodeError};
-use crate::agent::CommandOutput;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

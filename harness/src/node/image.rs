@@ -5,7 +5,7 @@
 //! and also tagged `mco-conformance-node:<crate version>` so vendors can build their agent image
 //! `FROM` it.
 
-use crate::agent::process::{IMAGE_TOOL_NAMES, NODE_TOOLS, TOOL_NAMES};
+use super::agent_service::{IMAGE_TOOL_NAMES, NODE_TOOLS, TOOL_NAMES};
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};

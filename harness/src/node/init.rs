@@ -18,10 +18,10 @@
 //! | `MCO_NODE_TOOLS` | the node tools' binary (default `/usr/bin/mco-node-tools`) |
 //! | `MCO_KUBELET` | the kubelet's binary (default `/usr/bin/mco-kubelet`) |
 
+use super::agent_service::AgentProcess;
 use super::control::{CONTROL_SOCKET, READY_LINE, Scope, serve};
 use super::kubelet_process::KubeletProcess;
 use super::{AGENT_UNIT, CRIO_UNIT, EmbeddedNode, KUBELET_UNIT};
-use crate::agent::process::AgentProcess;
 use crate::pki::{SIMULATION_EPOCH, SimClock};
 use crate::profile::Profile;
 use std::os::unix::fs::PermissionsExt;
@@ -122,7 +122,7 @@ pub async fn run(config: InitConfig) -> Result<(), String> {
         tokio::net::UnixListener::bind(&socket).map_err(|e| format!("{}: {e}", socket.display()))?;
     // The harness may run as another user than the container's root.
     let _ = std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666));
-    let stop = crate::agent::process::stop_on_signals();
+    let stop = super::agent_service::stop_on_signals();
     println!("{READY_LINE}");
     serve(listener, node.clone(), Scope::Init, stop, None).await;
     node.shutdown().await;

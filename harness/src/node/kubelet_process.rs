@@ -63,7 +63,7 @@ pub async fn run_standalone() -> Result<(), String> {
         node,
         unit: KUBELET_UNIT.into(),
         pid: std::process::id(),
-        stop: crate::agent::process::stop_on_signals(),
+        stop: super::agent_service::stop_on_signals(),
         exited_successfully: Default::default(),
     };
     <FakeKubelet as Service>::run(&FakeKubelet, ctx).await;
@@ -148,7 +148,7 @@ impl Service for KubeletProcess {
                 }
             };
             let output = super::output::OutputSync::default();
-            let exited = crate::agent::process::until_exit_or_stop(&ctx, &mut child, &publish, &output).await;
+            let exited = super::agent_service::until_exit_or_stop(&ctx, &mut child, &publish, &output).await;
             self.set_pid(None);
             ctx.node.set_kubelet_endpoint(None);
             let status = match exited {

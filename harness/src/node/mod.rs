@@ -16,6 +16,7 @@
 //! - `kubelet_status`: the kubelet's node status (Ready, heartbeats, its published port).
 //! - `seed`: a node's files and Node object as a real one starts.
 
+pub mod agent_service;
 pub mod container;
 pub mod control;
 pub mod dir_watch;
@@ -169,6 +170,24 @@ pub const HEARTBEAT_FILE: &str = "/run/mco-conformance/kubelet-heartbeat";
 pub const KUBELET_UNIT: &str = "kubelet.service";
 pub const CRIO_UNIT: &str = "crio.service";
 pub const AGENT_UNIT: &str = "machine-config-daemon.service";
+
+/// What a command run on the node printed and how it exited.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CommandOutput {
+    pub exit_code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl From<Outcome> for CommandOutput {
+    fn from(o: Outcome) -> Self {
+        CommandOutput {
+            exit_code: o.exit_code,
+            stdout: o.stdout,
+            stderr: o.stderr,
+        }
+    }
+}
 
 /// Every observation can fail (a container node's control socket may be gone): a failed read
 /// fails the step that made it, naming the node, what was read and why, so a negative check

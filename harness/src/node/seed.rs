@@ -14,9 +14,10 @@
 //!   serve from, so the agent outlives a serving CA rotation as the pod does.
 
 use super::{Node, NodeError};
-use crate::agent::common::{CURRENT_CONFIG_FILE, file_entry};
-use crate::agent::ocp_4_16::REGISTRY_CA_DIR;
-use crate::cluster::mcc::mco_api;
+use crate::mco::CURRENT_CONFIG_FILE;
+use crate::mco::REGISTRY_CA_DIR;
+use crate::mco::api::mco_api;
+use crate::mco::ignition::file_entry;
 use crate::mco::{
     CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, INITIAL_NODE_ANNOTATIONS, KUBELET_CA_PATH,
     LAST_APPLIED_DRAIN, STATE, STATE_DONE,

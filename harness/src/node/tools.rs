@@ -16,10 +16,10 @@
 //! (MCO `pkg/daemon/controlplane.go`) whatever the OS. Any other `ostree` command fails, saying
 //! the node has no OSTree repository.
 
+use super::CommandOutput;
 use super::control::{CONTROL_SOCKET, ControlClient, NODE_SOCKET_ENV, Request};
 use super::journal::Entry;
 use super::users;
-use crate::agent::CommandOutput;
 
 fn client() -> ControlClient {
     ControlClient::new(std::env::var(NODE_SOCKET_ENV).unwrap_or_else(|_| CONTROL_SOCKET.to_string()))

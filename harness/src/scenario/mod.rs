@@ -24,7 +24,6 @@ pub use act::ServingCaChange;
 pub use stepping::SYNC_BOUND;
 
 use crate::agent::ReferenceDaemon;
-use crate::agent::process::AgentProcess;
 use crate::cluster::install::install;
 use crate::cluster::mcc::{machine_config_pools, machine_configs};
 use crate::cluster::operator::controller_configs;
@@ -36,6 +35,7 @@ use crate::mco::{
     CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, LAST_SYNCED_CONTROLLER_CONFIG, REASON, STATE,
     STATE_DEGRADED, STATE_DONE, STATE_UNRECONCILABLE,
 };
+use crate::node::agent_service::AgentProcess;
 use crate::node::container::{ContainerNode, ContainerSpec};
 use crate::node::kubelet::FakeKubelet;
 use crate::node::light::{LightClients, LightKubelet};

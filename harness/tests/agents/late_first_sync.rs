@@ -31,7 +31,7 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let stop = harness::agent::process::stop_on_signals();
+    let stop = harness::node::agent_service::stop_on_signals();
     let start = async {
         harness::agent::first_run::load_node_annotations(&env).await?;
         // Read before the event is posted, so a change made in answer to it is seen.

@@ -17,7 +17,7 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let stop = harness::agent::process::stop_on_signals();
+    let stop = harness::node::agent_service::stop_on_signals();
     let watched = env.path(KUBELET_CA_PATH);
     let (tx, mut changes) = tokio::sync::mpsc::unbounded_channel();
     let target = watched.clone();

@@ -495,7 +495,7 @@ async fn the_node_answers_what_upstreams_daemon_asks_of_rhcos() {
         line.rsplit_once("boot_id=").unwrap().1.trim().to_string()
     };
     let first = boot_id_line(JournalMark(0)).await;
-    let expected = harness::agent::process::uuid_form(&node.boot_id().await.unwrap());
+    let expected = harness::node::agent_service::uuid_form(&node.boot_id().await.unwrap());
     assert_eq!(first, expected, "the agent reads this boot's id");
     assert!(
         node.wait_for_journal(JournalMark(0), "rbind-ok", Duration::from_secs(5))
@@ -592,7 +592,7 @@ async fn the_node_answers_what_upstreams_daemon_asks_of_rhcos() {
     assert_ne!(second, first, "a reboot is a new boot");
     assert_eq!(
         second,
-        harness::agent::process::uuid_form(&node.boot_id().await.unwrap())
+        harness::node::agent_service::uuid_form(&node.boot_id().await.unwrap())
     );
     s.shutdown().await;
 }

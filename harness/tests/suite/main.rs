@@ -12,6 +12,7 @@ mod steps;
 mod common;
 
 mod agent_binary_suite;
+mod architecture;
 mod cli;
 mod container_nodes;
 mod faulty_agent;

@@ -3,7 +3,7 @@
 //! the kubelet restarts now or later.
 
 use super::AgentEnv;
-use crate::cluster::names::{CA_BUNDLE_KEY, KUBECONFIG_DATA};
+use crate::mco::names::{CA_BUNDLE_KEY, KUBECONFIG_DATA};
 use base64::Engine;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;

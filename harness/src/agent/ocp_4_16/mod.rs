@@ -28,7 +28,7 @@ pub use kubeconfig::{DEFERRED_SIGNERS, KubeconfigPlan, plan_kubeconfig};
 pub use registry::{INTERNAL_REGISTRY_PULL_SECRET, MOUNTED_PULL_SECRETS, REGISTRY_CA_DIR};
 
 use super::{AgentEnv, Mutant};
-use crate::cluster::operator::{CONTROLLER_CONFIG, controller_configs};
+use crate::mco::api::{CONTROLLER_CONFIG, controller_configs};
 use crate::mco::{
     KUBELET_CA_PATH, LAST_OBSERVED_SERVER_CA, LAST_SYNCED_CONTROLLER_CONFIG, REASON, SERVICE_CA_ROTATE,
     STATE, STATE_DEGRADED, STATE_DONE,

@@ -18,30 +18,18 @@ use super::render::{
     template_machine_config,
 };
 use super::{ClusterError, ClusterLog, NodeCache};
-use crate::agent::common::{changed_files, file_entry};
 use crate::mco::KUBELET_CA_PATH;
+pub use crate::mco::api::{machine_config_pools, machine_configs, mco_api};
+use crate::mco::ignition::{changed_files, file_entry};
 use crate::mco::{DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN};
 use crate::pki::{Clock, SimClock};
 use crate::pki::{parse_certs, rfc3339};
 use crate::profile::{PausedPoolSignal, Profile};
 use k8s_openapi::api::core::v1::Node;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use view::{ApiView, cert_expirys, certificate_entries, node_view, selects};
-
-pub fn mco_api(client: &kube::Client, kind: &str) -> Api<DynamicObject> {
-    let gvk = GroupVersionKind::gvk("machineconfiguration.openshift.io", "v1", kind);
-    Api::all_with(client.clone(), &ApiResource::from_gvk(&gvk))
-}
-
-pub fn machine_configs(client: &kube::Client) -> Api<DynamicObject> {
-    mco_api(client, "MachineConfig")
-}
-
-pub fn machine_config_pools(client: &kube::Client) -> Api<DynamicObject> {
-    mco_api(client, "MachineConfigPool")
-}
 
 fn to_value(object: &DynamicObject) -> Value {
     serde_json::to_value(object).expect("a DynamicObject serialises")

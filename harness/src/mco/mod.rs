@@ -1,6 +1,13 @@
 //! MCO's names that both sides of the contract use: node annotations, states, and the node
 //! paths scenarios observe (MCO `pkg/daemon/constants/constants.go`,
-//! `pkg/controller/common/constants.go`; mco-source.md §2).
+//! `pkg/controller/common/constants.go`; mco-source.md §2), and the MCO model's other common
+//! parts: the API handles (`api`), the cluster objects' names (`names`) and the Ignition side
+//! of a MachineConfig (`ignition`). The reference cluster, the reference daemon and the steps
+//! all read them from here.
+
+pub mod api;
+pub mod ignition;
+pub mod names;
 
 /// The rendered config a node runs; written by the agent.
 pub const CURRENT_CONFIG: &str = "machineconfiguration.openshift.io/currentConfig";
@@ -36,6 +43,9 @@ pub const INITIAL_NODE_ANNOTATIONS: &str = "/etc/machine-config-daemon/node-anno
 /// Where the kernel says whether it runs in FIPS mode ("0" or "1"); the daemon refuses a
 /// config whose `fips` differs (upstream `checkFIPS`).
 pub const FIPS_PATH: &str = "/proc/sys/crypto/fips_enabled";
+
+/// Where the daemon keeps the config it runs (`storeCurrentConfigOnDisk`).
+pub const CURRENT_CONFIG_FILE: &str = "/etc/machine-config-daemon/currentconfig";
 
 /// The kubelet's clientCAFile (not the API server CA, despite the seeds).
 pub const KUBELET_CA_PATH: &str = "/etc/kubernetes/kubelet-ca.crt";

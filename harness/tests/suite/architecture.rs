@@ -1,0 +1,126 @@
+//! The harness's module graph has no cycles: the MCO model (`mco`: names, paths, API handles,
+//! the Ignition side of a MachineConfig) and the per-release traits (`profile`) are the shared
+//! homes, and the reference cluster, the reference daemon and the nodes depend on them, not on
+//! each other in a ring. Read from the sources: every `crate::<module>` a top-level module's
+//! code names (comments and test modules aside).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// Top-level module of `harness/src` → the top-level modules its code uses.
+fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut stack = vec![src.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let relative = path.strip_prefix(&src).unwrap();
+            let first = relative
+                .components()
+                .next()
+                .unwrap()
+                .as_os_str()
+                .to_string_lossy();
+            let module = first.trim_end_matches(".rs").to_string();
+            if matches!(module.as_str(), "lib" | "bin") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let code = text.split("#[cfg(test)]").next().unwrap_or("");
+            let uses = graph.entry(module.clone()).or_default();
+            for line in code.lines() {
+                let line = line.trim_start();
+                if line.starts_with("//") {
+                    continue;
+                }
+                for (i, _) in line.match_indices("crate::") {
+                    let name: String = line[i + "crate::".len()..]
+                        .chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect();
+                    if !name.is_empty()
+                        && name != module
+                        && name.chars().next().is_some_and(char::is_lowercase)
+                    {
+                        uses.insert(name);
+                    }
+                }
+            }
+        }
+    }
+    graph
+}
+
+/// A cycle through `start`, if there is one.
+fn cycle_from(graph: &BTreeMap<String, BTreeSet<String>>, start: &str) -> Option<Vec<String>> {
+    fn walk(
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        start: &str,
+        path: &mut Vec<String>,
+        seen: &mut BTreeSet<String>,
+    ) -> bool {
+        let here = path.last().unwrap().clone();
+        for next in graph.get(&here).into_iter().flatten() {
+            if next == start {
+                path.push(next.clone());
+                return true;
+            }
+            if seen.insert(next.clone()) {
+                path.push(next.clone());
+                if walk(graph, start, path, seen) {
+                    return true;
+                }
+                path.pop();
+            }
+        }
+        false
+    }
+    let mut path = vec![start.to_string()];
+    walk(graph, start, &mut path, &mut BTreeSet::new()).then_some(path)
+}
+
+#[test]
+fn the_harness_modules_depend_on_each_other_without_a_cycle() {
+    let graph = module_graph();
+    for module in ["agent", "cluster", "node", "mco", "profile", "scenario", "pki"] {
+        assert!(
+            graph.contains_key(module),
+            "no module {module} under harness/src: {graph:?}"
+        );
+    }
+    for module in graph.keys() {
+        if let Some(cycle) = cycle_from(&graph, module) {
+            panic!("a module cycle: {}", cycle.join(" -> "));
+        }
+    }
+    // The shared homes depend on nothing of the reference implementation.
+    for home in ["mco", "profile"] {
+        let uses = &graph[home];
+        for part in ["agent", "cluster", "node", "scenario", "steps"] {
+            assert!(!uses.contains(part), "{home} uses {part}: {uses:?}");
+        }
+    }
+}
+
+/// The check finds a cycle where there is one.
+#[test]
+fn a_ring_of_modules_is_found() {
+    let graph: BTreeMap<String, BTreeSet<String>> =
+        [("a", &["b"][..]), ("b", &["c"]), ("c", &["a"]), ("d", &["a"])]
+            .into_iter()
+            .map(|(m, uses)| (m.to_string(), uses.iter().map(|u| u.to_string()).collect()))
+            .collect();
+    assert_eq!(
+        cycle_from(&graph, "a"),
+        Some(vec!["a".into(), "b".into(), "c".into(), "a".into()])
+    );
+    assert_eq!(cycle_from(&graph, "d"), None);
+}
