@@ -1,0 +1,189 @@
+//! A fuzz target over the whole HTTP surface: raw requests over TLS whose method, path, query,
+//! headers and body come from a seeded generator that knows the API's grammar (group, version,
+//! namespace, resource, name, subresource; the query keys and content types the server reads)
+//! and mixes in what it does not expect (percent-escapes, NULs, unknown keys, random bytes,
+//! JSON nested thousands deep or thousands wide). Every request must get an HTTP answer that is
+//! not a 5xx, within five seconds: a handler that panics drops its connection, and a server that
+//! hangs answers nothing. The server must still be ready at the end.
+//!
+//! It is not coverage-guided (no nightly toolchain here): the generator is structured instead,
+//! and deterministic for a seed. CI runs it for `FUZZ_SECONDS` (default 3); by hand,
+//! `FUZZ_SECONDS=600 FUZZ_SEED=$RANDOM cargo test -p fake-apiserver --test suite fuzz:: -- --nocapture`.
+//! A request that fails is written to `target/fuzz-failures/`; copied into
+//! `fake-apiserver/tests/fuzz-corpus/`, it is replayed first on every run from then on.
+
+use crate::common::{init_crypto, skip_external};
+use crate::http_edges::connect;
+use fake_apiserver::{FakeApiServer, Identity, ServerHandle};
+use serde_json::json;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+mod generator;
+
+use generator::{Rng, request};
+
+const TOKEN: &str = "fuzz-token";
+
+/// The first status code of a final answer in what was read so far (a 100 Continue is not
+/// one: the answer follows it).
+fn final_code(read: &[u8]) -> Option<u16> {
+    String::from_utf8_lossy(read)
+        .split("\r\n")
+        .filter_map(|l| l.strip_prefix("HTTP/1.1 "))
+        .filter_map(|l| l.split(' ').next()?.parse::<u16>().ok())
+        .find(|c| *c != 100)
+}
+
+/// Send one request on a connection of its own; the status code, or why there is none.
+async fn answer(server: &ServerHandle, raw: &[u8]) -> Result<u16, String> {
+    let exchange = async {
+        let mut tls = connect(server).await;
+        // The server may answer before it has read all of a body it refuses: a failed write is
+        // not the server's failure, a missing answer is.
+        let _ = tls.write_all(raw).await;
+        let _ = tls.flush().await;
+        let mut read = Vec::new();
+        let mut chunk = [0u8; 4096];
+        loop {
+            if let Some(code) = final_code(&read) {
+                return Ok(code);
+            }
+            match tls.read(&mut chunk).await {
+                Ok(0) | Err(_) => {
+                    return Err(format!(
+                        "no HTTP answer (the connection closed): {:?}",
+                        String::from_utf8_lossy(&read)
+                            .chars()
+                            .take(200)
+                            .collect::<String>()
+                    ));
+                }
+                Ok(n) => read.extend_from_slice(&chunk[..n]),
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), exchange)
+        .await
+        .unwrap_or_else(|_| Err("no answer within 5 s".into()))
+}
+
+fn corpus_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz-corpus")
+}
+
+/// Keep a failing request where a person can move it into the corpus.
+fn keep_failure(raw: &[u8]) -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/fuzz-failures");
+    let _ = std::fs::create_dir_all(&dir);
+    let name = format!(
+        "{:016x}.http",
+        raw.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ *b as u64)
+            .wrapping_mul(0x100_0000_01b3))
+    );
+    let path = dir.join(name);
+    let _ = std::fs::write(&path, raw);
+    path
+}
+
+async fn fuzz_server() -> ServerHandle {
+    init_crypto();
+    FakeApiServer::builder()
+        .token(TOKEN, Identity::new("fuzzer", &["system:masters"]))
+        .object(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "exists", "namespace": "default"}}))
+        .start()
+        .await
+        .unwrap()
+}
+
+async fn ready(server: &ServerHandle) -> bool {
+    let raw = format!(
+        "GET /readyz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nAuthorization: Bearer {TOKEN}\r\n\r\n"
+    );
+    answer(server, raw.as_bytes()).await == Ok(200)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_corpus_still_gets_answers() {
+    if skip_external(
+        "the fuzz corpus",
+        "it speaks raw HTTP with the fake's bearer token",
+    ) {
+        return;
+    }
+    let server = fuzz_server().await;
+    let mut files: Vec<PathBuf> = std::fs::read_dir(corpus_dir())
+        .expect("the fuzz corpus directory")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "http"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "the corpus holds requests");
+    for file in &files {
+        let raw = std::fs::read(file).unwrap();
+        let code = answer(&server, &raw).await;
+        assert!(
+            code.as_ref().is_ok_and(|c| *c < 500),
+            "{}: {code:?}",
+            file.display()
+        );
+    }
+    assert!(ready(&server).await, "the server still serves after the corpus");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_requests_over_the_whole_surface_get_answers() {
+    if skip_external(
+        "the fuzz target",
+        "it speaks raw HTTP with the fake's bearer token",
+    ) {
+        return;
+    }
+    let seconds: u64 = std::env::var("FUZZ_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3);
+    let seed: u64 = std::env::var("FUZZ_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5eed);
+    let server = fuzz_server().await;
+    let mut rng = Rng(seed.max(1));
+    let started = Instant::now();
+    let (mut sent, mut routes, mut codes) = (0u64, BTreeSet::new(), BTreeSet::new());
+    let mut failures = Vec::new();
+    while started.elapsed() < Duration::from_secs(seconds) {
+        let (raw, route) = request(&mut rng);
+        sent += 1;
+        match answer(&server, &raw).await {
+            Ok(code) if code < 500 => {
+                routes.insert(route);
+                codes.insert(code);
+            }
+            outcome => {
+                let kept = keep_failure(&raw);
+                failures.push(format!(
+                    "{route}: {outcome:?} (request kept in {})",
+                    kept.display()
+                ));
+                if failures.len() >= 5 {
+                    break;
+                }
+            }
+        }
+    }
+    println!(
+        "fuzz: seed {seed}, {sent} requests in {:.1} s, {} distinct routes (method and path), status codes {codes:?}, failures {}",
+        started.elapsed().as_secs_f64(),
+        routes.len(),
+        failures.len()
+    );
+    assert!(failures.is_empty(), "seed {seed}:\n{}", failures.join("\n"));
+    assert!(
+        ready(&server).await,
+        "the server still serves after {sent} requests"
+    );
+}
