@@ -10,8 +10,7 @@
 #[allow(dead_code)]
 mod steps;
 
-use harness::Profile;
-use harness::runner::{Nodes, RunConfig, run};
+use harness::runner::{Nodes, RunConfig, profiles_named, run};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -28,20 +27,10 @@ fn option(args: &[String], flag: &str, env: &str) -> Option<String> {
 /// on container nodes (when no backend was named).
 fn config() -> Result<(RunConfig, bool), String> {
     let args: Vec<String> = std::env::args().collect();
-    let profiles = match option(&args, "--profile", "MCO_CONFORMANCE_PROFILE").as_deref() {
-        None | Some("all") => Profile::ALL.to_vec(),
-        Some(p) => vec![p.parse::<Profile>().map_err(|e| e.to_string())?],
-    };
+    let profile = option(&args, "--profile", "MCO_CONFORMANCE_PROFILE");
+    let profiles = profiles_named(profile.as_deref().unwrap_or("all")).map_err(|e| e.to_string())?;
     let named = option(&args, "--nodes", "MCO_CONFORMANCE_NODES");
-    let nodes = match named.as_deref() {
-        None | Some("embedded") => Nodes::Embedded,
-        Some("container") => Nodes::Container,
-        Some(other) => {
-            return Err(format!(
-                "unknown node backend {other:?}: expected embedded or container"
-            ));
-        }
-    };
+    let nodes = named.as_deref().unwrap_or("embedded").parse::<Nodes>()?;
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut config = RunConfig::new(
         vec![root.join("features")],
@@ -93,7 +82,7 @@ async fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     match result {
-        Ok(summary) if summary.failed == 0 => ExitCode::SUCCESS,
+        Ok(summary) if summary.passed() => ExitCode::SUCCESS,
         Ok(_) => ExitCode::FAILURE,
         Err(e) => {
             eprintln!("conformance: {e}");

@@ -14,7 +14,6 @@
 mod steps;
 
 use clap::{Parser, Subcommand};
-use harness::Profile;
 use harness::runner::{Nodes, RunConfig, RunError, run};
 use harness::scenario::AgentKind;
 use std::path::PathBuf;
@@ -289,21 +288,13 @@ async fn main() -> ExitCode {
             allow_empty,
             features,
         } => {
-            let profiles = match profile.as_str() {
-                "all" => Profile::ALL.to_vec(),
-                p => match p.parse::<Profile>() {
-                    Ok(p) => vec![p],
-                    Err(e) => return bad(e),
-                },
+            let profiles = match harness::runner::profiles_named(&profile) {
+                Ok(profiles) => profiles,
+                Err(e) => return bad(e),
             };
-            let nodes = match nodes.as_str() {
-                "embedded" => Nodes::Embedded,
-                "container" => Nodes::Container,
-                other => {
-                    return bad(format!(
-                        "unknown node backend {other:?}: expected embedded or container"
-                    ));
-                }
+            let nodes = match nodes.parse::<Nodes>() {
+                Ok(nodes) => nodes,
+                Err(e) => return bad(e),
             };
             if agent_image.is_some() && nodes != Nodes::Container {
                 return bad("--agent-image needs container nodes (--nodes container)");
@@ -399,7 +390,7 @@ async fn main() -> ExitCode {
             }
             match run(&config).await {
                 Ok(_) | Err(_) if harness::interrupt::interrupted().is_some() => interrupted_exit(),
-                Ok(summary) if summary.failed == 0 => ExitCode::SUCCESS,
+                Ok(summary) if summary.passed() => ExitCode::SUCCESS,
                 Ok(_) => ExitCode::FAILURE,
                 Err(
                     e @ (RunError::Lint(_)

@@ -60,6 +60,29 @@ pub enum Nodes {
     Container,
 }
 
+/// `--nodes` / `MCO_CONFORMANCE_NODES`, as the CLI and `cargo test` read it.
+impl std::str::FromStr for Nodes {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "embedded" => Ok(Nodes::Embedded),
+            "container" => Ok(Nodes::Container),
+            other => Err(format!(
+                "unknown node backend {other:?}: expected embedded or container"
+            )),
+        }
+    }
+}
+
+/// `--profile` / `MCO_CONFORMANCE_PROFILE`, as the CLI and `cargo test` read it: a profile's
+/// name, or `all` for every profile.
+pub fn profiles_named(name: &str) -> Result<Vec<Profile>, crate::profile::UnknownProfile> {
+    match name {
+        "all" => Ok(Profile::ALL.to_vec()),
+        one => Ok(vec![one.parse()?]),
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct RunConfig {
     pub profiles: Vec<Profile>,
@@ -249,6 +272,11 @@ impl Summary {
         } else {
             "passed"
         }
+    }
+
+    /// Whether the run passed, by the same rule: what both runners' exit status says.
+    pub fn passed(&self) -> bool {
+        self.verdict() == "passed"
     }
 
     pub fn line(&self) -> String {
@@ -589,6 +617,58 @@ pub async fn run(config: &RunConfig) -> Result<Summary, RunError> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn profile_and_node_options_read_alike_for_both_runners() {
+        use super::{Nodes, profiles_named};
+        use crate::profile::Profile;
+        assert_eq!(profiles_named("all").unwrap(), Profile::ALL.to_vec());
+        assert_eq!(profiles_named("ocp-4.12").unwrap(), vec![Profile::Ocp412]);
+        assert!(
+            profiles_named("4.16")
+                .unwrap_err()
+                .to_string()
+                .contains("ocp-4.16")
+        );
+        assert_eq!("container".parse::<Nodes>(), Ok(Nodes::Container));
+        assert_eq!("embedded".parse::<Nodes>(), Ok(Nodes::Embedded));
+        assert!(
+            "kind"
+                .parse::<Nodes>()
+                .unwrap_err()
+                .contains("expected embedded or container")
+        );
+    }
+
+    /// A step that matched no definition fails the run even where its scenario was allowed to
+    /// skip it (`@allow.skipped`, so no scenario counted failed), and an interrupted run never
+    /// passes: the exit status, the console, the report and the HTML page agree.
+    #[test]
+    fn the_verdict_counts_undefined_steps_and_interrupts() {
+        let clean = super::Summary {
+            passed: 3,
+            ..Default::default()
+        };
+        assert!(clean.passed());
+        let undefined = super::Summary {
+            undefined: vec![super::UndefinedStep {
+                file: "features/x.feature".into(),
+                line: 3,
+                step: "Given a step nobody wrote".into(),
+                problem: "undefined".into(),
+                nearest: vec![],
+            }],
+            ..clean.clone()
+        };
+        assert_eq!((undefined.verdict(), undefined.passed()), ("failed", false));
+        let stopped = super::Summary {
+            interrupted: Some("SIGTERM"),
+            ..clean.clone()
+        };
+        assert_eq!((stopped.verdict(), stopped.passed()), ("interrupted", false));
+        let failed = super::Summary { failed: 1, ..clean };
+        assert!(!failed.passed());
+    }
+
     use super::profile_run::relative_to;
     use super::*;
 
