@@ -166,17 +166,17 @@ pub fn parameter_values() -> Vec<ParameterValues> {
     vec![
         ParameterValues {
             kind: "signer",
-            used_by: "`the {word} is rotated by force`, `the {word} has rotated`, `every node's kubelet-ca.crt lists the current (\\S+)`, `the {word} bundle holds {int} signer(s)` and every step naming a signer",
+            used_by: "every step with a `{signer}`: `the {signer} is rotated by force`, `the {signer} has rotated`, `the {signer} bundle holds {int} signer(s)`, …; and `every node's kubelet-ca.crt lists the current (\\S+)`",
             values: signers,
         },
         ParameterValues {
             kind: "target (a certificate a signer issues)",
-            used_by: "the signer steps that judge a certificate rather than a bundle: `the {word} is rotated by force`, `every node's kubelet-ca.crt lists the current (\\S+)`",
+            used_by: "the `{signer}` steps that judge a certificate rather than a bundle: `the {signer} is rotated by force`, `every node's kubelet-ca.crt lists the current (\\S+)`",
             values: targets,
         },
         ParameterValues {
             kind: "pool",
-            used_by: "`the {word} pool has {int} rendered config(s)`, `the newest rendered config of the (\\w+) pool …` and every step naming a pool",
+            used_by: "every step with a `{pool}`: `the {pool} pool has {int} rendered config(s)`, `the {pool} pool updated at most {int} node(s) at once`; and `the newest rendered config of the (\\w+) pool …` and every other step naming a pool",
             values: pools,
         },
         ParameterValues {
@@ -295,11 +295,13 @@ fn human_into(chars: &[char], out: &mut String) {
                     .position(|c| *c == '}')
                     .map_or(chars.len(), |p| i + p);
                 let name: String = chars[i + 1..end].iter().collect();
-                out.push_str(match name.as_str() {
-                    "int" | "float" => "<n>",
-                    "string" => "\"<text>\"",
-                    _ => "<name>",
-                });
+                // A parameter type of the steps' own (`{signer}`, `{pool}`) reads as its name.
+                match name.as_str() {
+                    "int" | "float" => out.push_str("<n>"),
+                    "string" => out.push_str("\"<text>\""),
+                    "word" => out.push_str("<name>"),
+                    own => out.push_str(&format!("<{own}>")),
+                }
                 i = end + 1;
             }
             '(' => {
@@ -510,6 +512,14 @@ mod tests {
             (
                 "the {word} bundle holds {int} signer(s)",
                 "the <name> bundle holds <n> signer(s)",
+            ),
+            (
+                "the {signer} bundle holds {int} signer(s)",
+                "the <signer> bundle holds <n> signer(s)",
+            ),
+            (
+                "the {pool} pool has {int} rendered config(s)",
+                "the <pool> pool has <n> rendered config(s)",
             ),
         ];
         for (phrase, read) in cases {

@@ -1,5 +1,6 @@
 //! The kubelet's verdict on the kube-apiserver's client certificate: what `oc logs` needs.
 
+use super::params::SignerName;
 use anyhow::ensure;
 use cucumber::{then, when};
 use harness::node::kubelet::{CA_RELOAD_LOG, probe};
@@ -92,8 +93,8 @@ async fn kubelet_ca_loads(world: &mut ConformanceWorld, expected: usize) -> anyh
 /// kube-apiserver holds once its certificate is re-issued, or, from kube-csr-signer's
 /// `csr-signer`, a client certificate the CSR API signs) is accepted by every kubelet. Any
 /// signer or target of `fixtures/signers.yaml` that signs.
-#[then(expr = "every kubelet accepts a client certificate from the current {word}")]
-async fn kubelets_accept(world: &mut ConformanceWorld, signer: String) -> anyhow::Result<()> {
+#[then(expr = "every kubelet accepts a client certificate from the current {signer}")]
+async fn kubelets_accept(world: &mut ConformanceWorld, signer: SignerName) -> anyhow::Result<()> {
     let c = world.cluster()?;
     let namespace = c.secret_namespace(&signer)?;
     let issuer = Signer {
@@ -138,16 +139,16 @@ async fn client_from_current(world: &ConformanceWorld, signer: &str) -> anyhow::
 
 /// The kube-apiserver's kubelet client certificate was issued by the signer's current
 /// certificate (library-go re-issues it on its own refresh, not at the signer's rotation).
-#[then(expr = "the kube-apiserver's kubelet client certificate is issued by the current {word}")]
-async fn client_issued_by_current(world: &mut ConformanceWorld, signer: String) -> anyhow::Result<()> {
+#[then(expr = "the kube-apiserver's kubelet client certificate is issued by the current {signer}")]
+async fn client_issued_by_current(world: &mut ConformanceWorld, signer: SignerName) -> anyhow::Result<()> {
     let (current, said) = client_from_current(world, &signer).await?;
     anyhow::ensure!(current, "{said}");
     Ok(())
 }
 
 /// The kube-apiserver's kubelet client certificate was not issued by the current signer yet.
-#[then(expr = "the kube-apiserver's kubelet client certificate is still issued by the previous {word}")]
-async fn client_issued_by_previous(world: &mut ConformanceWorld, signer: String) -> anyhow::Result<()> {
+#[then(expr = "the kube-apiserver's kubelet client certificate is still issued by the previous {signer}")]
+async fn client_issued_by_previous(world: &mut ConformanceWorld, signer: SignerName) -> anyhow::Result<()> {
     let (current, said) = client_from_current(world, &signer).await?;
     anyhow::ensure!(!current, "{said}");
     Ok(())

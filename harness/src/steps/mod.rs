@@ -14,6 +14,7 @@ pub mod drift;
 pub mod kubelet;
 pub mod node;
 pub mod oracle;
+pub mod params;
 pub mod pool;
 pub mod registry;
 pub mod serving;

@@ -1,5 +1,6 @@
 //! Pools: rendered configs, pausing, the paused-pool metric and alert, certExpirys.
 
+use super::params::PoolName;
 use anyhow::{Context, ensure};
 use cucumber::{given, then, when};
 use harness::pki::Clock;
@@ -7,8 +8,8 @@ use harness::prometheus::{PAUSED_POOL_KUBELET_CA, Severity, sample, scrape};
 use harness::world::ConformanceWorld;
 
 /// How many `rendered-<pool>-<hash>` configs exist.
-#[then(expr = "the {word} pool has {int} rendered config(s)")]
-async fn rendered_configs(world: &mut ConformanceWorld, pool: String, count: usize) -> anyhow::Result<()> {
+#[then(expr = "the {pool} pool has {int} rendered config(s)")]
+async fn rendered_configs(world: &mut ConformanceWorld, pool: PoolName, count: usize) -> anyhow::Result<()> {
     let c = world.cluster()?;
     c.require_pool(&pool).await?;
     let names = c.rendered_configs(&pool).await?;
@@ -75,10 +76,10 @@ async fn pool_max_unavailable(
 /// How many of the pool's nodes were updating at once over the scenario (a new
 /// `desiredConfig` not yet their `currentConfig`), from every change a Node watch showed, in
 /// order: no more than the number given, and at least one node updated at all.
-#[then(expr = "the {word} pool updated at most {int} node(s) at once")]
+#[then(expr = "the {pool} pool updated at most {int} node(s) at once")]
 async fn updated_at_most_at_once(
     world: &mut ConformanceWorld,
-    pool: String,
+    pool: PoolName,
     max: usize,
 ) -> anyhow::Result<()> {
     let most = world.cluster()?.most_updating_at_once(&pool).await?;

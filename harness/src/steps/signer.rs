@@ -1,12 +1,13 @@
 //! Signers: forcing a rotation, and whether one happened.
 
+use super::params::SignerName;
 use anyhow::ensure;
 use cucumber::{then, when};
 use harness::world::ConformanceWorld;
 
 /// MCO's e2e way: a JSON patch nulling `auth.openshift.io/certificate-not-after`.
-#[when(expr = "the {word} is rotated by force")]
-async fn rotate_by_force(world: &mut ConformanceWorld, signer: String) -> anyhow::Result<()> {
+#[when(expr = "the {signer} is rotated by force")]
+async fn rotate_by_force(world: &mut ConformanceWorld, signer: SignerName) -> anyhow::Result<()> {
     let c = world.cluster()?;
     c.force_rotation(&c.secret_namespace(&signer)?, &signer).await?;
     Ok(())
@@ -46,8 +47,8 @@ async fn now_and_at_start(
 }
 
 /// The signer is another certificate than when the cluster started.
-#[then(expr = "the {word} has rotated")]
-async fn has_rotated(world: &mut ConformanceWorld, signer: String) -> anyhow::Result<()> {
+#[then(expr = "the {signer} has rotated")]
+async fn has_rotated(world: &mut ConformanceWorld, signer: SignerName) -> anyhow::Result<()> {
     let (now, before) = now_and_at_start(world, &signer).await?;
     ensure!(
         now.pem != before.pem,
@@ -59,8 +60,8 @@ async fn has_rotated(world: &mut ConformanceWorld, signer: String) -> anyhow::Re
 }
 
 /// The signer is the certificate the cluster started with.
-#[then(expr = "the {word} has not rotated")]
-async fn has_not_rotated(world: &mut ConformanceWorld, signer: String) -> anyhow::Result<()> {
+#[then(expr = "the {signer} has not rotated")]
+async fn has_not_rotated(world: &mut ConformanceWorld, signer: SignerName) -> anyhow::Result<()> {
     let (now, before) = now_and_at_start(world, &signer).await?;
     ensure!(
         now.pem == before.pem,
@@ -72,8 +73,8 @@ async fn has_not_rotated(world: &mut ConformanceWorld, signer: String) -> anyhow
 }
 
 /// The signer's CA bundle (its `bundle` in fixtures/signers.yaml) lists that many certificates.
-#[then(expr = "the {word} bundle holds {int} signer(s)")]
-async fn bundle_holds(world: &mut ConformanceWorld, signer: String, count: usize) -> anyhow::Result<()> {
+#[then(expr = "the {signer} bundle holds {int} signer(s)")]
+async fn bundle_holds(world: &mut ConformanceWorld, signer: SignerName, count: usize) -> anyhow::Result<()> {
     let c = world.cluster()?;
     let (namespace, bundle_name) = c.signer_bundle(&signer)?;
     let names = super::oracle::names(c.bundle(&namespace, &bundle_name).await?.as_bytes())?;
