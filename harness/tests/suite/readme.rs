@@ -44,3 +44,58 @@ fn the_readme_features_table_matches_the_feature_files() {
         "regenerate the README features table with `cargo run --bin mco-conformance -- features`"
     );
 }
+
+/// The catalogue, read from the step sources, lists exactly the steps this binary registered
+/// with cucumber (its inventory: keyword, file and line of each step function), so a step the
+/// source reading missed or invented cannot hide.
+#[test]
+fn the_catalogue_lists_exactly_the_registered_steps() {
+    use cucumber::codegen::{StepConstructor, WorldInventory, inventory};
+    type W = harness::world::ConformanceWorld;
+    // A registered step's file (normalised: this binary includes the steps by a relative
+    // path) and line, with its keyword.
+    fn at(keyword: &'static str, loc: cucumber::step::Location) -> (&'static str, String, u32) {
+        let path = loc.path.replace('\\', "/");
+        let file = path
+            .rsplit_once("src/steps/")
+            .map(|(_, f)| format!("harness/src/steps/{f}"))
+            .unwrap_or(path);
+        (keyword, file, loc.line)
+    }
+    let mut registered: Vec<(&'static str, String, u32)> = Vec::new();
+    registered.extend(
+        inventory::iter::<<W as WorldInventory>::Given>
+            .into_iter()
+            .map(|s| at("Given", s.inner().0)),
+    );
+    registered.extend(
+        inventory::iter::<<W as WorldInventory>::When>
+            .into_iter()
+            .map(|s| at("When", s.inner().0)),
+    );
+    registered.extend(
+        inventory::iter::<<W as WorldInventory>::Then>
+            .into_iter()
+            .map(|s| at("Then", s.inner().0)),
+    );
+    let catalogue = harness::runner::catalogue::catalogue();
+    assert_eq!(
+        registered.len(),
+        catalogue.len(),
+        "registered {registered:?}\ncatalogue {:?}",
+        catalogue.iter().map(|s| &s.location).collect::<Vec<_>>()
+    );
+    // The catalogue names the attribute's line; cucumber the function's, a few lines below
+    // (rustfmt may break a long attribute).
+    for (keyword, file, line) in &registered {
+        let found = catalogue.iter().any(|s| {
+            let (f, l) = s.location.rsplit_once(':').unwrap();
+            let l: u32 = l.parse().unwrap();
+            s.keyword == *keyword && f == file && l <= *line && *line <= l + 6
+        });
+        assert!(
+            found,
+            "{keyword} step at {file}:{line} is registered but not in the catalogue"
+        );
+    }
+}
