@@ -19,6 +19,18 @@ pub const PAUSED_POOL_ALERT: &str = "MachineConfigControllerPausedPoolKubeletCA"
 
 /// GET `http://<addr>/metrics`; the page, or why not.
 pub async fn scrape(addr: SocketAddr) -> Result<String, String> {
+    // The controller answers at once; one that does not must not hold the step forever.
+    const SCRAPE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+    tokio::time::timeout(SCRAPE_TIMEOUT, scrape_once(addr))
+        .await
+        .unwrap_or_else(|_| {
+            Err(format!(
+                "GET http://{addr}/metrics: no answer within {SCRAPE_TIMEOUT:?}"
+            ))
+        })
+}
+
+async fn scrape_once(addr: SocketAddr) -> Result<String, String> {
     let stream = tokio::net::TcpStream::connect(addr)
         .await
         .map_err(|e| format!("connecting to {addr}: {e}"))?;

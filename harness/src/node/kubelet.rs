@@ -267,9 +267,25 @@ pub enum ProbeError {
     Certificate(String),
 }
 
+/// How long one probe may take: a kubelet that accepted the connection and then went away
+/// (restarted mid-handshake) must not hold the step past its deadline.
+pub const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// What the kube-apiserver does for `oc logs`: a TLS connection to the kubelet with its
-/// kubelet client certificate, and one request. `Ok` when the kubelet answered.
+/// kubelet client certificate, and one request. `Ok` when the kubelet answered; a kubelet that
+/// does not answer within `PROBE_TIMEOUT` is not serving.
 pub async fn probe(addr: SocketAddr, client_cert_pem: &str, client_key_pem: &str) -> Result<(), ProbeError> {
+    tokio::time::timeout(PROBE_TIMEOUT, probe_once(addr, client_cert_pem, client_key_pem))
+        .await
+        .unwrap_or_else(|_| {
+            Err(ProbeError::NotServing {
+                addr,
+                reason: format!("no answer within {PROBE_TIMEOUT:?}"),
+            })
+        })
+}
+
+async fn probe_once(addr: SocketAddr, client_cert_pem: &str, client_key_pem: &str) -> Result<(), ProbeError> {
     use rustls::pki_types::pem::PemObject;
     let bad = |e: String| ProbeError::Certificate(e);
     let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(client_cert_pem.as_bytes())

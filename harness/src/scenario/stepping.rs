@@ -160,8 +160,16 @@ impl Scenario {
         // Each node follows the clock in a task of its own; one that cannot (a container
         // node's control socket gone) fails the step with its reason, not after the deadline.
         let at = self.clock.now();
-        futures::future::try_join_all(self.nodes.iter().map(|node| node.follow_clock(at)))
+        let followed = futures::future::try_join_all(self.nodes.iter().map(|node| node.follow_clock(at)));
+        tokio::time::timeout(self.options.deadline, followed)
             .await
+            .map_err(|_| {
+                ScenarioError::NotConverged(format!(
+                    "the nodes' clocks did not follow the scenario's to {} within {:?}",
+                    rfc3339(at),
+                    self.options.deadline
+                ))
+            })?
             .map_err(|e| ScenarioError::NotConverged(e.to_string()))?;
         let now = rfc3339(at);
         eventually(self.options.deadline, || async {

@@ -5,7 +5,10 @@
 //! `mco-conformance` CLI) rather than into the harness library: cucumber registers steps
 //! through linker sections, which a library's unreferenced object files would lose. Their
 //! catalogue (`mco-conformance steps`, the README table, the nearest phrases an undefined step
-//! is offered) is read from these sources by `harness::runner::catalogue`.
+//! is offered) is read from these sources by `harness::runner::catalogue`, and a test holds it
+//! to exactly the steps cucumber registered (`harness/tests/suite/readme.rs`). Parameters that
+//! name something of the fixtures are parameter types of their own (`params`: `{signer}`,
+//! `{pool}`).
 
 pub mod bootstrap;
 pub mod cluster;
