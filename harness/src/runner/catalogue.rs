@@ -21,6 +21,7 @@ pub const SOURCES: &[(&str, &str)] = &[
     ),
     ("harness/src/steps/node.rs", include_str!("../steps/node.rs")),
     ("harness/src/steps/oracle.rs", include_str!("../steps/oracle.rs")),
+    ("harness/src/steps/params.rs", include_str!("../steps/params.rs")),
     ("harness/src/steps/pool.rs", include_str!("../steps/pool.rs")),
     (
         "harness/src/steps/registry.rs",
