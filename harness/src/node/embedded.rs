@@ -636,6 +636,11 @@ mod tests {
         }
         n.remove("/etc/kubernetes/kubelet-ca.crt").await.unwrap();
         n.remove("/etc/kubernetes/kubelet-ca.crt").await.unwrap();
+        // A node shut down and dropped leaves nothing in the scratch directory.
+        let root = n.root().to_path_buf();
+        n.shutdown().await;
+        drop(n);
+        assert!(!root.exists(), "{} is left behind", root.display());
     }
 
     #[tokio::test]
@@ -660,6 +665,7 @@ mod tests {
             lines.iter().any(|l| l.contains("]: down")),
             "the old kubelet stopped: {lines:?}"
         );
+        n.shutdown().await;
     }
 
     #[tokio::test]
@@ -719,6 +725,7 @@ mod tests {
                 .unwrap()
                 .expect("booted again");
         }
+        n.shutdown().await;
     }
 
     #[tokio::test]
@@ -750,5 +757,6 @@ mod tests {
             "/run is emptied"
         );
         assert_eq!(n.read("/etc/kept").await.unwrap(), b"x");
+        n.shutdown().await;
     }
 }
