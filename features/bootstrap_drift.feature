@@ -6,6 +6,8 @@
 # loads as its first csr-signer-signer; library-go pkg/operator/certrotation (signer.go,
 # target.go, cabundle.go) as KCM-O runs it; MCO-499 (bundle churn in a new cluster's first
 # day); e2e-bootstrap (bootstrap name == in-cluster name). See shared/notes/mco-source.md §4, §5.
+# 4.14 takes its kubelet CA bundle as 4.16 does (release-4.14 sync.go:432-491: the same bootstrap
+# gate and source; harness/docs/ocp-4.14.md §2), so every 4.16 row below holds for it too.
 @bootstrap-drift
 Feature: From the bootstrap bundle to the in-cluster bundle
   Nodes boot with the configs the bootstrap MCO rendered. The in-cluster controller must render
@@ -26,7 +28,7 @@ Feature: From the bootstrap bundle to the in-cluster bundle
   #   kube-apiserver-to-kubelet signer's bundle only (release-4.12 sync.go:250-261), which does
   #   not change on day one. Nothing prunes it, so even the kubelet-signer stays once expired:
   #   one rendered config, kubelet-ca.crt never changes: 0.
-  # - 4.16 keeps the bundle out of rendered configs (one rendered config) and writes
+  # - 4.14 and 4.16 keep the bundle out of rendered configs (one rendered config) and writes
   #   kube-apiserver-client-ca, KAS-O's union of client CA bundles (targetconfigcontroller.go
   #   ManageClientCABundle:284-316), csr-controller-ca among them, itself KCM-O's union of
   #   csr-signer-ca and csr-controller-signer-ca (KCM-O targetconfigcontroller.go:694-710). Each
@@ -70,7 +72,7 @@ Feature: From the bootstrap bundle to the in-cluster bundle
       | changes |
       | 0       |
 
-    @ocp-4.16
+    @ocp-4.14 @ocp-4.16
     Examples:
       | changes |
       | 4       |
@@ -79,7 +81,7 @@ Feature: From the bootstrap bundle to the in-cluster bundle
   # sync.go merges only the kube-apiserver-to-kubelet signer's bundle into the installer's), so
   # every 4.12 node keeps the expired certificate in kubelet-ca.crt for the life of the cluster:
   # harmless to the kubelet (an expired CA vouches for nothing), and what `openssl` shows on day 2.
-  # 4.16 writes kube-apiserver-client-ca, from which library-go's bundle management drops
+  # 4.14 and 4.16 write kube-apiserver-client-ca, from which library-go's bundle management drops
   # expired certificates (cabundle.go, resourcesynccontroller/core.go:40), so it is gone there.
   # The file holds 5 certificates on 4.12 (the installer's five, the kube-apiserver-to-kubelet
   # signer replaced by its one-signer bundle).
@@ -95,7 +97,7 @@ Feature: From the bootstrap bundle to the in-cluster bundle
       | verdict |
       | lists   |
 
-    @ocp-4.16
+    @ocp-4.14 @ocp-4.16
     Examples:
       | verdict |
       | lacks   |
@@ -116,7 +118,7 @@ Feature: From the bootstrap bundle to the in-cluster bundle
       | bundle                                                        |
       | the initial bundle with the kubelet signer's bundle merged in |
 
-    @ocp-4.16
+    @ocp-4.14 @ocp-4.16
     Examples:
       | bundle                   |
       | kube-apiserver-client-ca |

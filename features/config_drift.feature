@@ -2,7 +2,8 @@
 # config's files and units), pkg/daemon/on_disk_validation.go (checkV3Files,
 # checkFileContentsAndMode: "content mismatch for file %q", "mode mismatch for file: %q;
 # expected: …; received: …"), pkg/daemon/daemon.go (onConfigDrift, getFilesToIgnore on
-# release-4.12 and release-4.16) and e2e-shared-tests/mcd_config_drift.go (reason text,
+# release-4.12 and release-4.16; release-4.14 skips kubelet-ca.crt and the cloud CA inline in
+# on_disk_validation.go:167-173) and e2e-shared-tests/mcd_config_drift.go (reason text,
 # recovery with the force file). See shared/notes/mco-source.md §6.
 @config-drift
 Feature: A node whose files drift from its config
@@ -12,8 +13,8 @@ Feature: A node whose files drift from its config
   the certificate writer and ignores it. Restoring the file, or creating the force file,
   brings the node back.
 
-  # The MachineConfig puts kubelet-ca.crt into the rendered config on both profiles (on 4.16
-  # the daemon leaves writing it to the certificate writer, so the file on disk is not the
+  # The MachineConfig puts kubelet-ca.crt into the rendered config on every profile (on 4.14 and
+  # 4.16 the daemon leaves writing it to the certificate writer, so the file on disk is not the
   # config's: only the ignore list keeps that from being drift). The validation checks the
   # config's files in order and reports the first mismatch; kubelet-ca.crt comes before ca.crt.
   # The edit of ca.crt, in the same directory and after the edit of kubelet-ca.crt, is the
@@ -30,23 +31,25 @@ Feature: A node whose files drift from its config
       | first mismatch                  |
       | /etc/kubernetes/kubelet-ca.crt  |
 
-    @ocp-4.16
+    @ocp-4.14 @ocp-4.16
     Examples:
       | first mismatch                  |
       | /etc/kubernetes/ca.crt          |
 
-  # A MachineConfig that carries kubelet-ca.crt on 4.16: the daemon skips that one file when it
-  # applies a config from the cluster (release-4.16 file_writers.go:226-232 `skipCertificateWrite`,
-  # set for every such update, daemon.go:2454), so the file stays what the certificate writer
+  # A MachineConfig that carries kubelet-ca.crt on 4.14 and 4.16: the daemon skips that one file
+  # when it applies a config from the cluster (release-4.16 file_writers.go:226-232
+  # `skipCertificateWrite`, set for every such update, daemon.go:2454; release-4.14
+  # file_writers.go:157-163, daemon.go:2139-2193), so the file stays what the certificate writer
   # wrote from the ControllerConfig, and the change reboots nothing.
-  @ocp-4.16
-  Scenario: On 4.16 a MachineConfig carrying kubelet-ca.crt neither overwrites nor, when deleted, removes the certificate writer's file
+  @ocp-4.14 @ocp-4.16
+  Scenario: On 4.14 and 4.16 a MachineConfig carrying kubelet-ca.crt neither overwrites nor, when deleted, removes the certificate writer's file
     Given a fresh cluster with 1 worker node
     When a MachineConfig for the worker pool changes the file /etc/kubernetes/kubelet-ca.crt
     Then every node's kubelet-ca.crt equals "kube-apiserver-client-ca"
     And no node has rebooted
     # Deleting it: the new rendered config lacks kubelet-ca.crt, as after an upgrade from the
-    # 4.12 path, and deleteStaleData keeps the file (release-4.16 update.go:1869-1885).
+    # 4.12 path, and deleteStaleData keeps the file (release-4.16 update.go:1869-1885,
+    # release-4.14 update.go:1278-1283).
     When the newest MachineConfig for the worker pool is deleted
     Then the newest rendered config of the worker pool lacks the file /etc/kubernetes/kubelet-ca.crt
     And every node's kubelet-ca.crt equals "kube-apiserver-client-ca"

@@ -5,7 +5,10 @@
 # daemon-reload, start) and pkg/operator/sync.go syncControllerConfig (service-ca-rotate),
 # PRs #4106 (OCPBUGS-25821) and #4276 (OCPBUGS-31067); release-4.12
 # templates/<role>/01-<role>-kubelet (kubelet-ca.crt is the kubelet's clientCAFile, which it
-# reloads from disk). See shared/notes/mco-source.md §1, §2.
+# reloads from disk). See shared/notes/mco-source.md §1, §2. Release-4.14 has a certificate
+# writer without any of the kubeconfig block (no service-ca-rotate, kubeconfig-data or
+# lastObservedServerCAAnnotation anywhere in its pkg/ and cmd/; harness/docs/ocp-4.14.md §1, §2):
+# for a new kubelet CA it is 4.16, for a new serving CA it is 4.12.
 @kubelet-restart
 Feature: When the kubelet restarts
   The kubelet reloads kubelet-ca.crt (its clientCAFile) from disk, so a rotation of
@@ -25,9 +28,10 @@ Feature: When the kubelet restarts
   # What the service manager shows for a new kubelet CA bundle. On 4.12 it comes in a rendered
   # config, and applying it enables the config's units (release-4.12 update.go writeUnits,
   # enableUnits: `systemctl enable kubelet.service crio.service`), which reloads systemd
-  # ("systemd[1]: Reloading."). On 4.16 the certificate writer only writes the file: it calls
-  # systemctl for a serving-CA rotation alone (release-4.16 certificate_writer.go:305-341), so
-  # the service manager does nothing at all. Neither stops or starts a unit.
+  # ("systemd[1]: Reloading."). On 4.14 and 4.16 the certificate writer only writes the file: it
+  # calls systemctl for a serving-CA rotation alone (release-4.16 certificate_writer.go:305-341;
+  # release-4.14's calls it never), so the service manager does nothing at all. Neither stops or
+  # starts a unit.
   Scenario Outline: A new kubelet CA bundle and the service manager
     Given a fresh cluster with 1 worker node
     When the kube-apiserver-to-kubelet-signer is rotated by force
@@ -40,13 +44,14 @@ Feature: When the kubelet restarts
       | systemd reload                                       |
       | every node's journal shows "systemd[1]: Reloading."  |
 
-    @ocp-4.16
+    @ocp-4.14 @ocp-4.16
     Examples:
       | systemd reload                                       |
       | no node's journal shows "systemd[1]: Reloading."     |
 
   # The one difference between the profiles: whether anything puts the new serving CA into the
-  # kubelet's kubeconfig before the API server serves from it. The node lifecycle controller
+  # kubelet's kubeconfig before the API server serves from it (4.16 only: 4.14's operator sets no
+  # kubeconfig-data and its writer reads none). The node lifecycle controller
   # marks a node whose kubelet stopped posting status for 40 s Unknown (NotReady).
   # The first minute is the operator's next sync, which sets service-ca-rotate back to "false"
   # (release-4.16 pkg/operator/sync.go:1083-1087), a ControllerConfig change every daemon syncs.
@@ -66,7 +71,7 @@ Feature: When the kubelet restarts
     Then every node is <readiness>
     And no node has rebooted
 
-    @ocp-4.12
+    @ocp-4.12 @ocp-4.14
     Examples:
       | trust           | readiness |
       | does not trust  | NotReady  |
@@ -109,6 +114,20 @@ Feature: When the kubelet restarts
     When 1 minute passes
     Then every node's annotation machineconfiguration.openshift.io/lastObservedServerCAAnnotation is "false"
     And every node's annotation machineconfiguration.openshift.io/lastSyncedControllerConfigResourceVersion is the ControllerConfig's resourceVersion
+
+  # Release-4.14's writer keeps the first annotation only (certificate_writer.go:181-187, written
+  # when the ControllerConfig's resourceVersion differs from it); a new serving CA is nothing to
+  # it, and nothing in release-4.14 writes lastObservedServerCAAnnotation.
+  @ocp-4.14
+  Scenario: On 4.14 each node records the ControllerConfig it synced and nothing of a serving-CA rotation
+    Given a fresh cluster with 1 worker node
+    Then every node's annotation machineconfiguration.openshift.io/lastSyncedControllerConfigResourceVersion is the ControllerConfig's resourceVersion
+    When the kube-apiserver-to-kubelet-signer is rotated by force
+    Then every node's annotation machineconfiguration.openshift.io/lastSyncedControllerConfigResourceVersion is the ControllerConfig's resourceVersion
+    When the kube-apiserver's serving CA bundle gains a new CA
+    And 1 minute passes
+    Then no node has the annotation machineconfiguration.openshift.io/lastObservedServerCAAnnotation
+    And the ControllerConfig's annotation machineconfiguration.openshift.io/service-ca-rotate is ""
 
   # Which added serving CA restarts the kubelet (release-4.16 certificate_writer.go:195-216):
   # for every certificate kubeconfig-data adds, upstream logs "Cert not found in kubeconfig …

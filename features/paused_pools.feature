@@ -6,6 +6,9 @@
 # pkg/daemon/certificate_writer.go (never reads `paused`) and pkg/controller/node/status.go
 # (certExpirys), e2e TestMCDRotatesCertsOnPausedPool; library-go certrotation target.go (when the
 # kube-apiserver's kubelet client certificate is re-issued). See shared/notes/mco-source.md §1–§3.
+# Release-4.14 has the certificate writer (certificate_writer.go never reads `paused` either) and
+# no gauge (removed by 28343237e in 4.13); its certExpirys carry no expiry (1b2393504 took the
+# dates out; types.go:338-346). harness/docs/ocp-4.14.md §1, §3.
 @paused-pools
 Feature: A paused pool during a signer rotation
   Pausing a pool stops its nodes from moving to new rendered configs. On 4.12 the kubelet CA
@@ -91,9 +94,9 @@ Feature: A paused pool during a signer rotation
 
   # The certificate writer ignores `paused`: the bundle is on disk with no new rendered config
   # and no reboot, and when the kube-apiserver's client certificate is re-issued by the new
-  # signer (day 15) the kubelet accepts it.
-  @ocp-4.16
-  Scenario: On 4.16 the bundle reaches a paused pool's nodes with no new rendered config
+  # signer (day 15) the kubelet accepts it. The pool's certExpirys name the new signer, with its
+  # notAfter on 4.16 (status.go:88-98) and without one on 4.14 (status.go:46-58).
+  Scenario Outline: On 4.14 and 4.16 the bundle reaches a paused pool's nodes with no new rendered config
     Given a fresh cluster with 1 worker node
     And the worker pool is paused
     When the kube-apiserver-to-kubelet-signer is rotated by force
@@ -101,21 +104,31 @@ Feature: A paused pool during a signer rotation
     And every node's kubelet-ca.crt equals "kube-apiserver-client-ca"
     And the worker pool has 1 rendered config
     And every node runs the rendered config it started with
-    And the worker pool's certExpirys list the current kube-apiserver-to-kubelet-signer
+    And the worker pool's certExpirys list the current kube-apiserver-to-kubelet-signer <expiry>
     And the controller's metrics have no paused-pool kubelet CA gauge
     When 15 days pass
     Then the kube-apiserver's kubelet client certificate is issued by the current kube-apiserver-to-kubelet-signer
     And every kubelet accepts the kube-apiserver's kubelet client certificate
     And no node has rebooted
 
-  # The KubeletDown symptom MCO-499 names, on 4.16: the certificate writer ignores `paused`, so
+    @ocp-4.14
+    Examples:
+      | expiry            |
+      | without an expiry |
+
+    @ocp-4.16
+    Examples:
+      | expiry          |
+      | with its expiry |
+
+  # The KubeletDown symptom MCO-499 names, on 4.14 and 4.16: the certificate writer ignores `paused`, so
   # a paused pool's nodes get kube-apiserver-client-ca with every new kube-csr-signer (through
   # csr-controller-ca; KCM-O targetconfigcontroller.go:694-710, KAS-O ManageClientCABundle).
   # In 40 days csr-signer (30 d, refresh 15 d) is re-issued twice and csr-signer-signer (60 d,
   # refresh 30 d) once (KCM-O certrotationcontroller.go:84-128), and a client certificate the
   # CSR API signs with the current one still reaches every kubelet.
-  @ocp-4.16
-  Scenario: On 4.16 a paused pool's kubelets accept the current kube-csr-signer across its rotations
+  @ocp-4.14 @ocp-4.16
+  Scenario: On 4.14 and 4.16 a paused pool's kubelets accept the current kube-csr-signer across its rotations
     Given a fresh cluster with 1 worker node
     And the worker pool is paused
     When 40 days pass

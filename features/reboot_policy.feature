@@ -2,21 +2,24 @@
 # calculatePostConfigChangeActionFromFileDiffs, performPostConfigChangeAction) and release-4.16
 # pkg/daemon/update.go (calculatePostConfigChangeActionFromMCDiffs: its file and directory
 # lists, restart crio for the user CA bundle); pkg/daemon/drain.go isDrainRequired. See
-# shared/notes/mco-source.md §1–§2.
+# shared/notes/mco-source.md §1–§2. Release-4.14 update.go:343-371 (harness/docs/ocp-4.14.md §5):
+# 4.12's lists plus a CRI-O restart for the user CA bundle (6e9755884), no directory lists, and
+# no "Don't override a restart" guard.
 @reboot-policy
 Feature: What a node does to apply a new config
   The daemon picks the least disruptive action that covers everything a new rendered config
   changes: nothing for the kubelet CA bundle and the pull secret, a CRI-O reload for registry
-  configuration, a CRI-O restart for the user CA bundle on 4.16, and a reboot for anything else
+  configuration, a CRI-O restart for the user CA bundle on 4.14 and 4.16, and a reboot for anything else
   (other files, units, kernel arguments, the OS image). SSH keys never reboot.
 
   # Each row is one change on its own, so the row's action is the whole decision: the file
   # lists of calculatePostConfigChangeActionFromFileDiffs (4.12) and ...FromMCDiffs (4.16);
   # a unit, kernel argument or OS image change reboots before any file is looked at; passwd
-  # (SSH keys) is never a reason to reboot. Only 4.16 knows the user CA bundle (restart crio),
-  # the registries.d directory (reload crio) and the /etc/nmstate/openshift directory (nothing:
-  # release-4.16 update.go:569-605, directoriesPostConfigChangeActionNone); 4.12 reboots for all
-  # three. A kernel type or an extension is an OS change and reboots on both (upstream applies
+  # (SSH keys) is never a reason to reboot. 4.14 and 4.16 know the user CA bundle (restart
+  # crio); only 4.16 knows the registries.d directory (reload crio) and the
+  # /etc/nmstate/openshift directory (nothing: release-4.16 update.go:569-605,
+  # directoriesPostConfigChangeActionNone); 4.12 reboots for all three, 4.14 for the two
+  # directories. A kernel type or an extension is an OS change and reboots on both (upstream applies
   # it with rpm-ostree on CoreOS; on a node that is not, it skips the OS part and still reboots).
   Scenario Outline: A change to <change> is applied with <action>
     Given a fresh cluster with 1 worker node
@@ -42,6 +45,26 @@ Feature: What a node does to apply a new config
       | the kernel type realtime                                                    | a reboot      |
       | the extension usbguard                                                      | a reboot      |
 
+    @ocp-4.14
+    Examples:
+      | change                                                                      | action          |
+      | the file /etc/kubernetes/kubelet-ca.crt                                     | no reboot       |
+      | the file /var/lib/kubelet/config.json                                       | no reboot       |
+      | the SSH keys                                                                | no reboot       |
+      | the file /etc/containers/registries.conf                                    | a crio reload   |
+      | the file /etc/containers/policy.json                                        | a crio reload   |
+      | the file /etc/machine-config-daemon/no-reboot/containers-gpg.pub            | a crio reload   |
+      | the file /etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt | a crio restart |
+      | the file /etc/containers/registries.d/example.yaml                          | a reboot        |
+      | the file /etc/mco-conformance/example.conf                                  | a reboot        |
+      | the unit mco-conformance-example.service                                    | a reboot        |
+      | the kernel argument nosmt                                                   | a reboot        |
+      | the OS image                                                                | a reboot        |
+      | the file /etc/nmstate/openshift/worker-0.yml                                | a reboot        |
+      | the kernel type realtime                                                    | a reboot        |
+      | the extension usbguard                                                      | a reboot        |
+      | the file /etc/mco/internal-registry-pull-secret.json                        | no reboot       |
+
     @ocp-4.16
     Examples:
       | change                                                                      | action          |
@@ -64,7 +87,11 @@ Feature: What a node does to apply a new config
   # Two changes in one MachineConfig: the most disruptive action wins, whatever the order.
   # Any file outside the tables reboots at once; on 4.16 a CRI-O restart (the user CA bundle)
   # is never lowered to a reload ("Don't override a restart CRIO action", release-4.16
-  # update.go:569-605); on 4.12 the user CA bundle is outside the tables and reboots
+  # update.go:569-605). On 4.14 it can be: there the file seen last decides between a reload
+  # and a restart (update.go:362-365), and upstream walks the changed files in Go map order
+  # (common/helpers.go:956-992 CalculateConfigFileDiffs), so a config that changes the user CA
+  # bundle and registries.conf gets either at random — no row for it on 4.14, since upstream
+  # itself has no one answer. On 4.12 the user CA bundle is outside the tables and reboots
   # (release-4.12 update.go calculatePostConfigChangeActionFromFileDiffs); a kernel argument
   # reboots before any file is looked at (update.go:483 / :716); SSH keys add nothing. As
   # upstream's TestCalculatePostConfigChangeAction, whose mixed cases these follow.
@@ -81,6 +108,15 @@ Feature: What a node does to apply a new config
       | the SSH keys                                                                | the file /etc/containers/policy.json                                        | a crio reload |
       | the file /etc/containers/registries.conf                                    | the kernel argument nosmt                                                   | a reboot      |
       | the file /etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt | the file /etc/containers/registries.conf                                  | a reboot      |
+
+    @ocp-4.14
+    Examples:
+      | first                                                                       | second                                                                      | action          |
+      | the file /etc/kubernetes/kubelet-ca.crt                                     | the file /etc/mco-conformance/example.conf                                  | a reboot        |
+      | the file /var/lib/kubelet/config.json                                       | the file /etc/containers/registries.conf                                    | a crio reload   |
+      | the SSH keys                                                                | the file /etc/containers/policy.json                                        | a crio reload   |
+      | the file /etc/containers/registries.conf                                    | the kernel argument nosmt                                                   | a reboot        |
+      | the file /etc/nmstate/openshift/worker-0.yml                                | the file /etc/containers/registries.d/example.yaml                          | a reboot        |
 
     @ocp-4.16
     Examples:
@@ -152,11 +188,11 @@ Feature: What a node does to apply a new config
     And no node has rebooted
     And no node's journal shows "Stopping kubelet.service"
 
-  # On 4.16 a rotation changes no rendered config: the certificate writer replaces
-  # kubelet-ca.crt alone (release-4.16 daemon.go syncControllerConfigHandler), and the config's
+  # On 4.14 and 4.16 a rotation changes no rendered config: the certificate writer replaces
+  # kubelet-ca.crt alone (certificate_writer.go syncControllerConfigHandler), and the config's
   # other files stay as they are.
-  @ocp-4.16
-  Scenario: On 4.16 a rotation writes kubelet-ca.crt alone
+  @ocp-4.14 @ocp-4.16
+  Scenario: On 4.14 and 4.16 a rotation writes kubelet-ca.crt alone
     Given a fresh cluster with 1 worker node
     And every node's /etc/kubernetes/ca.crt is noted
     When the kube-apiserver-to-kubelet-signer is rotated by force

@@ -3,17 +3,21 @@
 # syncOSImagePullSecrets: /etc/mco/internal-registry-pull-secret.json merged with
 # /run/secrets/os-image-pull-secrets/<role>, the mounted secret winning, an error for a node
 # with no role), unit test TestImagePullSecretReconciliation, e2e TestImageRegistryMergedCM and
-# TestInternalImageRegistryPullSecret. See shared/notes/mco-source.md §2.
-@registry-trust @ocp-4.16
+# TestInternalImageRegistryPullSecret. See shared/notes/mco-source.md §2. Release-4.14's writer
+# (certificate_writer.go:137-179) has the same registry CA block but for a missing
+# /etc/docker/certs.d, and no pull secret: on 4.14 that file is a template of the rendered config
+# (harness/docs/ocp-4.14.md §1, §12).
+@registry-trust
 Feature: Registry trust written from ControllerConfig
-  On 4.16 the daemon's certificate writer also writes what the container runtime trusts for
-  image registries: each registry CA of the ControllerConfig in its own directory under
-  /etc/docker/certs.d, and the internal registry's pull secret. Neither needs a rendered config
-  or a reboot.
+  On 4.14 and 4.16 the daemon's certificate writer also writes what the container runtime trusts
+  for image registries: each registry CA of the ControllerConfig in its own directory under
+  /etc/docker/certs.d, and on 4.16 the internal registry's pull secret. Neither needs a rendered
+  config or a reboot.
 
   # The directory name is the ControllerConfig's file name with ".." read as ":" (a ConfigMap
   # key cannot hold ":"), so "image-registry.svc..5000" serves host image-registry.svc:5000.
   # Publishing a list without a CA removes that CA's directory.
+  @ocp-4.14 @ocp-4.16
   Scenario: Registry CAs land under /etc/docker/certs.d and stale ones leave
     Given a fresh cluster with 1 worker node
     When the image registry CAs "registry.example.com" and "image-registry.svc..5000" are published
@@ -25,21 +29,36 @@ Feature: Registry trust written from ControllerConfig
     And every node is Done
     And no node has rebooted
 
-  Scenario: Without /etc/docker/certs.d no registry CA is written
+  # release-4.16 certificate_writer.go:247-249 logs "/etc/docker/certs.d does not exist yet" and
+  # writes no registry CA.
+  @ocp-4.16
+  Scenario: On 4.16 without /etc/docker/certs.d no registry CA is written
     Given a fresh cluster with 1 worker node
     When /etc/docker/certs.d is removed from every node
     And the image registry CA "registry.example.com" is published
     Then no node has the path /etc/docker/certs.d
     And every node is Done
 
+  # release-4.14 certificate_writer.go:139-142 ignores the ReadDir error for a missing directory
+  # and MkdirAll (:163, :173) makes it: the CA is written (7b4adcdb7, "Don't error if the certs.d
+  # dir doesn't exist yet", merged 2024-05-27; an early 4.14.z did otherwise).
+  @ocp-4.14
+  Scenario: On 4.14 without /etc/docker/certs.d the registry CA is written and the directory made
+    Given a fresh cluster with 1 worker node
+    When /etc/docker/certs.d is removed from every node
+    And the image registry CA "registry.example.com" is published
+    Then every node has the registry CA "registry.example.com" in /etc/docker/certs.d/registry.example.com/ca.crt
+    And every node is Done
+    And no node has rebooted
+
   # A ControllerConfig is input from outside the node: a file name with a "/" would put the CA
   # outside /etc/docker/certs.d (or anywhere, if absolute), so the reference daemon refuses it
   # and still writes the others. Upstream does not: release-4.16 certificate_writer.go joins the
   # name under the directory (filepath.Join("/etc/docker/certs.d", "/etc/x") is
   # /etc/docker/certs.d/etc/x), so its daemon writes /etc/docker/certs.d/etc/mco-conformance-escape/ca.crt
-  # and fails this scenario on purpose. Hence @beyond-upstream: judged for the reference daemon,
-  # reported apart for any other agent.
-  @beyond-upstream
+  # and fails this scenario on purpose (release-4.14 :163-166 likewise). Hence @beyond-upstream:
+  # judged for the reference daemon, reported apart for any other agent.
+  @beyond-upstream @ocp-4.14 @ocp-4.16
   Scenario: A registry CA whose file name would leave the directory is refused
     Given a fresh cluster with 1 worker node
     When the image registry CAs "/etc/mco-conformance-escape" and "registry.example.com" are published
@@ -47,7 +66,9 @@ Feature: Registry trust written from ControllerConfig
     And no node has the path /etc/docker/certs.d/etc
     And every node has the registry CA "registry.example.com" in /etc/docker/certs.d/registry.example.com/ca.crt
 
-  Scenario: The internal registry pull secret is merged with the role's mounted one
+  # 4.16 only: release-4.14 has no syncOSImagePullSecrets.
+  @ocp-4.16
+  Scenario: On 4.16 the internal registry pull secret is merged with the role's mounted one
     Given a fresh cluster with 1 worker node
     And every node has a mounted worker pull secret with credentials for "quay.io" and "registry.example.com"
     When the internal registry pull secret holds credentials for "image-registry.openshift-image-registry.svc:5000" and "registry.example.com"
@@ -61,7 +82,8 @@ Feature: Registry trust written from ControllerConfig
   # no secret is mounted, certificate_writer.go:374-380, 452), and its certificate writer reads
   # the Node its Node worker last saw, which may still have the label when the ControllerConfig
   # change comes first (the Node worker holds for a minute after start, daemon.go:857-870).
-  Scenario: A node with no role label gets an error, not a silent skip
+  @ocp-4.16
+  Scenario: On 4.16 a node with no role label gets an error, not a silent skip
     Given a fresh cluster with 1 worker node
     When every node loses its node-role label
     And the internal registry pull secret holds credentials for "image-registry.openshift-image-registry.svc:5000"

@@ -9,7 +9,8 @@
 # - 4.16: the bundle is in no rendered config (the kubelet-ca.crt template went in 4.14, PR
 #   #3787); every daemon's certificate writer writes the file from the one ControllerConfig update
 #   it watches (release-4.16 certificate_writer.go), so all 1,000 nodes follow at once and the
-#   pool keeps its one rendered config.
+#   pool keeps its one rendered config. 4.14 is the same path (release-4.14
+#   certificate_writer.go; harness/docs/ocp-4.14.md §1).
 # Both: a kubelet CA change is no reboot on either path.
 # Run with `--tags @scale`, best from a release build (`cargo run --release -p harness --bin
 # mco-conformance -- run --tags @scale features/scale.feature`): the 1,000-node scenarios run
@@ -22,8 +23,8 @@ Feature: A rotation across thousands of nodes
   rendered config, maxUnavailable nodes at a time; on 4.16 every node's daemon writes the new
   bundle at once, with no new rendered config.
 
-  @ocp-4.16
-  Scenario: On 4.16 a forced rotation reaches 1,000 nodes with no new rendered config
+  @ocp-4.14 @ocp-4.16
+  Scenario: On 4.14 and 4.16 a forced rotation reaches 1,000 nodes with no new rendered config
     Given a fresh cluster with 1000 worker nodes
     When the kube-apiserver-to-kubelet-signer is rotated by force
     Then every node's kubelet-ca.crt lists the current kube-apiserver-to-kubelet-signer
@@ -54,9 +55,9 @@ Feature: A rotation across thousands of nodes
     And every node is Done
     And no node has rebooted
 
-  @ocp-4.16
+  @ocp-4.14 @ocp-4.16
   @light
-  Scenario: On 4.16 a forced rotation reaches 10,000 light nodes with no new rendered config
+  Scenario: On 4.14 and 4.16 a forced rotation reaches 10,000 light nodes with no new rendered config
     Given a fresh cluster with 10000 light worker nodes
     When the kube-apiserver-to-kubelet-signer is rotated by force
     Then every node's kubelet-ca.crt lists the current kube-apiserver-to-kubelet-signer

@@ -1,7 +1,7 @@
 # Encodes: a machine scaled into a pool boots the Ignition the machine-config server serves it
 # (MCO pkg/server/cluster_server.go GetConfig): the pool's current rendered config
-# (spec.configuration). On 4.16 the server appends kubelet-ca.crt and the cloud provider CA
-# from the ControllerConfig (release-4.16 cluster_server.go:164-165 →
+# (spec.configuration). On 4.14 and 4.16 the server appends kubelet-ca.crt and the cloud provider
+# CA from the ControllerConfig (release-4.14 cluster_server.go:137-138, release-4.16 :164-165 →
 # server.go:235 addDataAndMaybeAppendToIgnition), since the rendered config holds no
 # kubelet-ca.crt there (the template went in 4.14, PR #3787); release-4.12's server appends
 # nothing, as its rendered config carries the file. Either way the new node's daemon finds it
@@ -32,10 +32,10 @@ Feature: A node that joins the cluster
     And the worker pool has 2 rendered configs
     And the newest rendered config of the worker pool has the file /etc/kubernetes/kubelet-ca.crt
 
-  # 4.16: no new rendered config; the bundle the new node boots with is the ControllerConfig's,
-  # which is kube-apiserver-client-ca.
-  @ocp-4.16
-  Scenario: On 4.16 a joining node's kubelet-ca.crt comes from the ControllerConfig, outside the rendered config
+  # 4.14 and 4.16: no new rendered config; the bundle the new node boots with is the
+  # ControllerConfig's, which is kube-apiserver-client-ca.
+  @ocp-4.14 @ocp-4.16
+  Scenario: On 4.14 and 4.16 a joining node's kubelet-ca.crt comes from the ControllerConfig, outside the rendered config
     Given a fresh cluster with 1 worker node
     When the kube-apiserver-to-kubelet-signer is rotated by force
     And a worker node joins the cluster

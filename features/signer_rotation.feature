@@ -1,7 +1,8 @@
 # Encodes: library-go pkg/operator/certrotation (signer.go needNewSigningCertKeyPair,
-# cabundle.go), cluster-kube-apiserver-operator certrotationcontroller.go (release-4.12/4.16),
-# MCO release-4.12 pkg/operator/sync.go (mergeCertWithCABundle) and release-4.16
-# pkg/daemon/certificate_writer.go; MCO e2e TestMCDRotatesCerts. See shared/notes/mco-source.md.
+# cabundle.go), cluster-kube-apiserver-operator certrotationcontroller.go (release-4.12/4.14/4.16),
+# MCO release-4.12 pkg/operator/sync.go (mergeCertWithCABundle), release-4.14 and release-4.16
+# pkg/daemon/certificate_writer.go; MCO e2e TestMCDRotatesCerts. See shared/notes/mco-source.md
+# and, for 4.14, harness/docs/ocp-4.14.md.
 @signer-rotation
 Feature: kube-apiserver-to-kubelet-signer rotation
   The kube-apiserver reaches kubelets (oc logs, exec, attach) with a client certificate from
@@ -9,8 +10,9 @@ Feature: kube-apiserver-to-kubelet-signer rotation
   /etc/kubernetes/kubelet-ca.crt. When the signer rotates, every node must get a bundle with
   the new signer before the kube-apiserver starts presenting a certificate from it.
 
-  # A forced rotation (MCO e2e: null certificate-not-after) reaches every node. On 4.16 the
-  # daemon writes kube-apiserver-client-ca as it is; on 4.12 the file is the installer's
+  # A forced rotation (MCO e2e: null certificate-not-after) reaches every node. On 4.14 and 4.16
+  # the daemon writes kube-apiserver-client-ca as it is (release-4.14 sync.go:452-467, the same
+  # source as release-4.16's); on 4.12 the file is the installer's
   # initial bundle with its kube-apiserver-to-kubelet signer replaced by that signer's whole
   # bundle (mco-source.md §1), delivered through a rendered MachineConfig.
   Scenario Outline: A forced rotation reaches every node and every kubelet trusts the new signer
@@ -30,18 +32,19 @@ Feature: kube-apiserver-to-kubelet-signer rotation
       | bundle                                                      |
       | the initial bundle with the kubelet signer's bundle merged in |
 
-    @ocp-4.16
+    @ocp-4.14 @ocp-4.16
     Examples:
       | bundle                   |
       | kube-apiserver-client-ca |
 
-  # The 4.16 certificate writer writes every certificate field of the ControllerConfig on each
-  # sync (release-4.16 certificate_writer.go:131, writeToDisk at :402): the cloud provider CA to
+  # The certificate writer writes every certificate field of the ControllerConfig on each
+  # sync (release-4.16 certificate_writer.go:131, writeToDisk at :402; release-4.14 :106-135):
+  # the cloud provider CA to
   # /etc/kubernetes/static-pod-resources/configmaps/cloud-config/ca-bundle.pem, a newline added
   # when the field lacks one, the file's mode kept (0644 as installed, or for a new file), owned
   # by root, with no reboot.
-  @ocp-4.16
-  Scenario: On 4.16 the cloud provider CA is written from ControllerConfig
+  @ocp-4.14 @ocp-4.16
+  Scenario: On 4.14 and 4.16 the cloud provider CA is written from ControllerConfig
     Given a fresh cluster with 2 worker nodes
     When the cloud provider CA is published
     Then every node's /etc/kubernetes/static-pod-resources/configmaps/cloud-config/ca-bundle.pem holds the ControllerConfig's cloudProviderCAData
@@ -50,7 +53,8 @@ Feature: kube-apiserver-to-kubelet-signer rotation
     And no node has rebooted
 
   # 4.12 renders a new MachineConfig for the new bundle (one more than the install's);
-  # 4.16 renders none: the bundle is not in any MachineConfig.
+  # 4.14 and 4.16 render none: the bundle is not in any MachineConfig (release-4.14 has no
+  # kubelet-ca.yaml template; PR #3787 deleted it).
   Scenario Outline: Rendered configs after a rotation
     Given a fresh cluster with 2 worker nodes
     When the kube-apiserver-to-kubelet-signer is rotated by force
@@ -61,7 +65,7 @@ Feature: kube-apiserver-to-kubelet-signer rotation
       | rendered |
       | 2        |
 
-    @ocp-4.16
+    @ocp-4.14 @ocp-4.16
     Examples:
       | rendered |
       | 1        |
@@ -80,7 +84,8 @@ Feature: kube-apiserver-to-kubelet-signer rotation
       | skipping reboot                                                                                              |
       | "Loaded a new CA Bundle and Verifier" name="client-ca-bundle::/etc/kubernetes/kubelet-ca.crt"                |
 
-    @ocp-4.16
+    # release-4.14 certificate_writer.go:186 and release-4.16 :303 log the same words.
+    @ocp-4.14 @ocp-4.16
     Examples:
       | line                                                                                          |
       | Certificate was synced from controllerconfig resourceVersion                                  |
@@ -151,13 +156,14 @@ Feature: kube-apiserver-to-kubelet-signer rotation
   #     kube-csr-signer is issued within 30 d of its signer's 60-day life, so it expires first.
   #   node-system-admin-signer (KAS-O, 365 d) is new at the start; the installer's kubelet-signer
   #     (24 h) expired 249 days before the window opens.
-  # 4.16 writes kube-apiserver-client-ca, the union of all of these bundles (KAS-O
+  # 4.14 and 4.16 write kube-apiserver-client-ca, the union of all of these bundles (KAS-O
   # targetconfigcontroller.go ManageClientCABundle:284-316; csr-controller-ca is KCM-O's union of
   # csr-signer-ca and csr-controller-signer-ca, :694-710), so kubelet-ca.crt changes on days 10,
   # 20, 25, 40, 42, 50, 55, 70, 80 and 85: 10 times (days 10, 40 and 70 change two bundles in one
   # resync), with no new rendered config. 4.12's kubelet-ca.crt is the initial bundle merged with
   # kube-apiserver-to-kubelet-client-ca only (release-4.12 sync.go:250-261): one change, on day
-  # 42, through one new rendered config.
+  # 42, through one new rendered config. 4.14's operators keep each signer bundle newest first
+  # (library-go 840298df1eee, not sorted as on 4.16): other bytes, the same ten changes.
   Scenario Outline: 90 days of signer churn reach the kubelets per profile
     Given a cluster in the starting state "signer-250-days-old" with 2 worker nodes
     When 90 days pass
@@ -171,7 +177,7 @@ Feature: kube-apiserver-to-kubelet-signer rotation
       | changes | rendered |
       | 1       | 2        |
 
-    @ocp-4.16
+    @ocp-4.14 @ocp-4.16
     Examples:
       | changes | rendered |
       | 10      | 1        |

@@ -1,8 +1,8 @@
 //! The mco-conformance harness: everything a scenario needs besides the API server.
 //!
 //! # Layout
-//! - `profile`: the two OpenShift generations (`ocp-4.12`, `ocp-4.16`).
-//! - `agent`: the reference daemon, 4.12 and 4.16 paths side by side.
+//! - `profile`: the OpenShift releases the suite encodes (`ocp-4.12`, `ocp-4.14`, `ocp-4.16`).
+//! - `agent`: the reference daemon, every release's path side by side.
 //! - `pki`: the simulated clock, the signer catalogue, signers, rotation rules, CA bundles and
 //!   verification at simulated time (no kube, no tokio).
 //! - `cluster`: the reference cluster side, kube-rs controllers playing the OpenShift operators.

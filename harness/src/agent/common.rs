@@ -4,7 +4,7 @@
 //! (mco-source.md §1, §2; MCO `pkg/daemon/update.go`, `file_writers.go`).
 
 pub use crate::mco::ignition::{changed_files, file_entry};
-use crate::profile::Profile;
+use crate::profile::{ActionPrecedence, Profile};
 use serde_json::Value;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
@@ -93,13 +93,15 @@ fn in_dir(path: &str, dirs: &[&str]) -> bool {
     dirs.iter().any(|d| Path::new(path).starts_with(d))
 }
 
-/// The action for a set of changed files (`calculatePostConfigChangeActionFromFileDiffs` on
-/// 4.12, `...FromMCDiffs` on 4.16): any file outside the tables reboots; restart beats reload.
+/// The action for a set of changed files, in the order given (`calculatePostConfigChangeAction
+/// FromFileDiffs` on 4.12 and 4.14, `...FromMCDiffs` on 4.16): any file outside the tables
+/// reboots; a file that needs no action changes nothing; between a reload and a restart the
+/// release's precedence decides (on 4.12 and 4.14 the last file, on 4.16 the restart).
 pub fn post_config_action_for_files(profile: Profile, changed: &[&str]) -> PostConfigAction {
     let table = profile.traits().post_config;
     let mut action = PostConfigAction::None;
     for path in changed {
-        let this = if NONE_FILES.contains(path) {
+        let this = if NONE_FILES.contains(path) || table.none_files.contains(path) {
             PostConfigAction::None
         } else if RELOAD_CRIO_FILES.contains(path) {
             PostConfigAction::ReloadCrio
@@ -112,7 +114,11 @@ pub fn post_config_action_for_files(profile: Profile, changed: &[&str]) -> PostC
         } else {
             return PostConfigAction::Reboot;
         };
-        action = action.max(this);
+        action = match (this, table.precedence) {
+            (PostConfigAction::None, _) => action,
+            (_, ActionPrecedence::LastWins) => this,
+            (_, ActionPrecedence::RestartBeatsReload) => action.max(this),
+        };
     }
     action
 }
@@ -161,46 +167,52 @@ mod tests {
     use PostConfigAction::*;
     use serde_json::json;
 
-    /// As MCO's TestCalculatePostConfigChangeAction, one row per case, both profiles.
+    /// As MCO's TestCalculatePostConfigChangeAction, one row per case: 4.12, 4.14, 4.16.
     #[test]
     fn post_config_actions_by_file() {
         let user_ca = "/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt";
-        let cases: &[(&[&str], PostConfigAction, PostConfigAction)] = &[
-            (&["/etc/kubernetes/kubelet-ca.crt"], None, None),
-            (&["/var/lib/kubelet/config.json"], None, None),
-            (&["/etc/containers/registries.conf"], ReloadCrio, ReloadCrio),
+        let pull_secret = "/etc/mco/internal-registry-pull-secret.json";
+        let policy = "/etc/containers/policy.json";
+        type Row<'a> = (&'a [&'a str], [PostConfigAction; 3]);
+        let cases: &[Row] = &[
+            (&["/etc/kubernetes/kubelet-ca.crt"], [None, None, None]),
+            (&["/var/lib/kubelet/config.json"], [None, None, None]),
+            (&[pull_secret], [Reboot, None, Reboot]),
             (
-                &["/etc/containers/policy.json", "/var/lib/kubelet/config.json"],
-                ReloadCrio,
-                ReloadCrio,
+                &["/etc/containers/registries.conf"],
+                [ReloadCrio, ReloadCrio, ReloadCrio],
+            ),
+            (
+                &[policy, "/var/lib/kubelet/config.json"],
+                [ReloadCrio, ReloadCrio, ReloadCrio],
             ),
             (
                 &["/etc/machine-config-daemon/no-reboot/containers-gpg.pub"],
-                ReloadCrio,
-                ReloadCrio,
+                [ReloadCrio, ReloadCrio, ReloadCrio],
             ),
-            (&[user_ca], Reboot, RestartCrio),
-            (&[user_ca, "/etc/containers/policy.json"], Reboot, RestartCrio),
-            (&["/etc/containers/registries.d/x.yaml"], Reboot, ReloadCrio),
-            (&["/etc/nmstate/openshift/cluster.yml"], Reboot, None),
+            (&[user_ca], [Reboot, RestartCrio, RestartCrio]),
+            // 4.14: the file seen last decides (upstream's order is Go map order); 4.16: restart.
+            (&[user_ca, policy], [Reboot, ReloadCrio, RestartCrio]),
+            (&[policy, user_ca], [Reboot, RestartCrio, RestartCrio]),
+            (
+                &["/etc/containers/registries.d/x.yaml"],
+                [Reboot, Reboot, ReloadCrio],
+            ),
+            (&["/etc/nmstate/openshift/cluster.yml"], [Reboot, Reboot, None]),
             (
                 &["/etc/kubernetes/kubelet-ca.crt", "/etc/some/other"],
-                Reboot,
-                Reboot,
+                [Reboot, Reboot, Reboot],
             ),
-            (&[], None, None),
+            (&[], [None, None, None]),
         ];
-        for (files, on_4_12, on_4_16) in cases {
-            assert_eq!(
-                post_config_action_for_files(Profile::Ocp412, files),
-                *on_4_12,
-                "4.12 {files:?}"
-            );
-            assert_eq!(
-                post_config_action_for_files(Profile::Ocp416, files),
-                *on_4_16,
-                "4.16 {files:?}"
-            );
+        for (files, expected) in cases {
+            for (profile, want) in Profile::ALL.into_iter().zip(expected) {
+                assert_eq!(
+                    post_config_action_for_files(profile, files),
+                    *want,
+                    "{profile} {files:?}"
+                );
+            }
         }
     }
 

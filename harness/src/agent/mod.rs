@@ -1,14 +1,14 @@
 //! The reference daemon: the default agent under test, honouring the agent contract of
 //! DESIGN.md (a kube client from `KUBECONFIG`, `NODE_NAME`, the node root `MCO_NODE_ROOT`,
 //! `systemctl`, `MCO_PROFILE`). What a release does differently is read from its row of
-//! `crate::profile::Traits`; the 4.16 certificate writer (`ocp_4_16`) runs where the row says
-//! the kubelet CA comes from it.
+//! `crate::profile::Traits`; the certificate writer (`writer`) runs where the row says the
+//! kubelet CA comes from it (4.14, 4.16), as that row's writer.
 //!
 //! # Layout
 //! - `common`: MachineConfig diffs, post-config actions, atomic writes.
-//! - `update`: the MachineConfig update flow both profiles run (MCD `update()`).
+//! - `update`: the MachineConfig update flow every profile runs (MCD `update()`).
 //! - `drift`: the config drift monitor and the on-disk validation.
-//! - `ocp_4_16`: the certificate writer.
+//! - `writer`: the ControllerConfig certificate writer.
 //! - `embedded`: the daemon as a service of an embedded node, in this process.
 //! - `process`: the daemon as its own process (`mco-reference-daemon`), from the contract's
 //!   environment, and the service that runs any agent binary on an embedded node.
@@ -20,10 +20,10 @@ pub mod drift;
 mod embedded;
 pub mod first_run;
 pub mod mutant;
-pub mod ocp_4_16;
 pub mod process;
 mod reconcile;
 mod update;
+pub mod writer;
 
 pub use embedded::ReferenceDaemon;
 pub use mutant::Mutant;
@@ -127,10 +127,10 @@ pub async fn run(env: AgentEnv, stop: CancellationToken) -> Result<(), String> {
         env.profile
     ));
     let work = async {
-        if traits.certificate_writer() {
+        if let Some(writer) = traits.certificate_writer() {
             tokio::join!(
                 update::node_loop(&env, traits.update_files, stop.clone()),
-                ocp_4_16::certificate_writer(&env, stop.clone())
+                writer::run(&env, writer, stop.clone())
             );
         } else {
             update::node_loop(&env, traits.update_files, stop.clone()).await;

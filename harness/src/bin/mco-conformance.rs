@@ -1,6 +1,6 @@
 //! `mco-conformance`: run the conformance features, or list the steps they can use.
 //!
-//! - `mco-conformance run [--profile ocp-4.12|ocp-4.16|all] [--tags EXPR] [--nodes embedded|container]
+//! - `mco-conformance run [--profile ocp-4.12|ocp-4.14|ocp-4.16|all] [--tags EXPR] [--nodes embedded|container]
 //!   [--report-dir DIR] [--junit PATH] [--json PATH] [-v] [--allow-empty] [FEATURE_OR_DIR …]`: lint, run, print a
 //!   line per scenario and the summary line last; exit 1 on a failure (an undefined step
 //!   included), 2 on bad input (a feature that does not lint, a missing path, an unknown
@@ -35,7 +35,7 @@ struct Cli {
 enum Command {
     /// Run features (default: every feature under ./features, both profiles, embedded nodes).
     Run {
-        /// ocp-4.12, ocp-4.16, or all.
+        /// ocp-4.12, ocp-4.14, ocp-4.16, or all.
         #[arg(long, env = "MCO_CONFORMANCE_PROFILE", default_value = "all")]
         profile: String,
         /// A tag expression, added to the profile and @slow/@scale/@container rules (e.g. "@slow", "@scale").

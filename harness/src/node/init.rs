@@ -11,7 +11,7 @@
 //! | variable | meaning |
 //! |---|---|
 //! | `NODE_NAME` | the node's name (required) |
-//! | `MCO_PROFILE` | `ocp-4.12` or `ocp-4.16` (required) |
+//! | `MCO_PROFILE` | `ocp-4.12`, `ocp-4.14` or `ocp-4.16` (required) |
 //! | `MCO_AGENT_COMMAND` | the agent's command line as a JSON array (default: the reference daemon) |
 //! | `MCO_NOW` | the simulated now at start, RFC 3339 (default: the simulation epoch) |
 //! | `MCO_NODE_ROOT` | the node's root (default `/`) |

@@ -70,6 +70,8 @@ pub struct SignerSpec {
     pub installer_only: bool,
     #[serde(rename = "ocp-4.12", default)]
     pub ocp_4_12: Option<PolicySpec>,
+    #[serde(rename = "ocp-4.14", default)]
+    pub ocp_4_14: Option<PolicySpec>,
     #[serde(rename = "ocp-4.16", default)]
     pub ocp_4_16: Option<PolicySpec>,
     /// Where the figures come from upstream.
@@ -107,14 +109,16 @@ pub struct TargetSpec {
     pub bundle: Option<String>,
     #[serde(rename = "ocp-4.12")]
     pub ocp_4_12: PolicySpec,
+    #[serde(rename = "ocp-4.14")]
+    pub ocp_4_14: PolicySpec,
     #[serde(rename = "ocp-4.16")]
     pub ocp_4_16: PolicySpec,
     pub source: String,
 }
 
-fn for_profile(profile: Profile, a: &PolicySpec, b: &PolicySpec) -> RotationPolicy {
+fn for_profile(profile: Profile, a: &PolicySpec, b: &PolicySpec, c: &PolicySpec) -> RotationPolicy {
     profile
-        .column(a, b)
+        .column(a, b, c)
         .policy()
         .expect("durations are checked when the catalogue loads")
 }
@@ -122,8 +126,8 @@ fn for_profile(profile: Profile, a: &PolicySpec, b: &PolicySpec) -> RotationPoli
 impl SignerSpec {
     /// How the signer is rotated on `profile`; an installer-only signer only expires.
     pub fn policy(&self, profile: Profile) -> RotationPolicy {
-        match (&self.ocp_4_12, &self.ocp_4_16) {
-            (Some(a), Some(b)) => for_profile(profile, a, b),
+        match (&self.ocp_4_12, &self.ocp_4_14, &self.ocp_4_16) {
+            (Some(a), Some(b), Some(c)) => for_profile(profile, a, b, c),
             _ => RotationPolicy {
                 validity: self
                     .installer_validity()
@@ -145,17 +149,22 @@ impl SignerSpec {
         if let Some(i) = &self.installer {
             parse_duration(&i.validity).map_err(|e| format!("installer: {e}"))?;
         }
-        match (self.installer_only, &self.ocp_4_12, &self.ocp_4_16) {
-            (true, None, None) if self.installer.is_some() => {}
-            (true, _, _) => {
+        match (
+            self.installer_only,
+            &self.ocp_4_12,
+            &self.ocp_4_14,
+            &self.ocp_4_16,
+        ) {
+            (true, None, None, None) if self.installer.is_some() => {}
+            (true, ..) => {
                 return Err("installer_only needs an installer certificate and no per-profile policy".into());
             }
-            (false, Some(a), Some(b)) => {
-                for (profile, spec) in [("ocp-4.12", a), ("ocp-4.16", b)] {
+            (false, Some(a), Some(b), Some(c)) => {
+                for (profile, spec) in [("ocp-4.12", a), ("ocp-4.14", b), ("ocp-4.16", c)] {
                     spec.policy().map_err(|e| format!("{profile}: {e}"))?;
                 }
             }
-            (false, _, _) => return Err("needs both ocp-4.12 and ocp-4.16".into()),
+            (false, ..) => return Err("needs a policy for each of ocp-4.12, ocp-4.14 and ocp-4.16".into()),
         }
         if !self.bundle.contains('/') {
             return Err(format!("bundle {:?} must be namespace/name", self.bundle));
@@ -166,11 +175,15 @@ impl SignerSpec {
 
 impl TargetSpec {
     pub fn policy(&self, profile: Profile) -> RotationPolicy {
-        for_profile(profile, &self.ocp_4_12, &self.ocp_4_16)
+        for_profile(profile, &self.ocp_4_12, &self.ocp_4_14, &self.ocp_4_16)
     }
 
     fn check(&self, catalogue: &Catalogue) -> Result<(), String> {
-        for (profile, spec) in [("ocp-4.12", &self.ocp_4_12), ("ocp-4.16", &self.ocp_4_16)] {
+        for (profile, spec) in [
+            ("ocp-4.12", &self.ocp_4_12),
+            ("ocp-4.14", &self.ocp_4_14),
+            ("ocp-4.16", &self.ocp_4_16),
+        ] {
             spec.policy().map_err(|e| format!("{profile}: {e}"))?;
         }
         if catalogue.signer(&self.signer).is_none() {
@@ -356,7 +369,7 @@ mod tests {
                 .starts_with("signers.yaml: signers[0]: unknown field `colour`"),
             "{e}"
         );
-        let text = "signers:\n- {name: s, namespace: n, bundle: n/b, source: x, ocp-4.12: {validity: 10 fortnights}, ocp-4.16: {validity: 1d}}\n";
+        let text = "signers:\n- {name: s, namespace: n, bundle: n/b, source: x, ocp-4.12: {validity: 10 fortnights}, ocp-4.14: {validity: 1d}, ocp-4.16: {validity: 1d}}\n";
         let e = Catalogue::parse(file, text).unwrap_err();
         assert!(
             e.to_string()

@@ -3,9 +3,10 @@
 //! field here; nothing else matches on [`Profile`](super::Profile), so a new profile is a new
 //! row and the compiler asks for every field of it.
 //!
-//! The rows: `OCP_4_12` (MCO release-4.12, library-go d932feccfc56 in KAS-O/KCM-O) and
-//! `OCP_4_16` (MCO release-4.16, library-go f5bf38712dca). What release-4.14 does for each
-//! field, for the third profile to come, is in `harness/docs/ocp-4.14.md`.
+//! The rows: `OCP_4_12` (MCO release-4.12, library-go d932feccfc56 in KAS-O/KCM-O),
+//! `OCP_4_14` (MCO release-4.14 at 00b2e0b1c, library-go 840298df1eee; every value with its
+//! upstream lines in `harness/docs/ocp-4.14.md`) and `OCP_4_16` (MCO release-4.16, library-go
+//! f5bf38712dca).
 
 use crate::mco::{
     CLOUD_CA_PATH, INTERNAL_REGISTRY_PULL_SECRET, KUBELET_CA_PATH, REGISTRY_CA_DIR, USER_CA_BUNDLE_PATH,
@@ -24,7 +25,40 @@ pub enum KubeletCaSource {
     /// `kubeAPIServerServingCAData` whatever the pool's `paused` (`pkg/daemon/certificate_writer.go`)
     /// and annotates the Node with the resourceVersion it synced
     /// (`lastSyncedControllerConfigResourceVersion`); no template renders it.
-    CertificateWriter,
+    CertificateWriter(CertificateWriter),
+}
+
+/// Where the certificate writers of the releases that have one differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CertificateWriter {
+    pub annotates: WriterAnnotates,
+    pub missing_registry_ca_dir: MissingRegistryCaDir,
+    /// The writer also writes `/etc/mco/internal-registry-pull-secret.json` from ControllerConfig
+    /// `internalRegistryPullSecret`, merged with the node's mounted pull secrets (4.16); on 4.14
+    /// the file is a template of the rendered config instead (not modelled: no scenario sets it).
+    pub internal_registry_pull_secret: bool,
+}
+
+/// When the writer annotates the Node with the resourceVersion it synced and logs
+/// `Certificate was synced from controllerconfig resourceVersion N`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriterAnnotates {
+    /// Only after writing, when the node's annotation differed from the ControllerConfig's
+    /// resourceVersion (release-4.14 certificate_writer.go:181-187, inside the `if`).
+    WhenResourceVersionChanged,
+    /// On every ControllerConfig event, written or not (release-4.16 certificate_writer.go:291-303).
+    EveryEvent,
+}
+
+/// What the writer does with the image registry CAs when `/etc/docker/certs.d` does not exist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MissingRegistryCaDir {
+    /// The `ReadDir` error is ignored and `MkdirAll` creates the directories: the CAs are written
+    /// (release-4.14 certificate_writer.go:139-142,163,173, from 7b4adcdb7).
+    Created,
+    /// Logged (`/etc/docker/certs.d does not exist yet`) and no registry CA is written
+    /// (release-4.16 certificate_writer.go:247-249).
+    WritesNoCa,
 }
 
 /// How the operator fills ControllerConfig `kubeAPIServerServingCAData` (`pkg/operator/sync.go`).
@@ -36,6 +70,19 @@ pub enum KubeletCaBundleRule {
     /// `kube-apiserver-client-ca` once the cluster's bootstrap is complete; before that as
     /// `InitialMerged` (release-4.16 sync.go:268-295).
     ClientCaOnceBootstrapped,
+}
+
+/// What the template controller's certificate controller (`updateControllerConfigCerts`) puts in
+/// ControllerConfig `status.controllerCertificates`; the pools' `certExpirys` copy its dates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ControllerCertificates {
+    /// No such controller (release-4.12).
+    Absent,
+    /// `{subject, signer, bundleFile}`: the dates were taken out by 1b2393504 "temporarily remove
+    /// certificate date strings" (release-4.14 types.go:164-173), so `certExpirys` has no `expiry`.
+    WithoutDates,
+    /// With `notBefore`/`notAfter` (release-4.16), and `certExpirys` with `expiry`.
+    WithDates,
 }
 
 /// What the machine-config controller publishes about the kubelet CA a pool's nodes hold.
@@ -68,15 +115,28 @@ pub enum SystemLogQuoting {
 }
 
 /// The post-config action table beyond the files every release shares
-/// (`calculatePostConfigChangeActionFromFileDiffs` on 4.12, `...FromMCDiffs` on 4.16).
+/// (`calculatePostConfigChangeActionFromFileDiffs` on 4.12 and 4.14, `...FromMCDiffs` on 4.16).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PostConfigTable {
+    /// Files beyond the shared ones that need no action.
+    pub none_files: &'static [&'static str],
     /// Files after which CRI-O restarts (the user CA bundle, after `update-ca-trust`).
     pub restart_crio_files: &'static [&'static str],
     /// Directories whose files need no action.
     pub none_dirs: &'static [&'static str],
     /// Directories whose files reload CRI-O.
     pub reload_crio_dirs: &'static [&'static str],
+    pub precedence: ActionPrecedence,
+}
+
+/// Which of "reload crio" and "restart crio" a config that changes files of both gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ActionPrecedence {
+    /// The file seen last decides (release-4.12 update.go:446-469, release-4.14 :343-371): upstream
+    /// walks the changed files in Go map order, so a mixed change gets either action at random.
+    LastWins,
+    /// A restart is never overridden by a reload (release-4.16 update.go:593-597, 84ec414dd).
+    RestartBeatsReload,
 }
 
 /// Which files the MachineConfig update flow leaves to the certificate writer.
@@ -120,9 +180,7 @@ pub struct Traits {
     /// annotation in step with the kube-apiserver serving CA, and the certificate writer
     /// rewrites the node's kubeconfigs from them.
     pub serving_ca_rotation: bool,
-    /// The machine-config controller's certificate controller fills ControllerConfig
-    /// `status.controllerCertificates`.
-    pub controller_certificates: bool,
+    pub controller_certificates: ControllerCertificates,
     pub paused_pool_signal: PausedPoolSignal,
     pub bundle_order: BundleOrder,
     pub system_log: SystemLogQuoting,
@@ -136,11 +194,11 @@ pub struct Traits {
 }
 
 impl Traits {
-    /// Whether the daemon runs the ControllerConfig certificate writer.
-    pub fn certificate_writer(&self) -> bool {
+    /// The daemon's ControllerConfig certificate writer, where it runs one.
+    pub fn certificate_writer(&self) -> Option<CertificateWriter> {
         match self.kubelet_ca {
-            KubeletCaSource::RenderedConfig => false,
-            KubeletCaSource::CertificateWriter => true,
+            KubeletCaSource::RenderedConfig => None,
+            KubeletCaSource::CertificateWriter(writer) => Some(writer),
         }
     }
 }
@@ -157,16 +215,18 @@ pub const OCP_4_12: Traits = Traits {
     kubelet_ca: KubeletCaSource::RenderedConfig,
     kubelet_ca_bundle: KubeletCaBundleRule::InitialMerged,
     serving_ca_rotation: false,
-    controller_certificates: false,
+    controller_certificates: ControllerCertificates::Absent,
     paused_pool_signal: PausedPoolSignal::PendingFileGauge,
     bundle_order: BundleOrder::NewestFirst,
     system_log: SystemLogQuoting::AsIs,
     // release-4.12: the drift check skips no file.
     drift_ignores: &[],
     post_config: PostConfigTable {
+        none_files: &[],
         restart_crio_files: &[],
         none_dirs: &[],
         reload_crio_dirs: &[],
+        precedence: ActionPrecedence::LastWins,
     },
     // release-4.12 daemon.go: no hold before the health listener.
     start_hold: Duration::ZERO,
@@ -179,25 +239,81 @@ pub const OCP_4_12: Traits = Traits {
     },
 };
 
+/// MCO release-4.14 (00b2e0b1c): between the two. The kubelet CA comes from a certificate
+/// writer as on 4.16, but an early one (no serving-CA or kubeconfig logic, no pull secret, the
+/// annotation only on a change, a missing certs.d created), the dates are out of
+/// `controllerCertificates`, and the bundle order, `logSystem` and start are still 4.12's.
+/// Every value: `harness/docs/ocp-4.14.md` (section numbers below).
+pub const OCP_4_14: Traits = Traits {
+    payload_version: "4.14.0",
+    // KAS-O release-4.14 go.mod:26 k8s.io/api v0.27.4 (§11).
+    kubernetes_minor: 27,
+    // §1: templates/common/_base/files has no kubelet-ca.yaml (deleted by PR #3787);
+    // certificate_writer.go:77-192.
+    kubelet_ca: KubeletCaSource::CertificateWriter(CertificateWriter {
+        annotates: WriterAnnotates::WhenResourceVersionChanged,
+        missing_registry_ca_dir: MissingRegistryCaDir::Created,
+        internal_registry_pull_secret: false,
+    }),
+    // §2: sync.go:452-491, the bootstrap gate as 4.16.
+    kubelet_ca_bundle: KubeletCaBundleRule::ClientCaOnceBootstrapped,
+    // §1, §2: no service-ca-rotate, kubeconfig-data or lastObservedServerCA in release-4.14.
+    serving_ca_rotation: false,
+    // §3: template_controller.go:430-511, types.go:164-173.
+    controller_certificates: ControllerCertificates::WithoutDates,
+    // §3: no paused-pool gauge (removed by 28343237e in 4.13); status.go:46-58 certExpirys.
+    paused_pool_signal: PausedPoolSignal::CertExpirys,
+    // §7: library-go 840298df1eee cabundle.go:84-124, no sort.
+    bundle_order: BundleOrder::NewestFirst,
+    // §6: update.go:2007-2023.
+    system_log: SystemLogQuoting::AsIs,
+    // §4: on_disk_validation.go:167-173.
+    drift_ignores: &[KUBELET_CA_PATH, CLOUD_CA_PATH],
+    // §5: update.go:343-371 (the pull secret, a template on 4.14, needs no action).
+    post_config: PostConfigTable {
+        none_files: &[INTERNAL_REGISTRY_PULL_SECRET],
+        restart_crio_files: &[USER_CA_BUNDLE_PATH],
+        none_dirs: &[],
+        reload_crio_dirs: &[],
+        precedence: ActionPrecedence::LastWins,
+    },
+    // §10: no initializeHealthServer in release-4.14.
+    start_hold: Duration::ZERO,
+    // §13: file_writers.go:157-163; update.go:1278-1283, 1295-1297.
+    update_files: UpdateFiles {
+        not_written_on_update: &[KUBELET_CA_PATH],
+        kept_when_stale: &[USER_CA_BUNDLE_PATH, KUBELET_CA_PATH, CLOUD_CA_PATH],
+        kept_when_stale_under: &[REGISTRY_CA_DIR],
+    },
+};
+
 /// MCO release-4.16: the daemon's certificate writer writes the CA files from ControllerConfig
 /// whatever the pool's `paused`, with no new rendered config and no reboot; MachineConfig
 /// updates leave those files alone.
 pub const OCP_4_16: Traits = Traits {
     payload_version: "4.16.0",
     kubernetes_minor: 29,
-    kubelet_ca: KubeletCaSource::CertificateWriter,
+    kubelet_ca: KubeletCaSource::CertificateWriter(CertificateWriter {
+        annotates: WriterAnnotates::EveryEvent,
+        missing_registry_ca_dir: MissingRegistryCaDir::WritesNoCa,
+        internal_registry_pull_secret: true,
+    }),
     kubelet_ca_bundle: KubeletCaBundleRule::ClientCaOnceBootstrapped,
     serving_ca_rotation: true,
-    controller_certificates: true,
+    controller_certificates: ControllerCertificates::WithDates,
     paused_pool_signal: PausedPoolSignal::CertExpirys,
     bundle_order: BundleOrder::ByRawBytes,
     system_log: SystemLogQuoting::GoQuoted,
     // release-4.16 daemon.go getFilesToIgnore.
     drift_ignores: &[KUBELET_CA_PATH, CLOUD_CA_PATH, INTERNAL_REGISTRY_PULL_SECRET],
+    // release-4.16 update.go:569-608 (mco-source.md §2): the pull secret is the writer's, in no
+    // list.
     post_config: PostConfigTable {
+        none_files: &[],
         restart_crio_files: &[USER_CA_BUNDLE_PATH],
         none_dirs: &["/etc/nmstate/openshift"],
         reload_crio_dirs: &["/etc/containers/registries.d"],
+        precedence: ActionPrecedence::RestartBeatsReload,
     },
     // release-4.16 daemon.go:857-870 (`initializeHealthServer` after a minute).
     start_hold: Duration::from_secs(60),
@@ -216,14 +332,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_4_16_keeps_certificates_a_new_config_drops() {
-        let (v412, v416) = (OCP_4_12.update_files, OCP_4_16.update_files);
+    fn only_the_writers_releases_keep_certificates_a_new_config_drops() {
+        let (v412, v414, v416) = (
+            OCP_4_12.update_files,
+            OCP_4_14.update_files,
+            OCP_4_16.update_files,
+        );
         for path in [
             USER_CA_BUNDLE_PATH,
             KUBELET_CA_PATH,
             "/etc/docker/certs.d/r.example/ca.crt",
         ] {
             assert!(!v412.keeps_when_stale(path), "{path}");
+            assert!(v414.keeps_when_stale(path), "{path}");
             assert!(v416.keeps_when_stale(path), "{path}");
         }
         // "Contains", as upstream: a directory below one that holds the listed name.
@@ -234,8 +355,9 @@ mod tests {
 
     #[test]
     fn the_writer_runs_where_it_is_the_kubelet_cas_source() {
-        assert!(!OCP_4_12.certificate_writer());
-        assert!(OCP_4_16.certificate_writer());
+        assert!(OCP_4_12.certificate_writer().is_none());
+        assert!(OCP_4_14.certificate_writer().is_some());
+        assert!(OCP_4_16.certificate_writer().is_some());
     }
 
     /// The row and the templates fixture say the same about kubelet-ca.crt for every profile: a
@@ -253,7 +375,7 @@ mod tests {
                 .files
                 .iter()
                 .any(|f| f.path == KUBELET_CA_PATH && f.profiles.iter().any(|p| p == profile.as_str()));
-            let writer = traits.certificate_writer();
+            let writer = traits.certificate_writer().is_some();
             assert_eq!(
                 templated, !writer,
                 "{profile}: templated {templated}, writer {writer}"

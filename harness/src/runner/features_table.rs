@@ -11,18 +11,18 @@ use std::path::PathBuf;
 pub fn features_markdown(paths: &[PathBuf]) -> Result<String, Vec<lint::LintError>> {
     let files = lint::feature_files(paths);
     let features = lint::lint(&files)?;
-    let mut out = String::from(
-        "| feature | scenarios (ocp-4.12 / ocp-4.16) | what it checks: its scenarios |\n|---|---|---|\n",
-    );
+    let columns = Profile::ALL.map(Profile::as_str).join(" / ");
+    let mut out =
+        format!("| feature | scenarios ({columns}) | what it checks: its scenarios |\n|---|---|---|\n");
     for (file, feature) in files.iter().zip(&features) {
         let name = file
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let mut totals = [0usize; 2];
+        let mut totals = [0usize; Profile::ALL.len()];
         let mut titles = Vec::new();
         for (rule, scenario) in scenarios_of(feature) {
-            let mut counts = [0usize; 2];
+            let mut counts = [0usize; Profile::ALL.len()];
             for (_, row_tags, _) in expanded(scenario) {
                 let mut all = tags_of(feature, rule, scenario);
                 all.extend(row_tags);
@@ -32,23 +32,11 @@ pub fn features_markdown(paths: &[PathBuf]) -> Result<String, Vec<lint::LintErro
                     }
                 }
             }
-            totals[0] += counts[0];
-            totals[1] += counts[1];
-            let mut notes = Vec::new();
-            match counts {
-                [n, 0] => notes.push(if n > 1 {
-                    format!("4.12 only, {n} rows")
-                } else {
-                    "4.12 only".into()
-                }),
-                [0, n] => notes.push(if n > 1 {
-                    format!("4.16 only, {n} rows")
-                } else {
-                    "4.16 only".into()
-                }),
-                [a, b] if a > 1 || b > 1 => notes.push(format!("{a} rows on 4.12, {b} on 4.16")),
-                _ => {}
+            for (total, count) in totals.iter_mut().zip(counts) {
+                *total += count;
             }
+            let mut notes = Vec::new();
+            notes.extend(profile_note(&counts));
             for tag in ["slow", "scale", "container"] {
                 if tags_of(feature, rule, scenario).iter().any(|t| t == tag) {
                     notes.push(format!("@{tag}"));
@@ -62,12 +50,90 @@ pub fn features_markdown(paths: &[PathBuf]) -> Result<String, Vec<lint::LintErro
             });
         }
         out.push_str(&format!(
-            "| `{name}`: {} | {} / {} | {} |\n",
+            "| `{name}`: {} | {} | {} |\n",
             feature.name.replace('|', "\\|"),
-            totals[0],
-            totals[1],
+            totals.map(|t| t.to_string()).join(" / "),
             titles.join("; ")
         ));
     }
     Ok(out)
+}
+
+/// What a scenario's row counts per profile say: which profiles it is for when not all, and its
+/// rows per profile when an Outline has more than one ("4.14, 4.16 only"; "2 rows on 4.12, 3 on
+/// 4.14, 3 on 4.16").
+fn profile_note(counts: &[usize; Profile::ALL.len()]) -> Option<String> {
+    let short = |p: &Profile| p.as_str().trim_start_matches("ocp-").to_string();
+    let present: Vec<(String, usize)> = Profile::ALL
+        .iter()
+        .zip(counts)
+        .filter(|(_, n)| **n > 0)
+        .map(|(p, n)| (short(p), *n))
+        .collect();
+    let rows = |present: &[(String, usize)]| {
+        let first = present.first().map_or(0, |(_, n)| *n);
+        if present.iter().all(|(_, n)| *n == first) {
+            format!("{first} rows")
+        } else {
+            present
+                .iter()
+                .enumerate()
+                .map(|(i, (p, n))| {
+                    if i == 0 {
+                        format!("{n} rows on {p}")
+                    } else {
+                        format!("{n} on {p}")
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    };
+    let many = present.iter().any(|(_, n)| *n > 1);
+    if present.is_empty() {
+        None
+    } else if present.len() < Profile::ALL.len() {
+        let names = present
+            .iter()
+            .map(|(p, _)| p.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        Some(if many {
+            format!("{names} only, {}", rows(&present))
+        } else {
+            format!("{names} only")
+        })
+    } else if many {
+        let all_equal = present.iter().all(|(_, n)| *n == present[0].1);
+        Some(if all_equal {
+            format!("{} rows on each", present[0].1)
+        } else {
+            rows(&present)
+        })
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod note_tests {
+    use super::profile_note;
+
+    #[test]
+    fn notes_name_the_profiles_a_scenario_is_for_and_its_rows() {
+        assert_eq!(profile_note(&[1, 1, 1]), None);
+        assert_eq!(profile_note(&[0, 0, 1]).as_deref(), Some("4.16 only"));
+        assert_eq!(profile_note(&[0, 1, 1]).as_deref(), Some("4.14, 4.16 only"));
+        assert_eq!(profile_note(&[3, 0, 0]).as_deref(), Some("4.12 only, 3 rows"));
+        assert_eq!(
+            profile_note(&[0, 2, 3]).as_deref(),
+            Some("4.14, 4.16 only, 2 rows on 4.14, 3 on 4.16")
+        );
+        assert_eq!(profile_note(&[2, 2, 2]).as_deref(), Some("2 rows on each"));
+        assert_eq!(
+            profile_note(&[2, 3, 3]).as_deref(),
+            Some("2 rows on 4.12, 3 on 4.14, 3 on 4.16")
+        );
+        assert_eq!(profile_note(&[0, 0, 0]), None);
+    }
 }

@@ -10,6 +10,16 @@ use crate::profile::Profile;
 use cucumber::gherkin::{Feature, GherkinEnv, Scenario};
 use std::path::{Path, PathBuf};
 
+/// "@ocp-4.12, @ocp-4.14 or @ocp-4.16", for messages.
+fn profile_tag_list() -> String {
+    let tags: Vec<String> = PROFILE_TAGS.iter().map(|t| format!("@{t}")).collect();
+    match tags.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
 pub const PROFILE_TAGS: [&str; Profile::ALL.len()] = {
     let mut tags = [""; Profile::ALL.len()];
     let mut i = 0;
@@ -153,7 +163,10 @@ pub fn lint(files: &[PathBuf]) -> Result<Vec<Feature>, Vec<LintError>> {
                 {
                     errors.push(err(
                         examples.position.line,
-                        "a `profile` column: write one Examples block per profile, tagged @ocp-4.12 or @ocp-4.16".into(),
+                        format!(
+                            "a `profile` column: write one Examples block per profile, tagged {}",
+                            profile_tag_list()
+                        ),
                     ));
                 }
                 // The parser drops cells beyond the header's width: count them in the text.
@@ -180,7 +193,10 @@ pub fn lint(files: &[PathBuf]) -> Result<Vec<Feature>, Vec<LintError>> {
                 if tagged > 0 && untagged {
                     errors.push(err(
                         examples.position.line,
-                        "untagged Examples in an Outline whose other Examples are tagged by profile: tag it @ocp-4.12 or @ocp-4.16".into(),
+                        format!(
+                            "untagged Examples in an Outline whose other Examples are tagged by profile: tag it {}",
+                            profile_tag_list()
+                        ),
                     ));
                 }
             }

@@ -1,7 +1,7 @@
 //! Running features: lint them, then one cucumber run per profile, each scenario in its own
 //! World, and one summary whose last line is `N passed, N failed, N skipped` (scenarios).
 //!
-//! A scenario tagged `@ocp-4.12` or `@ocp-4.16` (on itself, its feature, or its Examples block)
+//! A scenario tagged `@ocp-4.12`, `@ocp-4.14` or `@ocp-4.16` (on itself, its feature, or its Examples block)
 //! runs for that profile only; `@container` is skipped on embedded nodes, and `@slow` and
 //! `@scale` unless the tag expression asks for them, each listed with its reason above the
 //! summary. JUnit XML and Cucumber JSON go under the report directory, one file per profile. A

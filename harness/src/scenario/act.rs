@@ -245,7 +245,7 @@ impl Scenario {
             .map_err(|e| ClusterError::kube("controllerconfig machine-config-controller".into(), e))?;
         let started = std::time::Instant::now();
         self.side.settle().await?;
-        if !self.options.profile.traits().certificate_writer() {
+        if self.options.profile.traits().certificate_writer().is_none() {
             return self.converge().await;
         }
         eventually(self.options.deadline, || async {

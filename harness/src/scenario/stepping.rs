@@ -252,7 +252,7 @@ impl Scenario {
     /// its Node, a minute after it starts at worst (release-4.16 `ccRequeueDelay`).
     pub(super) async fn await_first_sync(&self) -> Result<(), ScenarioError> {
         if self.options.nudge_first_sync {
-            let writer = self.options.profile.traits().certificate_writer();
+            let writer = self.options.profile.traits().certificate_writer().is_some();
             self.nudge_first_sync(writer).await?;
         }
         self.converge_within(self.options.deadline).await.map(drop)
@@ -506,7 +506,7 @@ impl Scenario {
                 )));
                 continue;
             }
-            if self.options.profile.traits().certificate_writer()
+            if self.options.profile.traits().certificate_writer().is_some()
                 && get(LAST_SYNCED_CONTROLLER_CONFIG) != cc_rv
             {
                 found = Some(Pending::Waiting(format!(

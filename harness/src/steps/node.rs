@@ -387,6 +387,20 @@ async fn file_not_written_again(world: &mut ConformanceWorld, path: String) -> a
     Ok(())
 }
 
+/// No node carries the annotation, with any value. Checked once, as it is: put it after a step
+/// that waits for the agents to have acted.
+#[then(regex = r"^no node has the annotation (\S+)$")]
+async fn no_node_has_annotation(world: &mut ConformanceWorld, key: String) -> anyhow::Result<()> {
+    let c = world.cluster()?;
+    for node in &c.nodes {
+        let annotations = c.node_annotations(node.name()).await?;
+        if let Some(value) = annotations.get(&key) {
+            anyhow::bail!("{}: has {key}={value:?}", node.name());
+        }
+    }
+    Ok(())
+}
+
 /// Every node's annotation has the value: a quoted string, or "the ControllerConfig's
 /// resourceVersion" (the one the cluster holds now). Waits until it does, since agents
 /// annotate after they act.

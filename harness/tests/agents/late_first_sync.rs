@@ -44,7 +44,7 @@ async fn main() -> ExitCode {
         if post_event {
             first_run_done(&env.client, &env.node_name).await?;
         }
-        if env.profile.traits().certificate_writer() {
+        if env.profile.traits().certificate_writer().is_some() {
             println!("waiting for a ControllerConfig change before the first sync");
             changed_since(&env.client, seen).await?;
         }

@@ -25,6 +25,7 @@ mod node_status;
 mod nudge;
 mod operator;
 mod oracle;
+mod profile_skew;
 mod qe_input;
 mod readme;
 mod reference_daemon_binary;

@@ -24,7 +24,7 @@ use crate::mco::ignition::{changed_files, file_entry};
 use crate::mco::{DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN};
 use crate::pki::{Clock, SimClock};
 use crate::pki::{parse_certs, rfc3339};
-use crate::profile::{PausedPoolSignal, Profile};
+use crate::profile::{ControllerCertificates, PausedPoolSignal, Profile};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
@@ -88,8 +88,14 @@ impl MachineConfigController {
     pub async fn reconcile(&self) -> Result<bool, ClusterError> {
         let mut view = self.read().await?;
         let mut changed = self.template(&mut view).await?;
-        if self.profile.traits().controller_certificates {
-            changed |= self.controller_certificates(&mut view).await?;
+        match self.profile.traits().controller_certificates {
+            ControllerCertificates::Absent => {}
+            ControllerCertificates::WithoutDates => {
+                changed |= self.controller_certificates(&mut view, false).await?;
+            }
+            ControllerCertificates::WithDates => {
+                changed |= self.controller_certificates(&mut view, true).await?;
+            }
         }
         changed |= self.render(&mut view).await?;
         changed |= self.nodes(&mut view).await?;
@@ -296,7 +302,7 @@ impl MachineConfigController {
 
     /// 4.14+ template controller (`updateControllerConfigCerts`): every certificate of the
     /// ControllerConfig's bundles in `status.controllerCertificates`.
-    async fn controller_certificates(&self, view: &mut ApiView) -> Result<bool, ClusterError> {
+    async fn controller_certificates(&self, view: &mut ApiView, dates: bool) -> Result<bool, ClusterError> {
         let spec = &view.controller_config["spec"];
         let mut certificates = Vec::new();
         for (field, bundle_file) in [
@@ -305,7 +311,7 @@ impl MachineConfigController {
             ("rootCAData", "RootCAData"),
             ("additionalTrustBundle", "AdditionalTrustBundle"),
         ] {
-            certificates.extend(certificate_entries(spec[field].as_str(), bundle_file));
+            certificates.extend(certificate_entries(spec[field].as_str(), bundle_file, dates));
         }
         for registry in spec["imageRegistryBundleData"]
             .as_array()
@@ -314,7 +320,7 @@ impl MachineConfigController {
             .flatten()
         {
             let file = registry["file"].as_str().unwrap_or("");
-            certificates.extend(certificate_entries(registry["data"].as_str(), file));
+            certificates.extend(certificate_entries(registry["data"].as_str(), file, dates));
         }
         let certificates = Value::Array(certificates);
         if view.controller_config["status"]["controllerCertificates"] == certificates {

@@ -45,8 +45,9 @@ impl ApiView {
     }
 }
 
-/// `status.controllerCertificates` entries for one bundle (base64 in the spec).
-pub(super) fn certificate_entries(encoded: Option<&str>, bundle_file: &str) -> Vec<Value> {
+/// `status.controllerCertificates` entries for one bundle (base64 in the spec), with
+/// `notBefore`/`notAfter` where the release's entries carry them.
+pub(super) fn certificate_entries(encoded: Option<&str>, bundle_file: &str, dates: bool) -> Vec<Value> {
     use base64::Engine;
     let Some(pem) = encoded
         .and_then(|e| base64::engine::general_purpose::STANDARD.decode(e).ok())
@@ -58,21 +59,32 @@ pub(super) fn certificate_entries(encoded: Option<&str>, bundle_file: &str) -> V
         .unwrap_or_default()
         .into_iter()
         .map(|c| {
-            json!({"subject": c.subject, "signer": c.issuer, "notBefore": rfc3339(c.not_before),
-                "notAfter": rfc3339(c.not_after), "bundleFile": bundle_file})
+            if dates {
+                json!({"subject": c.subject, "signer": c.issuer, "notBefore": rfc3339(c.not_before),
+                    "notAfter": rfc3339(c.not_after), "bundleFile": bundle_file})
+            } else {
+                json!({"subject": c.subject, "signer": c.issuer, "bundleFile": bundle_file})
+            }
         })
         .collect()
 }
 
 /// 4.14+ pool `status.certExpirys` (`pkg/controller/node/status.go`): the ControllerConfig's
-/// certificates from `KubeAPIServerServingCAData`.
+/// certificates from `KubeAPIServerServingCAData`, with their `notAfter` as `expiry` where the
+/// entries have one (not on 4.14, whose entries carry no dates).
 pub(super) fn cert_expirys(controller_config: &Value) -> Value {
     controller_config["status"]["controllerCertificates"]
         .as_array()
         .into_iter()
         .flatten()
         .filter(|c| c["bundleFile"] == "KubeAPIServerServingCAData")
-        .map(|c| json!({"bundle": c["bundleFile"], "subject": c["subject"], "expiry": c["notAfter"]}))
+        .map(|c| {
+            let mut entry = json!({"bundle": c["bundleFile"], "subject": c["subject"]});
+            if let Some(expiry) = c.get("notAfter") {
+                entry["expiry"] = expiry.clone();
+            }
+            entry
+        })
         .collect()
 }
 

@@ -1,9 +1,10 @@
-//! The 4.16 writer's registry trust (release-4.16 `certificate_writer.go`): the internal
-//! registry's pull secret merged with a mounted per-role one (`syncOSImagePullSecrets`), and the
-//! image registry CAs under `/etc/docker/certs.d`.
+//! The writer's registry trust (`certificate_writer.go`): the internal registry's pull secret
+//! merged with a mounted per-role one (`syncOSImagePullSecrets`, 4.16 only), and the image
+//! registry CAs under `/etc/docker/certs.d` (4.14 and 4.16).
 
 use super::{AgentEnv, SyncError, write_to_disk};
 use crate::agent::Mutant;
+use crate::profile::MissingRegistryCaDir;
 use base64::Engine;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::DynamicObject;
@@ -91,15 +92,29 @@ pub(super) fn pull_secret(
 }
 
 /// The registry CAs (`imageRegistryBundleData` then `imageRegistryBundleUserData`): with no
-/// `/etc/docker/certs.d`, none; otherwise every subdirectory that no CA's raw file name equals
-/// is removed, and each CA goes to `<file with ".." read as ":">/ca.crt`. A file name that
-/// would leave the directory (a `/` in it, or empty or `.`) is refused with an error in the log
-/// and nothing written for it.
-pub(super) fn sync_registry_cas(env: &AgentEnv, cc: &DynamicObject) -> Result<(), SyncError> {
+/// `/etc/docker/certs.d`, none on 4.16 and all of them (the directory made) on 4.14; otherwise
+/// every subdirectory that no CA's raw file name equals is removed, and each CA goes to
+/// `<file with ".." read as ":">/ca.crt`. A file name that would leave the directory (a `/` in
+/// it, or empty or `.`) is refused with an error in the log and nothing written for it.
+pub(super) fn sync_registry_cas(
+    env: &AgentEnv,
+    cc: &DynamicObject,
+    missing_dir: MissingRegistryCaDir,
+) -> Result<(), SyncError> {
     let dir = env.path(REGISTRY_CA_DIR);
-    let Ok(existing) = std::fs::read_dir(&dir) else {
-        env.log(&format!("{REGISTRY_CA_DIR} does not exist yet"));
-        return Ok(());
+    let existing: Vec<std::fs::DirEntry> = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries.flatten().collect(),
+        Err(e) => match missing_dir {
+            MissingRegistryCaDir::WritesNoCa => {
+                env.log(&format!("{REGISTRY_CA_DIR} does not exist yet: {e}"));
+                return Ok(());
+            }
+            // release-4.14 certificate_writer.go:139-142: only "not exist" is let pass.
+            MissingRegistryCaDir::Created if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            MissingRegistryCaDir::Created => {
+                return Err(SyncError::Node(format!("{REGISTRY_CA_DIR}: {e}")));
+            }
+        },
     };
     let spec = &cc.data["spec"];
     let mut cas = Vec::new();
@@ -121,7 +136,7 @@ pub(super) fn sync_registry_cas(env: &AgentEnv, cc: &DynamicObject) -> Result<()
             .map_err(|e| SyncError::Node(format!("image registry CA {file:?}: {e}")))?;
         cas.push((file, data));
     }
-    for stale in existing.flatten() {
+    for stale in existing {
         let name = stale.file_name().to_string_lossy().into_owned();
         if stale.path().is_dir()
             && !cas.iter().any(|(file, _)| *file == name)

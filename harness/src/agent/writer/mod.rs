@@ -1,16 +1,17 @@
-//! The 4.16 path (MCO release-4.16 `pkg/daemon/certificate_writer.go`): the daemon watches
-//! ControllerConfig `machine-config-controller` and writes the CA files itself, whatever the
-//! pool's `paused` says, with no new rendered config and no reboot. MachineConfig updates leave
-//! those files alone (`skipCertificateWrite`).
+//! The certificate writer (MCO `pkg/daemon/certificate_writer.go`, release-4.14 and
+//! release-4.16; what differs between them is the profile's [`CertificateWriter`] row): the
+//! daemon watches ControllerConfig `machine-config-controller` and writes the CA files itself,
+//! whatever the pool's `paused` says, with no new rendered config and no reboot. MachineConfig
+//! updates leave those files alone (`skipCertificateWrite`).
 //!
 //! On every ControllerConfig event: if the node's `lastSyncedControllerConfigResourceVersion`
-//! differs from the ControllerConfig's resourceVersion (or `service-ca-rotate` is "true"), write
-//! kubelet-ca.crt and the cloud CA (a trailing newline added, existing modes kept, new files
-//! 0644); then annotate the node with the resourceVersion and log
-//! `Certificate was synced from controllerconfig resourceVersion N` — every time, as upstream
-//! does (its line 303), which is why the line repeats.
+//! differs from the ControllerConfig's resourceVersion (or, on 4.16, `service-ca-rotate` is
+//! "true"), write kubelet-ca.crt and the cloud CA (a trailing newline added, existing modes
+//! kept, new files 0644); then annotate the node with the resourceVersion and log
+//! `Certificate was synced from controllerconfig resourceVersion N` — on 4.16 every time, as
+//! upstream does (its line 303), which is why the line repeats; on 4.14 only after a write.
 //!
-//! With `service-ca-rotate: "true"` that this node has not acted on, it compares
+//! On 4.16, with `service-ca-rotate: "true"` that this node has not acted on, it compares
 //! `kubeconfig-data`'s CA with `/etc/kubernetes/kubeconfig`'s: certificates the configmap adds
 //! get `/etc/kubernetes/kubeconfig` rewritten, and unless every added one is a localhost or
 //! load-balancer serving signer, the kubelet restarts: `systemctl stop kubelet`, the CA in
@@ -34,6 +35,7 @@ use crate::mco::{
     STATE, STATE_DEGRADED, STATE_DONE,
 };
 use crate::node::seed::{KUBELET_KUBECONFIG, NODE_KUBECONFIG};
+use crate::profile::{CertificateWriter, WriterAnnotates};
 use base64::Engine;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
@@ -53,7 +55,8 @@ pub const CERTIFICATE_FILES: &[(&str, &str)] = &[
     (CLOUD_CA_PATH, "cloudProviderCAData"),
 ];
 
-pub async fn certificate_writer(env: &AgentEnv, stop: CancellationToken) {
+/// Sync the ControllerConfig's certificates to the node until `stop`.
+pub async fn run(env: &AgentEnv, writer: CertificateWriter, stop: CancellationToken) {
     let config = watcher::Config::default().fields(&format!("metadata.name={CONTROLLER_CONFIG}"));
     let mut events = watcher(controller_configs(&env.client), config)
         .default_backoff()
@@ -93,7 +96,7 @@ pub async fn certificate_writer(env: &AgentEnv, stop: CancellationToken) {
         if env.mutant_is(Mutant::SlowSync) {
             tokio::time::sleep(super::mutant::SLOW_SYNC_DELAY).await;
         }
-        match sync(env, &cc).await {
+        match sync(env, writer, &cc).await {
             Ok(()) => {
                 if let Some(reason) = degraded.take() {
                     clear_own_degraded(env, &reason).await;
@@ -185,7 +188,8 @@ async fn set_state(env: &AgentEnv, state: &str, reason: &str) {
         .await;
 }
 
-async fn sync(env: &AgentEnv, cc: &DynamicObject) -> Result<(), SyncError> {
+async fn sync(env: &AgentEnv, writer: CertificateWriter, cc: &DynamicObject) -> Result<(), SyncError> {
+    let serving_ca_rotation = env.profile.traits().serving_ca_rotation;
     let nodes: Api<Node> = Api::all(env.client.clone());
     let node = nodes
         .get(&env.node_name)
@@ -193,12 +197,13 @@ async fn sync(env: &AgentEnv, cc: &DynamicObject) -> Result<(), SyncError> {
         .map_err(|e| format!("node {}: {e}", env.node_name))?;
     let annotations = node.metadata.annotations.clone().unwrap_or_default();
     let rv = cc.metadata.resource_version.clone().unwrap_or_default();
-    let rotate = cc
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(SERVICE_CA_ROTATE))
-        .is_some_and(|v| v == "true");
+    let rotate = serving_ca_rotation
+        && cc
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(SERVICE_CA_ROTATE))
+            .is_some_and(|v| v == "true");
     let rotate_value = cc
         .metadata
         .annotations
@@ -211,7 +216,8 @@ async fn sync(env: &AgentEnv, cc: &DynamicObject) -> Result<(), SyncError> {
         .cloned()
         .unwrap_or_default();
     let mut restart_kubelet = None;
-    if annotations.get(LAST_SYNCED_CONTROLLER_CONFIG) != Some(&rv) || rotate {
+    let changed = annotations.get(LAST_SYNCED_CONTROLLER_CONFIG) != Some(&rv);
+    if changed || rotate {
         let mut path_to_data: Vec<(String, Vec<u8>)> = Vec::new();
         for (path, field) in CERTIFICATE_FILES {
             if env.mutant_is(Mutant::CloudCaIgnored) && *field == "cloudProviderCAData" {
@@ -223,7 +229,9 @@ async fn sync(env: &AgentEnv, cc: &DynamicObject) -> Result<(), SyncError> {
                 .map_err(|e| SyncError::Node(format!("controllerconfig spec.{field}: {e}")))?;
             path_to_data.push((path.to_string(), data));
         }
-        if let Some(secret) = pull_secret(env, cc, &node)? {
+        if writer.internal_registry_pull_secret
+            && let Some(secret) = pull_secret(env, cc, &node)?
+        {
             path_to_data.push((INTERNAL_REGISTRY_PULL_SECRET.to_string(), secret));
         }
         if rotate && observed != "true" && !env.mutant_is(Mutant::IgnoreServingCa) {
@@ -254,7 +262,7 @@ async fn sync(env: &AgentEnv, cc: &DynamicObject) -> Result<(), SyncError> {
             }
         }
         if env.mutant_is(Mutant::AnnotateBeforeWrite) {
-            annotate_synced(env, &nodes, &rv, &observed, &rotate_value).await?;
+            annotate_synced(env, &nodes, &rv, serving_ca_rotation, &observed, &rotate_value).await?;
             tokio::time::sleep(std::time::Duration::from_millis(500)).await;
         }
         let kubelet_ca_before = std::fs::read(env.path(KUBELET_CA_PATH)).ok();
@@ -280,14 +288,20 @@ async fn sync(env: &AgentEnv, cc: &DynamicObject) -> Result<(), SyncError> {
             systemctl(env, &["daemon-reload"]).await?;
             systemctl(env, &["start", "kubelet"]).await?;
         }
-        sync_registry_cas(env, cc)?;
+        sync_registry_cas(env, cc, writer.missing_registry_ca_dir)?;
     }
-    if !env.mutant_is(Mutant::AnnotateBeforeWrite) {
-        annotate_synced(env, &nodes, &rv, &observed, &rotate_value).await?;
+    let annotate = match writer.annotates {
+        WriterAnnotates::EveryEvent => true,
+        WriterAnnotates::WhenResourceVersionChanged => changed,
+    };
+    if annotate {
+        if !env.mutant_is(Mutant::AnnotateBeforeWrite) {
+            annotate_synced(env, &nodes, &rv, serving_ca_rotation, &observed, &rotate_value).await?;
+        }
+        env.log(&format!(
+            "Certificate was synced from controllerconfig resourceVersion {rv}"
+        ));
     }
-    env.log(&format!(
-        "Certificate was synced from controllerconfig resourceVersion {rv}"
-    ));
     Ok(())
 }
 
@@ -296,6 +310,7 @@ async fn annotate_synced(
     env: &AgentEnv,
     nodes: &Api<Node>,
     rv: &str,
+    serving_ca_rotation: bool,
     observed: &str,
     rotate_value: &str,
 ) -> Result<(), SyncError> {
@@ -308,7 +323,7 @@ async fn annotate_synced(
     };
     let mut set = serde_json::Map::new();
     set.insert(LAST_SYNCED_CONTROLLER_CONFIG.into(), json!(rv));
-    if observed != rotate_value {
+    if serving_ca_rotation && observed != rotate_value {
         set.insert(LAST_OBSERVED_SERVER_CA.into(), json!(rotate_value));
     }
     let patch = json!({"metadata": {"annotations": set}});
