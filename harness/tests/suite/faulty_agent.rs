@@ -94,7 +94,11 @@ async fn faulty_fails_reference_passes(nodes: Nodes) {
         report["agent"]
     );
     let failed = entries(&report, SCENARIO);
-    assert_eq!(failed.len(), 2, "one entry per profile: {failed:?}");
+    assert_eq!(
+        failed.len(),
+        harness::Profile::ALL.len(),
+        "one entry per profile: {failed:?}"
+    );
     for (profile, entry) in failed {
         assert_eq!(entry["result"].as_str(), Some("failed"), "{profile}: {entry:?}");
         let message = entry["failure"]["message"].as_str().unwrap_or("");

@@ -117,13 +117,13 @@ fn a_selection_of_nothing_exits_2_unless_allowed() {
 fn an_unknown_profile_tag_is_a_lint_error_at_its_line() {
     let (dir, path) = feature(
         "tag.feature",
-        "Feature: f\n\n  @ocp-4.14\n  Scenario: for 4.14\n    Given a fresh cluster with 1 worker node\n",
+        "Feature: f\n\n  @ocp-4.13\n  Scenario: for 4.13\n    Given a fresh cluster with 1 worker node\n",
     );
     let (code, _, stderr) = run(dir.path(), &[], &path);
     assert_eq!(code, Some(2));
     assert!(
         stderr.contains(&format!(
-            "{}:3: @ocp-4.14 names no profile of this suite",
+            "{}:3: @ocp-4.13 names no profile of this suite",
             path.display()
         )),
         "{stderr}"

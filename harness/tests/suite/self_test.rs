@@ -85,15 +85,21 @@ async fn the_discovery_pass_finds_and_confirms_a_rejection() {
     let mut config = config(dir.path());
     config.mutants = vec![Mutant::CloudCaIgnored];
     let verdicts = self_test(&config).await.expect("the runs work");
-    assert_eq!(verdicts.len(), 1);
-    let rejection = verdicts[0]
-        .rejection
-        .as_ref()
-        .expect("cloud-ca-ignored is rejected");
-    assert!(
-        rejection.message.contains("ca-bundle.pem"),
-        "the rejection names the cloud CA file: {rejection:?}"
+    // One verdict per profile the mutant breaks: the releases with a certificate writer.
+    assert_eq!(
+        verdicts.iter().map(|v| v.profile).collect::<Vec<_>>(),
+        Mutant::CloudCaIgnored.profiles()
     );
+    for verdict in &verdicts {
+        let rejection = verdict
+            .rejection
+            .as_ref()
+            .unwrap_or_else(|| panic!("cloud-ca-ignored is rejected on {}", verdict.profile));
+        assert!(
+            rejection.message.contains("ca-bundle.pem"),
+            "the rejection names the cloud CA file: {rejection:?}"
+        );
+    }
 }
 
 /// Timeliness is part of conformance: an agent that acts on a timer rather than on the watch

@@ -6,8 +6,8 @@
 //! its skew from the profile, each with the upstream line that makes it.
 //!
 //! Opt-in: nobody can fetch and build the upstream source in CI, so each daemon runs only when
-//! its environment variable (`MCO_UPSTREAM_MCD_4_12`, `MCO_UPSTREAM_MCD_4_16`,
-//! `MCO_UPSTREAM_MCD_MAIN`) names its binary (README, "Running your own agent", says how to
+//! its environment variable (`MCO_UPSTREAM_MCD_4_12`, `MCO_UPSTREAM_MCD_4_14`,
+//! `MCO_UPSTREAM_MCD_4_16`, `MCO_UPSTREAM_MCD_MAIN`) names its binary (README, "Running your own agent", says how to
 //! build them). The README's table of differences is checked against the fixture in every run.
 
 use harness::Profile;
@@ -224,6 +224,11 @@ async fn judge(name: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn release_4_12s_daemon_passes_the_4_12_profile() {
     judge("release-4.12").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_4_14s_daemon_passes_the_4_14_profile() {
+    judge("release-4.14").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
