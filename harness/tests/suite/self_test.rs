@@ -55,26 +55,47 @@ async fn every_readme_row_rejects_its_mutant_and_the_reference_passes_it() {
     // Six confirmations at a time: a rejection by deadline spends its 30 s waiting, not
     // computing (the whole test used 15 s of CPU in 280 s at two at a time).
     use futures::StreamExt;
-    let failures: Vec<String> = futures::stream::iter(rows)
-        .map(|row| {
-            let config = &config;
-            async move {
-                let mutant: Mutant = row.mutant.parse().unwrap();
-                let profile = row.profile.parse().unwrap();
-                match confirm(config, mutant, profile, &row.file, row.line).await {
-                    Ok(Some(_)) => None,
-                    Ok(None) => Some(format!(
-                        "{} on {}: {}:{} did not fail with the mutant alone while passing with the reference daemon",
-                        row.mutant, row.profile, row.file, row.line
-                    )),
-                    Err(e) => Some(format!("{} on {}: {e}", row.mutant, row.profile)),
-                }
-            }
-        })
+    let check = |row: harness::runner::self_test::TableRow| {
+        let config = &config;
+        async move {
+            let mutant: Mutant = row.mutant.parse().unwrap();
+            let profile = row.profile.parse().unwrap();
+            let failure = match confirm(config, mutant, profile, &row.file, row.line).await {
+                Ok(Some(_)) => None,
+                Ok(None) => Some(format!(
+                    "{} on {}: {}:{} did not fail with the mutant alone while passing with the reference daemon",
+                    row.mutant, row.profile, row.file, row.line
+                )),
+                Err(e) => Some(format!("{} on {}: {e}", row.mutant, row.profile)),
+            };
+            failure.map(|f| (row, f))
+        }
+    };
+    let first: Vec<_> = futures::stream::iter(rows)
+        .map(check)
         .buffer_unordered(6)
         .filter_map(|f| async move { f })
         .collect()
         .await;
+    // A row that did not hold is checked once more, alone: with the other suite tests and five
+    // confirmations beside it on two cores, the reference daemon's half can miss the 10 s sync
+    // bound (seen once in CI). A row that is wrong fails alone too; both messages are kept.
+    let mut failures = Vec::new();
+    for (row, first_failure) in first {
+        if let Some((_, again)) = check(row).await {
+            failures.push(format!("{first_failure}\n  and alone: {again}"));
+        }
+    }
+    if !failures.is_empty() {
+        // Straight to the process's stderr: the cucumber runs above replace the panic hook, so
+        // a failed assertion's message would not reach the test's captured output.
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "self-test rows that did not hold:\n{}",
+            failures.join("\n")
+        );
+    }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
