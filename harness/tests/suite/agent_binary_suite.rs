@@ -24,6 +24,7 @@ async fn whole_suite(nodes: Nodes) -> Summary {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_whole_suite_passes_with_the_reference_daemon_binary_on_both_node_kinds() {
+    let _turn = crate::common::WHOLE_SUITE_RUNS.lock().await;
     let embedded = whole_suite(Nodes::Embedded).await;
     assert_eq!(
         (embedded.failed, embedded.mco_logs_failed),
