@@ -61,6 +61,7 @@ Feature: When the kubelet restarts
   # /var/lib/kubelet/kubeconfig"), so once the API server serves from a CA it did not trust at
   # start it cannot write to its Node until its pod restarts. What this scenario judges is the
   # kubelet, which the daemon restarted with the new CA in its kubeconfig.
+  @in-process-apiserver
   Scenario Outline: A new kube-apiserver serving CA and the kubelet's kubeconfig
     Given a fresh cluster with 1 worker node
     When the kube-apiserver's serving CA bundle gains a new CA
@@ -238,7 +239,7 @@ Feature: When the kubelet restarts
   # Node yet), so nothing here asks it to sync again.
   # Upstream's other trigger, daemon stop, never fires: its stopCh is closed only after Run
   # returns, and a SIGTERM returns without re-bootstrapping.
-  @ocp-4.16
+  @ocp-4.16 @in-process-apiserver
   Scenario: On 4.16 an x509 error after a deferred serving CA re-bootstraps the kubelet
     Given a fresh cluster with 1 worker node
     When the kube-apiserver's serving CA bundle gains the installer's kube-apiserver-lb-signer

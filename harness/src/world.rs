@@ -8,6 +8,11 @@ use crate::profile::Profile;
 use crate::scenario::Scenario;
 use std::collections::BTreeMap;
 
+/// How long any one step may run when the run asks for no other limit (`--step-limit`): far
+/// beyond any step's own waits (a 10,000-node start takes about a minute in a debug build),
+/// short of CI's patience.
+pub const DEFAULT_STEP_LIMIT: std::time::Duration = std::time::Duration::from_secs(600);
+
 #[derive(cucumber::World)]
 #[world(init = Self::new)]
 pub struct ConformanceWorld {
@@ -25,6 +30,10 @@ pub struct ConformanceWorld {
     pub backend: crate::scenario::NodeBackend,
     /// How long steps wait for the cluster and the agents.
     pub deadline: std::time::Duration,
+    /// How long any one step may run (`runner::watchdog`).
+    pub step_limit: std::time::Duration,
+    /// The API server the scenario runs against.
+    pub endpoint: crate::scenario::ClusterEndpoint,
     /// `--nudge-first-sync`.
     pub nudge_first_sync: bool,
     /// Per node: the rendered config it ran when the cluster was up.
@@ -74,6 +83,8 @@ impl ConformanceWorld {
             agent: crate::scenario::AgentKind::Reference,
             backend: crate::scenario::NodeBackend::Embedded,
             deadline: std::time::Duration::from_secs(30),
+            step_limit: DEFAULT_STEP_LIMIT,
+            endpoint: crate::scenario::ClusterEndpoint::InProcess,
             nudge_first_sync: false,
             place: String::new(),
             progress: false,

@@ -75,6 +75,24 @@ enum Command {
         /// first ControllerConfig sync takes a minute needs more than the default.
         #[arg(long, default_value = "30s")]
         agent_timeout: String,
+        /// How long any one step may run before it is stopped and fails, naming itself: a
+        /// safety net for an await that never answers, far beyond every step's own waits.
+        #[arg(long, default_value = "10m")]
+        step_limit: String,
+        /// Run against the kube-apiserver this kubeconfig names (its current context's server
+        /// and certificate authority) instead of a fake API server per scenario: scenarios run
+        /// one at a time, each after deleting what the last one made. Needs the CA the server
+        /// trusts for client certificates (--apiserver-client-ca, --apiserver-client-ca-key),
+        /// from which the nodes' and daemons' certificates are issued.
+        #[arg(long, env = "MCO_CONFORMANCE_APISERVER", requires_all = ["apiserver_client_ca", "apiserver_client_ca_key"])]
+        apiserver: Option<PathBuf>,
+        /// The PEM certificate of the CA the --apiserver server trusts for client certificates
+        /// (its --client-ca-file).
+        #[arg(long, env = "MCO_CONFORMANCE_APISERVER_CLIENT_CA", requires = "apiserver")]
+        apiserver_client_ca: Option<PathBuf>,
+        /// That CA's PKCS#8 PEM key.
+        #[arg(long, env = "MCO_CONFORMANCE_APISERVER_CLIENT_CA_KEY", requires = "apiserver")]
+        apiserver_client_ca_key: Option<PathBuf>,
         /// Once every node's agent has finished its first run (its ConfigDriftMonitorStarted
         /// event, or 20 s after its state annotation when it posts none), touch the
         /// ControllerConfig until each has synced it: upstream's 4.16 daemon otherwise requeues
@@ -194,13 +212,9 @@ async fn main() -> ExitCode {
                 }
             }
             config.concurrency = concurrency;
-            config.agent_timeout = match harness::pki::duration::parse_duration(&agent_timeout) {
-                Ok(d) if d.is_positive() => std::time::Duration::from_secs(d.whole_seconds().max(1) as u64),
-                _ => {
-                    return bad(format!(
-                        "--agent-timeout {agent_timeout:?}: a positive duration (\"10s\")"
-                    ));
-                }
+            config.agent_timeout = match positive_duration("--agent-timeout", &agent_timeout) {
+                Ok(d) => d,
+                Err(e) => return bad(e),
             };
             let started = std::time::Instant::now();
             if let Err(e) = install_interrupts() {
@@ -281,6 +295,10 @@ async fn main() -> ExitCode {
             agent_args,
             agent_image,
             agent_timeout,
+            step_limit,
+            apiserver,
+            apiserver_client_ca,
+            apiserver_client_ca_key,
             nudge_first_sync,
             report,
             html,
@@ -302,10 +320,22 @@ async fn main() -> ExitCode {
             if agent_image.is_some() && agent_binary.is_some() {
                 return bad("--agent-image and --agent-binary name two agents: give one");
             }
-            let agent_timeout = match harness::pki::duration::parse_duration(&agent_timeout) {
-                Ok(d) if d.is_positive() => std::time::Duration::from_secs(d.whole_seconds().max(1) as u64),
-                Ok(_) => return bad(format!("--agent-timeout {agent_timeout:?}: must be positive")),
-                Err(e) => return bad(format!("--agent-timeout {agent_timeout:?}: {e}")),
+            let agent_timeout = match positive_duration("--agent-timeout", &agent_timeout) {
+                Ok(d) => d,
+                Err(e) => return bad(e),
+            };
+            let step_limit = match positive_duration("--step-limit", &step_limit) {
+                Ok(d) => d,
+                Err(e) => return bad(e),
+            };
+            let endpoint = match (apiserver, apiserver_client_ca, apiserver_client_ca_key) {
+                (Some(kubeconfig), Some(cert), Some(key)) => {
+                    match harness::scenario::KubeconfigEndpoint::load(&kubeconfig, &cert, &key) {
+                        Ok(real) => harness::scenario::ClusterEndpoint::Kubeconfig(std::sync::Arc::new(real)),
+                        Err(e) => return bad(format!("--apiserver: {e}")),
+                    }
+                }
+                _ => harness::scenario::ClusterEndpoint::InProcess,
             };
             let agent = match agent_binary {
                 None if !agent_args.is_empty() => return bad("--agent-arg needs --agent-binary"),
@@ -368,6 +398,8 @@ async fn main() -> ExitCode {
             config.concurrency = concurrency;
             config.agent = agent;
             config.agent_timeout = agent_timeout;
+            config.step_limit = step_limit;
+            config.endpoint = endpoint;
             config.nudge_first_sync = nudge_first_sync;
             config.report = report;
             config.verbose = verbose;
@@ -437,4 +469,13 @@ fn interrupted_exit() -> ExitCode {
 fn bad(message: impl std::fmt::Display) -> ExitCode {
     harness::warnln!("mco-conformance: {message}");
     ExitCode::from(2)
+}
+
+/// A duration flag's value, whole seconds and at least one: the error names the flag.
+fn positive_duration(flag: &str, text: &str) -> Result<std::time::Duration, String> {
+    match harness::pki::duration::parse_duration(text) {
+        Ok(d) if d.is_positive() => Ok(std::time::Duration::from_secs(d.whole_seconds().max(1) as u64)),
+        Ok(_) => Err(format!("{flag} {text:?}: must be positive")),
+        Err(e) => Err(format!("{flag} {text:?}: {e}")),
+    }
 }

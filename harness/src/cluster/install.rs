@@ -136,7 +136,14 @@ pub async fn install(
     let (crds, rest): (Vec<_>, Vec<_>) = loaded
         .into_iter()
         .partition(|m| m.object["kind"] == "CustomResourceDefinition");
-    for m in crds.iter().chain(rest.iter()) {
+    for m in &crds {
+        apply(client, &m.object).await?;
+    }
+    // A kube-apiserver serves a new CRD's resources once it is Established (the fake at once).
+    for m in &crds {
+        await_established(client, m.object["metadata"]["name"].as_str().unwrap_or("")).await?;
+    }
+    for m in &rest {
         apply(client, &m.object).await?;
     }
     install_payload(client, profile).await?;
@@ -153,4 +160,145 @@ pub async fn install(
         apply(client, &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}, "data": {"status": "complete"}})).await?;
     }
     Ok(())
+}
+
+/// Wait until the CRD `name` is Established, for up to a minute.
+async fn await_established(client: &kube::Client, name: &str) -> Result<(), ClusterError> {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let established = |crd: &CustomResourceDefinition| {
+        crd.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|c| c.iter().any(|c| c.type_ == "Established" && c.status == "True"))
+    };
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let crd = api
+            .get(name)
+            .await
+            .map_err(|e| ClusterError::kube(format!("CustomResourceDefinition {name}"), e))?;
+        if established(&crd) {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(ClusterError::Fixture(format!(
+                "CustomResourceDefinition {name} was not Established within a minute"
+            )));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+/// Before a scenario on a kube-apiserver that others ran on: delete everything a scenario makes
+/// — every custom resource of `fixtures/crds`, Nodes, CertificateSigningRequests, and the
+/// ConfigMaps, Secrets, Events and Leases in the namespaces the cluster side and the nodes
+/// write into. Namespaces and CRDs stay (a namespace is never gone without a namespace
+/// controller; install applies both again).
+pub async fn clean(client: &kube::Client, fixtures: &Path) -> Result<(), ClusterError> {
+    use kube::api::{DeleteParams, ListParams};
+    let loaded =
+        manifests::load(&[fixtures.join("crds")]).map_err(|e| ClusterError::Fixture(e.to_string()))?;
+    let mut kinds: Vec<(ApiResource, bool)> = Vec::new();
+    for m in loaded
+        .iter()
+        .filter(|m| m.object["kind"] == "CustomResourceDefinition")
+    {
+        let spec = &m.object["spec"];
+        let version = spec["versions"]
+            .as_array()
+            .and_then(|v| v.iter().find(|v| v["storage"] == true))
+            .and_then(|v| v["name"].as_str())
+            .unwrap_or("v1");
+        let group = spec["group"].as_str().unwrap_or("");
+        let gvk = GroupVersionKind::gvk(group, version, spec["names"]["kind"].as_str().unwrap_or(""));
+        let plural = spec["names"]["plural"].as_str().unwrap_or("");
+        kinds.push((
+            ApiResource::from_gvk_with_plural(&gvk, plural),
+            spec["scope"] == "Namespaced",
+        ));
+    }
+    let core = |kind: &str, plural: &str| {
+        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("", "v1", kind), plural)
+    };
+    kinds.push((core("Node", "nodes"), false));
+    kinds.push((
+        ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("certificates.k8s.io", "v1", "CertificateSigningRequest"),
+            "certificatesigningrequests",
+        ),
+        false,
+    ));
+    let namespaces: Vec<&str> = NAMESPACES
+        .iter()
+        .copied()
+        .chain(["default", "kube-system", "kube-node-lease"])
+        .collect();
+    for (kind, plural) in [
+        ("ConfigMap", "configmaps"),
+        ("Secret", "secrets"),
+        ("Event", "events"),
+    ] {
+        kinds.push((core(kind, plural), true));
+    }
+    kinds.push((
+        ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("coordination.k8s.io", "v1", "Lease"),
+            "leases",
+        ),
+        true,
+    ));
+    for (resource, namespaced) in &kinds {
+        let apis: Vec<Api<DynamicObject>> = if *namespaced {
+            namespaces
+                .iter()
+                .map(|ns| Api::namespaced_with(client.clone(), ns, resource))
+                .collect()
+        } else {
+            vec![Api::all_with(client.clone(), resource)]
+        };
+        for api in apis {
+            match api
+                .delete_collection(&DeleteParams::default(), &ListParams::default())
+                .await
+            {
+                Ok(_) => {}
+                // A namespace not made yet holds nothing.
+                Err(kube::Error::Api(e)) if e.code == 404 => {}
+                Err(e) => {
+                    return Err(ClusterError::kube(
+                        format!("deleting every {}", resource.plural),
+                        e,
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// On a kube-apiserver given by kubeconfig: the daemons' service account may do what the
+/// fake lets it (the fake does not model RBAC, so the rights are cluster-admin's; upstream's
+/// narrower ClusterRole is a difference neither server checks today). A server that serves no
+/// RBAC (the fake given by kubeconfig) has nothing to grant.
+pub async fn grant_daemon_rights(client: &kube::Client) -> Result<(), ClusterError> {
+    let granted = apply(
+        client,
+        &json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": "mco-conformance-machine-config-daemon"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                "name": "system:serviceaccount:openshift-machine-config-operator:machine-config-daemon"}],
+        }),
+    )
+    .await;
+    match granted {
+        Err(ClusterError::Kube {
+            source: kube::Error::Api(e),
+            ..
+        }) if e.code == 404 => Ok(()),
+        other => other,
+    }
 }

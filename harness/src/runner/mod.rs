@@ -33,6 +33,7 @@ pub mod report;
 mod select;
 pub mod self_test;
 mod undefined;
+pub mod watchdog;
 
 use profile_run::{report_path, run_profile};
 pub use select::scenario_at;
@@ -104,6 +105,11 @@ pub struct RunConfig {
     pub agent: AgentKind,
     /// How long a step waits for the cluster and the agents (`--agent-timeout`).
     pub agent_timeout: std::time::Duration,
+    /// How long any one step may run before it is stopped and failed (`--step-limit`;
+    /// `watchdog`).
+    pub step_limit: std::time::Duration,
+    /// The API server the scenarios run against (`--apiserver`).
+    pub endpoint: crate::scenario::ClusterEndpoint,
     /// Touch the ControllerConfig until every agent's first sync (`--nudge-first-sync`;
     /// `scenario/nudge.rs`).
     pub nudge_first_sync: bool,
@@ -128,6 +134,11 @@ pub struct RunConfig {
 }
 
 impl RunConfig {
+    /// Whether the scenarios run against a kube-apiserver given by kubeconfig.
+    pub fn real_apiserver(&self) -> bool {
+        matches!(self.endpoint, crate::scenario::ClusterEndpoint::Kubeconfig(_))
+    }
+
     /// Every feature under `paths`, both profiles, embedded nodes, the reference daemon.
     pub fn new(paths: Vec<PathBuf>, report_dir: PathBuf) -> Self {
         RunConfig {
@@ -141,6 +152,8 @@ impl RunConfig {
             concurrency: 4,
             agent: AgentKind::Reference,
             agent_timeout: std::time::Duration::from_secs(30),
+            step_limit: watchdog::DEFAULT_STEP_LIMIT,
+            endpoint: crate::scenario::ClusterEndpoint::InProcess,
             nudge_first_sync: false,
             report: None,
             command: String::new(),
@@ -468,7 +481,14 @@ pub async fn run(config: &RunConfig) -> Result<Summary, RunError> {
                     let mut all = tags_of(feature, rule, scenario);
                     all.extend(scenario_tags);
                     let reference = matches!(config.agent, AgentKind::Reference);
-                    let selection = select_for_agent(profile, config.nodes, tags.as_ref(), &all, reference);
+                    let selection = select_for_agent(
+                        profile,
+                        config.nodes,
+                        tags.as_ref(),
+                        &all,
+                        reference,
+                        config.real_apiserver(),
+                    );
                     let reason = match (selection, &backend) {
                         (Selection::Skip(reason), _) => reason,
                         // Without a Docker engine nothing runs, and nothing counts as passed.
@@ -569,6 +589,7 @@ pub async fn run(config: &RunConfig) -> Result<Summary, RunError> {
         let ctx = report::ReportContext {
             agent: &config.agent,
             nodes: config.nodes,
+            api_server: config.endpoint.describe(),
             summary: &summary,
             results: config
                 .profiles
@@ -745,18 +766,28 @@ mod tests {
         );
         let light = t(&["light"]);
         assert_eq!(
-            select_for_agent(p, Nodes::Embedded, None, &light, true),
+            select_for_agent(p, Nodes::Embedded, None, &light, true, false),
             Selection::Run,
             "the reference daemon runs on light nodes"
         );
         assert!(
-            matches!(select_for_agent(p, Nodes::Embedded, None, &light, false), Selection::Skip(r) if r.starts_with("@light")),
+            matches!(select_for_agent(p, Nodes::Embedded, None, &light, false, false), Selection::Skip(r) if r.starts_with("@light")),
             "another agent skips light scenarios"
         );
         assert_eq!(
-            select_for_agent(p, Nodes::Embedded, None, &t(&["ocp-4.16"]), false),
+            select_for_agent(p, Nodes::Embedded, None, &t(&["ocp-4.16"]), false, false),
             Selection::Out,
             "out stays out"
+        );
+        let swap = t(&["in-process-apiserver"]);
+        assert_eq!(
+            select_for_agent(p, Nodes::Embedded, None, &swap, true, false),
+            Selection::Run,
+            "the in-process API server runs them"
+        );
+        assert!(
+            matches!(select_for_agent(p, Nodes::Embedded, None, &swap, true, true), Selection::Skip(r) if r.starts_with("@in-process-apiserver: it swaps")),
+            "a server given by kubeconfig skips them, saying why"
         );
     }
 }

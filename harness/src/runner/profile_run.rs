@@ -131,8 +131,9 @@ pub(super) async fn run_profile(
     let nodes = config.nodes;
     let reference_agent = matches!(config.agent, crate::scenario::AgentKind::Reference);
     let steps = Arc::new(ConformanceWorld::collection());
-    let (agent, agent_timeout) = (config.agent.clone(), config.agent_timeout);
+    let (agent, agent_timeout, step_limit) = (config.agent.clone(), config.agent_timeout, config.step_limit);
     let nudge_first_sync = config.nudge_first_sync;
+    let (endpoint, real_apiserver) = (config.endpoint.clone(), config.real_apiserver());
     let vendor = !matches!(agent, AgentKind::Reference);
     let quiet = config.quiet;
     let evidence: progress::Evidence = Default::default();
@@ -146,7 +147,12 @@ pub(super) async fn run_profile(
         let filter_tags = tags.clone();
         let cucumber = ConformanceWorld::cucumber::<PathBuf>()
             .with_parser(Linted(features.to_vec()))
-            .max_concurrent_scenarios(config.concurrency.max(1));
+            .steps(watchdog::guarded_steps::<ConformanceWorld>())
+            .max_concurrent_scenarios(if real_apiserver {
+                1
+            } else {
+                config.concurrency.max(1)
+            });
         let cucumber = if config.fail_fast {
             cucumber.fail_fast()
         } else {
@@ -163,6 +169,8 @@ pub(super) async fn run_profile(
                 world.agent = agent.clone();
                 world.backend = backend.clone();
                 world.deadline = agent_timeout;
+                world.step_limit = step_limit;
+                world.endpoint = endpoint.clone();
                 world.nudge_first_sync = nudge_first_sync;
                 Box::pin(async {})
             })
@@ -226,13 +234,27 @@ pub(super) async fn run_profile(
                                     });
                                 }
                             }
-                            if failed && let Some(dir) = keep_evidence(&failed_dir, &name, &s).await {
-                                evidence
-                                    .lock()
-                                    .unwrap_or_else(|p| p.into_inner())
-                                    .insert(key, dir);
+                            // Under the step limit too: a node that never answers must not
+                            // hold the run at the scenario's end either.
+                            let end = async {
+                                if failed && let Some(dir) = keep_evidence(&failed_dir, &name, &s).await {
+                                    evidence
+                                        .lock()
+                                        .unwrap_or_else(|p| p.into_inner())
+                                        .insert(key.clone(), dir);
+                                }
+                                s.shutdown().await;
+                            };
+                            if tokio::time::timeout(step_limit, end).await.is_err() {
+                                use std::io::Write as _;
+                                let _ = writeln!(
+                                    std::io::stderr(),
+                                    "{profile} {}:{} {name:?}: the scenario's shutdown did not end within the step limit ({}); what it started may be left running",
+                                    key.0,
+                                    key.1,
+                                    watchdog::show(step_limit)
+                                );
                             }
-                            s.shutdown().await;
                         }
                     })
                 }
@@ -262,6 +284,7 @@ pub(super) async fn run_profile(
                         filter_tags.as_ref(),
                         &tags_of(feature, rule, scenario),
                         reference_agent,
+                        real_apiserver,
                     ) == Selection::Run
             })
             .await;

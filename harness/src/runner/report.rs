@@ -134,6 +134,8 @@ pub fn read_results(path: &Path) -> Result<Vec<FeatureResults>, String> {
 pub struct ReportContext<'a> {
     pub agent: &'a AgentKind,
     pub nodes: Nodes,
+    /// The API server the scenarios ran against: `in-process` or its URL.
+    pub api_server: String,
     pub summary: &'a Summary,
     /// Per profile run, its Cucumber JSON document.
     pub results: Vec<(Profile, PathBuf)>,
@@ -215,6 +217,7 @@ pub async fn conformance_report(ctx: &ReportContext<'_>) -> Result<String, Strin
             Nodes::Embedded => "embedded",
             Nodes::Container => "container",
         },
+        api_server: ctx.api_server.clone(),
         verdict,
         summary: json!({
             "passed": ctx.summary.passed,
@@ -273,6 +276,7 @@ struct Report {
     claimed_profiles: Vec<&'static str>,
     agent: Value,
     nodes: &'static str,
+    api_server: String,
     verdict: &'static str,
     summary: Value,
     reproduce: String,
@@ -418,6 +422,7 @@ mod tests {
                 let ctx = ReportContext {
                     agent: &agent,
                     nodes: Nodes::Embedded,
+                    api_server: "in-process".into(),
                     summary: &summary,
                     results: vec![(Profile::Ocp416, json)],
                     command: String::new(),

@@ -3,6 +3,7 @@
 //! expands them (an Outline's rows, each with its own line).
 
 use super::*;
+use crate::scenario::endpoint::{IN_PROCESS_REASON, IN_PROCESS_TAG};
 
 /// Why an embedded run skips a `@container` scenario.
 pub(super) const CONTAINER_SKIP: &str = "@container: needs container nodes (--nodes container)";
@@ -72,19 +73,24 @@ pub(super) fn select(
     Selection::Run
 }
 
-/// [`select`] for a run whose agent is the reference daemon or not: light nodes
-/// (`Given a fresh cluster with N light worker nodes`, tag `@light`) run only the reference
-/// daemon, so with another agent their scenarios are skipped, saying why, rather than failed.
+/// [`select`] for a run whose agent is the reference daemon or not, against the in-process
+/// API server or not: light nodes (`Given a fresh cluster with N light worker nodes`, tag
+/// `@light`) run only the reference daemon, so with another agent their scenarios are skipped,
+/// saying why, rather than failed; likewise `@in-process-apiserver` scenarios against a
+/// kube-apiserver given by kubeconfig.
 pub(super) fn select_for_agent(
     profile: Profile,
     nodes: Nodes,
     tags: Option<&TagFilter>,
     all_tags: &[String],
     reference_agent: bool,
+    real_apiserver: bool,
 ) -> Selection {
+    let has = |t: &str| all_tags.iter().any(|x| x == t);
     match select(profile, nodes, tags, all_tags) {
-        Selection::Run if !reference_agent && all_tags.iter().any(|t| t == "light") => {
-            Selection::Skip(LIGHT_SKIP.into())
+        Selection::Run if !reference_agent && has("light") => Selection::Skip(LIGHT_SKIP.into()),
+        Selection::Run if real_apiserver && has(IN_PROCESS_TAG) => {
+            Selection::Skip(format!("@{IN_PROCESS_TAG}: {IN_PROCESS_REASON}"))
         }
         other => other,
     }

@@ -459,7 +459,7 @@ impl Scenario {
         serving
             .chain_pem
             .push_str(&ca.cross_signed_by(&self.cluster_root).map_err(api_error)?);
-        self.server
+        self.in_process_server()?
             .rotate_serving_cert(serving, true)
             .map_err(|e| ScenarioError::ApiServer(e.to_string()))
     }
@@ -474,8 +474,21 @@ impl Scenario {
             .unwrap_or_else(|p| p.into_inner())
             .take()
             .ok_or_else(|| ScenarioError::ApiServer("the serving certificate was already rotated".into()))?;
-        self.server
+        self.in_process_server()?
             .rotate_serving_cert(next, true)
             .map_err(|e| ScenarioError::ApiServer(e.to_string()))
+    }
+}
+
+impl Scenario {
+    /// The scenario's own fake API server, which alone can swap its serving certificate.
+    fn in_process_server(&self) -> Result<&fake_apiserver::ServerHandle, ScenarioError> {
+        self.server.in_process().ok_or_else(|| {
+            ScenarioError::ApiServer(format!(
+                "this step needs the in-process API server: {} (tag the scenario @{})",
+                super::endpoint::IN_PROCESS_REASON,
+                super::endpoint::IN_PROCESS_TAG
+            ))
+        })
     }
 }

@@ -15,7 +15,7 @@ use std::sync::Arc;
 /// What every node's start shares.
 pub(super) struct NodeStart<'a> {
     pub options: &'a ScenarioOptions,
-    pub server: &'a fake_apiserver::ServerHandle,
+    pub server: &'a super::endpoint::ApiServer,
     pub admin: &'a kube::Client,
     /// The agents' identity (the daemon's service account).
     pub agent: &'a ClientIdentity,
@@ -71,8 +71,7 @@ impl NodeStart<'_> {
     ) -> Result<(), String> {
         let kubelet = self
             .server
-            .identity(&format!("system:node:{name}"), &["system:nodes"])
-            .map_err(|e| e.to_string())?;
+            .identity(&format!("system:node:{name}"), &["system:nodes"])?;
         let seed = NodeSeed {
             role,
             api_url: self.server.url(),
@@ -92,7 +91,7 @@ impl NodeStart<'_> {
 }
 
 /// The agents' identity: the daemon's service account.
-pub(super) fn agent_identity(server: &fake_apiserver::ServerHandle) -> Result<ClientIdentity, ScenarioError> {
+pub(super) fn agent_identity(server: &super::endpoint::ApiServer) -> Result<ClientIdentity, ScenarioError> {
     server
         .identity(
             "system:serviceaccount:openshift-machine-config-operator:machine-config-daemon",
@@ -105,7 +104,7 @@ pub(super) fn agent_identity(server: &fake_apiserver::ServerHandle) -> Result<Cl
 /// account (trusting the serving CAs the agents' kubeconfigs trust), the kubelets' with
 /// cluster-wide rights.
 pub(super) async fn light_clients(
-    server: &fake_apiserver::ServerHandle,
+    server: &super::endpoint::ApiServer,
     agent_trust: &str,
     agent: &ClientIdentity,
 ) -> Result<crate::node::light::LightClients, ScenarioError> {

@@ -14,6 +14,7 @@
 //! - `node_history`: each Node's cordon and drain annotations over the scenario, from a watch.
 
 mod act;
+pub mod endpoint;
 mod join;
 pub mod node_history;
 mod nudge;
@@ -21,6 +22,7 @@ mod observe;
 mod stepping;
 pub mod timeline;
 pub use act::ServingCaChange;
+pub use endpoint::{ClusterEndpoint, KubeconfigEndpoint};
 pub use stepping::SYNC_BOUND;
 
 use crate::agent::ReferenceDaemon;
@@ -74,6 +76,8 @@ pub struct ScenarioOptions {
     pub timeline: bool,
     /// `--nudge-first-sync` (see `nudge`).
     pub nudge_first_sync: bool,
+    /// The API server: the scenario's own fake, or a kube-apiserver given by kubeconfig.
+    pub endpoint: ClusterEndpoint,
 }
 
 /// Where a scenario's nodes run.
@@ -147,6 +151,7 @@ impl ScenarioOptions {
             bootstrap_complete: true,
             timeline: false,
             nudge_first_sync: false,
+            endpoint: ClusterEndpoint::InProcess,
         }
     }
 }
@@ -300,7 +305,7 @@ pub enum ScenarioError {
 
 pub struct Scenario {
     pub options: ScenarioOptions,
-    server: fake_apiserver::ServerHandle,
+    server: endpoint::ApiServer,
     pub admin: kube::Client,
     pub clock: SimClock,
     pub side: Arc<ClusterSide>,
@@ -345,11 +350,10 @@ impl Scenario {
         options.deadline +=
             stepping::SYNC_BOUND_PER_NODE.saturating_mul(u32::try_from(planned).unwrap_or(u32::MAX));
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let server = fake_apiserver::FakeApiServer::builder()
-            .node_authorizer_selectors(options.profile.node_authorizer_selectors())
-            .start()
-            .await
-            .map_err(|e| ScenarioError::ApiServer(e.to_string()))?;
+        let server =
+            endpoint::ApiServer::start(&options.endpoint, options.profile.node_authorizer_selectors())
+                .await
+                .map_err(ScenarioError::ApiServer)?;
         // The serving CA a rotation of the API server's serving certificate moves to, made now so
         // that the cluster side and the agents trust it from the start, as OpenShift's clients
         // trust the whole serving CA bundle; only the kubelets' kubeconfigs hold just the
@@ -423,6 +427,11 @@ impl Scenario {
             clock.clone(),
             admin.clone(),
         ));
+        if server.is_real() {
+            // What the scenario before made goes first (it had the server to itself).
+            crate::cluster::install::clean(&admin, &options.fixtures).await?;
+            crate::cluster::install::grant_daemon_rights(&admin).await?;
+        }
         install(
             &admin,
             profile,
@@ -571,8 +580,9 @@ impl Scenario {
         out
     }
 
-    pub fn server(&self) -> &fake_apiserver::ServerHandle {
-        &self.server
+    /// The scenario's own fake API server; `None` against a kube-apiserver given by kubeconfig.
+    pub fn server(&self) -> Option<&fake_apiserver::ServerHandle> {
+        self.server.in_process()
     }
 
     pub async fn shutdown(&self) {

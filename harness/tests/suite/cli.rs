@@ -138,6 +138,19 @@ fn bad_agent_options_exit_2_naming_the_option() {
             "--agent-timeout \"0s\": must be positive",
         ),
         (
+            &[
+                "--apiserver",
+                "/no/such/kubeconfig",
+                "--apiserver-client-ca",
+                "/no/such/ca.crt",
+                "--apiserver-client-ca-key",
+                "/no/such/ca.key",
+            ],
+            "--apiserver: /no/such/kubeconfig: ",
+        ),
+        (&["--apiserver", "/no/such/kubeconfig"], "--apiserver-client-ca"),
+        (&["--step-limit", "0s"], "--step-limit \"0s\": must be positive"),
+        (
             &["--agent-image", "example.com/agent:1"],
             "--agent-image needs container nodes",
         ),
@@ -148,6 +161,51 @@ fn bad_agent_options_exit_2_naming_the_option() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
     }
+}
+
+/// A step that would wait longer than `--step-limit` is stopped there and fails, naming the
+/// limit, and the run ends: here an agent that never syncs (`sleep`) under a long agent
+/// timeout, whose cluster start would otherwise wait the whole minute.
+#[test]
+fn a_step_past_the_step_limit_fails_naming_it() {
+    let Some(sleep) = ["/usr/bin/sleep", "/bin/sleep"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+    else {
+        fake_apiserver::testing::skip("no sleep binary");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let started = std::time::Instant::now();
+    let out = Command::new(BIN)
+        .current_dir(root)
+        .args([
+            "run",
+            "--profile",
+            "ocp-4.16",
+            "--agent-timeout",
+            "60s",
+            "--step-limit",
+            "2s",
+        ])
+        .args(["--agent-binary", sleep, "--agent-arg", "infinity"])
+        .arg("--report-dir")
+        .arg(dir.path())
+        .arg("features/kubelet_restart.feature:22")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("did not end within the step limit of 2s"),
+        "{stdout}"
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(50),
+        "stopped at the limit, not the agent timeout: {:?}",
+        started.elapsed()
+    );
 }
 
 /// A run with an agent binary writes the conformance report: the agent's sha256 and version,

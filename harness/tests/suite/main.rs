@@ -14,6 +14,7 @@ mod common;
 mod agent_binary_suite;
 mod architecture;
 mod cli;
+mod cluster_endpoint;
 mod container_nodes;
 mod faulty_agent;
 mod html_report;
