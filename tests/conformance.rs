@@ -1,8 +1,10 @@
-//! `cargo test` runs the features: every feature under `features/`, embedded nodes, both
-//! profiles, unless told otherwise. This runner owns its command line: libtest's flags
-//! (`--nocapture`, name filters) are ignored; it reads `--profile`, `--tags` and `--nodes` (or
-//! `MCO_CONFORMANCE_PROFILE`, `MCO_CONFORMANCE_TAGS`, `MCO_CONFORMANCE_NODES`), prints the
-//! summary line last, and exits non-zero on any failure. Reports go to
+//! `cargo test` runs the features: every feature under `features/`, embedded nodes, every
+//! profile, unless told otherwise. This runner owns its command line: libtest's flags
+//! (`--nocapture`, name filters) are ignored; it reads `--profile`, `--tags` and `--nodes`, and
+//! every option of `mco-conformance run` that has an environment variable
+//! (`MCO_CONFORMANCE_PROFILE`, `MCO_CONFORMANCE_TAGS`, `MCO_CONFORMANCE_NODES`,
+//! `MCO_CONFORMANCE_APISERVER`…), through the same parser (`harness::runner::options`); it
+//! prints the summary line last and exits non-zero on any failure. Reports go to
 //! `target/conformance/`.
 
 // The step definitions; their catalogue helpers serve the CLI and the README test, not this runner.
@@ -10,37 +12,45 @@
 #[allow(dead_code)]
 mod steps;
 
-use harness::runner::{Nodes, RunConfig, profiles_named, run};
+use clap::Parser;
+use harness::runner::options::RunOptions;
+use harness::runner::{Nodes, RunConfig, run};
 use std::path::Path;
 use std::process::ExitCode;
 
-/// `--flag value` from the command line, else the environment variable.
-fn option(args: &[String], flag: &str, env: &str) -> Option<String> {
-    args.windows(2)
-        .find(|w| w[0] == flag)
-        .map(|w| w[1].clone())
-        .or_else(|| std::env::var(env).ok())
-        .filter(|v| !v.is_empty())
+/// The run options, as `mco-conformance run` reads them.
+#[derive(Parser)]
+struct Conformance {
+    #[command(flatten)]
+    run: RunOptions,
 }
+
+/// The flags of `mco-conformance run` this runner takes from its command line (with their
+/// values); the rest of its command line is libtest's, and everything else comes from the
+/// environment variables the CLI reads too (`MCO_CONFORMANCE_PROFILE`, `_TAGS`, `_NODES`,
+/// `_APISERVER`…).
+const FLAGS: &[&str] = &["--profile", "--tags", "--nodes"];
 
 /// The run asked for, and whether to follow an embedded run with the `@container` scenarios
 /// on container nodes (when no backend was named).
 fn config() -> Result<(RunConfig, bool), String> {
     let args: Vec<String> = std::env::args().collect();
-    let profile = option(&args, "--profile", "MCO_CONFORMANCE_PROFILE");
-    let profiles = profiles_named(profile.as_deref().unwrap_or("all")).map_err(|e| e.to_string())?;
-    let named = option(&args, "--nodes", "MCO_CONFORMANCE_NODES");
-    let nodes = named.as_deref().unwrap_or("embedded").parse::<Nodes>()?;
+    let mut argv = vec!["conformance".to_string()];
+    for pair in args.windows(2).filter(|w| FLAGS.contains(&w[0].as_str())) {
+        argv.extend(pair.iter().cloned());
+    }
+    let named = argv.iter().any(|a| a == "--nodes")
+        || std::env::var("MCO_CONFORMANCE_NODES").is_ok_and(|v| !v.is_empty());
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut config = RunConfig::new(
-        vec![root.join("features")],
-        root.join("target").join("conformance"),
-    );
-    config.profiles = profiles;
-    config.tags = option(&args, "--tags", "MCO_CONFORMANCE_TAGS");
-    config.nodes = nodes;
+    argv.extend([
+        "--report-dir".to_string(),
+        root.join("target").join("conformance").display().to_string(),
+        root.join("features").display().to_string(),
+    ]);
+    let options = Conformance::try_parse_from(argv).map_err(|e| e.to_string())?.run;
+    let mut config = options.config()?;
     config.command = "cargo test --test conformance".into();
-    Ok((config, named.is_none()))
+    Ok((config, !named))
 }
 
 #[tokio::main]

@@ -27,6 +27,7 @@ pub mod catalogue;
 mod features_table;
 pub mod html;
 pub mod lint;
+pub mod options;
 mod profile_run;
 mod progress;
 pub mod report;
