@@ -37,7 +37,7 @@ pub fn features_markdown(paths: &[PathBuf]) -> Result<String, Vec<lint::LintErro
             }
             let mut notes = Vec::new();
             notes.extend(profile_note(&counts));
-            for tag in ["slow", "scale", "container"] {
+            for tag in ["slow", "scale", "container", "in-process-apiserver"] {
                 if tags_of(feature, rule, scenario).iter().any(|t| t == tag) {
                     notes.push(format!("@{tag}"));
                 }
@@ -70,48 +70,39 @@ fn profile_note(counts: &[usize; Profile::ALL.len()]) -> Option<String> {
         .filter(|(_, n)| **n > 0)
         .map(|(p, n)| (short(p), *n))
         .collect();
-    let rows = |present: &[(String, usize)]| {
-        let first = present.first().map_or(0, |(_, n)| *n);
-        if present.iter().all(|(_, n)| *n == first) {
+    let first = present.first().map_or(0, |(_, n)| *n);
+    let same = present.iter().all(|(_, n)| *n == first);
+    // "3 rows", or each profile's count when they differ.
+    let rows = || {
+        if same {
             format!("{first} rows")
         } else {
             present
                 .iter()
                 .enumerate()
-                .map(|(i, (p, n))| {
-                    if i == 0 {
-                        format!("{n} rows on {p}")
-                    } else {
-                        format!("{n} on {p}")
-                    }
+                .map(|(i, (p, n))| match i {
+                    0 => format!("{n} rows on {p}"),
+                    _ => format!("{n} on {p}"),
                 })
                 .collect::<Vec<_>>()
                 .join(", ")
         }
     };
     let many = present.iter().any(|(_, n)| *n > 1);
-    if present.is_empty() {
-        None
-    } else if present.len() < Profile::ALL.len() {
-        let names = present
-            .iter()
-            .map(|(p, _)| p.as_str())
-            .collect::<Vec<_>>()
-            .join(", ");
-        Some(if many {
-            format!("{names} only, {}", rows(&present))
-        } else {
-            format!("{names} only")
-        })
-    } else if many {
-        let all_equal = present.iter().all(|(_, n)| *n == present[0].1);
-        Some(if all_equal {
-            format!("{} rows on each", present[0].1)
-        } else {
-            rows(&present)
-        })
-    } else {
-        None
+    match (present.len(), many) {
+        (0, _) => None,
+        (n, _) if n < Profile::ALL.len() => {
+            let names: Vec<&str> = present.iter().map(|(p, _)| p.as_str()).collect();
+            let names = names.join(", ");
+            Some(if many {
+                format!("{names} only, {}", rows())
+            } else {
+                format!("{names} only")
+            })
+        }
+        (_, true) if same => Some(format!("{first} rows on each")),
+        (_, true) => Some(rows()),
+        (_, false) => None,
     }
 }
 

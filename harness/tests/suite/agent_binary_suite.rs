@@ -19,12 +19,19 @@ async fn whole_suite(nodes: Nodes) -> Summary {
         args: Vec::new(),
         node_tools: PathBuf::from(env!("CARGO_BIN_EXE_mco-node-tools")),
     };
-    run(&config).await.expect("the run itself works")
+    let summary = run(&config).await.expect("the run itself works");
+    if !summary.passed() {
+        // Straight to the process's stderr: the cucumber run replaced the panic hook, so an
+        // assertion's message would not reach the test's output (the FAIL lines above say
+        // which scenario and step).
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr().lock(), "{nodes:?} run: {}", summary.line());
+    }
+    summary
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_whole_suite_passes_with_the_reference_daemon_binary_on_both_node_kinds() {
-    let _turn = crate::common::WHOLE_SUITE_RUNS.lock().await;
     let embedded = whole_suite(Nodes::Embedded).await;
     assert_eq!(
         (embedded.failed, embedded.mco_logs_failed),

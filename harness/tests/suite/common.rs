@@ -13,13 +13,6 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 use std::sync::Arc;
 
-/// The two longest whole-suite tests, the reference daemon binary over every feature on both
-/// node kinds (`agent_binary_suite`) and the self-test table's re-check (`self_test`), take
-/// turns: with three profiles each runs the features three times, and side by side with the
-/// rest on two cores one of them missed a sync bound in CI (2026-11-27). Every other test runs
-/// beside them.
-pub static WHOLE_SUITE_RUNS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
 pub const KUBELET_SIGNER_NS: &str = "openshift-kube-apiserver-operator";
 pub const KUBELET_SIGNER: &str = "kube-apiserver-to-kubelet-signer";
 

@@ -72,15 +72,7 @@ async fn on_container_nodes_too() {
     faulty_fails_reference_passes(Nodes::Container).await;
 }
 
-/// The two faulty-agent runs (embedded and container nodes) take turns. With every heavy test
-/// side by side, the embedded run once hung in CI (2026-11-27, after its 4.16 scenarios had
-/// converged, with both runs and the other tests at once) and was not reproduced in ten runs
-/// since, alone, in pairs or under load; until the cause is found these two do not overlap.
-/// Every other test runs side by side.
-static FAULTY_RUNS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
 async fn faulty_fails_reference_passes(nodes: Nodes) {
-    let _turn = FAULTY_RUNS.lock().await;
     let dir = tempfile::tempdir().unwrap();
 
     let (summary, report) = run_with("mco-conformance-faulty-agent", nodes, dir.path()).await;
