@@ -139,7 +139,11 @@ async fn case_alone(profile: Profile, nodes: usize, backend: NodeBackend) -> Res
 }
 
 async fn rotate(scenario: &Scenario, profile: Profile, nodes: usize) -> Result<Duration> {
-    if profile == Profile::Ocp412 {
+    // Where the bundle rolls out as a rendered config, at most 10% of the pool at a time.
+    if matches!(
+        profile.traits().kubelet_ca,
+        harness::profile::KubeletCaSource::RenderedConfig
+    ) {
         scenario.set_max_unavailable("worker", "10%").await?;
     }
     // As the step does: a minute after the last change, so the new signer gets a new name.
