@@ -191,9 +191,9 @@ async fn await_established(client: &kube::Client, name: &str) -> Result<(), Clus
 }
 
 /// Before a scenario on a kube-apiserver that others ran on: delete everything a scenario makes
-/// — every custom resource of `fixtures/crds`, Nodes, CertificateSigningRequests, and the
-/// ConfigMaps, Secrets, Events and Leases in the namespaces the cluster side and the nodes
-/// write into. Namespaces and CRDs stay (a namespace is never gone without a namespace
+/// — every custom resource of `fixtures/crds`, Nodes, CertificateSigningRequests, the
+/// ConfigMaps, Secrets and Events of the openshift namespaces install makes, the Events in
+/// `default` and `kube-system/bootstrap`. Namespaces and CRDs stay (a namespace is never gone without a namespace
 /// controller; install applies both again).
 pub async fn clean(client: &kube::Client, fixtures: &Path) -> Result<(), ClusterError> {
     use kube::api::{DeleteParams, ListParams};
@@ -229,11 +229,9 @@ pub async fn clean(client: &kube::Client, fixtures: &Path) -> Result<(), Cluster
         ),
         false,
     ));
-    let namespaces: Vec<&str> = NAMESPACES
-        .iter()
-        .copied()
-        .chain(["default", "kube-system", "kube-node-lease"])
-        .collect();
+    // What scenarios write outside the cluster-scoped kinds: every ConfigMap, Secret and Event of
+    // the openshift namespaces install makes (they are the suite's own), the Events agents post
+    // in `default`, and `kube-system/bootstrap`; nothing else of a shared cluster's namespaces.
     for (kind, plural) in [
         ("ConfigMap", "configmaps"),
         ("Secret", "secrets"),
@@ -241,16 +239,27 @@ pub async fn clean(client: &kube::Client, fixtures: &Path) -> Result<(), Cluster
     ] {
         kinds.push((core(kind, plural), true));
     }
-    kinds.push((
-        ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk("coordination.k8s.io", "v1", "Lease"),
-            "leases",
-        ),
-        true,
-    ));
+    let events = core("Event", "events");
+    match Api::<DynamicObject>::namespaced_with(client.clone(), "default", &events)
+        .delete_collection(&DeleteParams::default(), &ListParams::default())
+        .await
+    {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 404 => {}
+        Err(e) => return Err(ClusterError::kube("deleting every event in default".into(), e)),
+    }
+    let (ns, name) = BOOTSTRAP_CONFIGMAP;
+    match Api::<DynamicObject>::namespaced_with(client.clone(), ns, &core("ConfigMap", "configmaps"))
+        .delete(name, &DeleteParams::default())
+        .await
+    {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 404 => {}
+        Err(e) => return Err(ClusterError::kube(format!("deleting ConfigMap {ns}/{name}"), e)),
+    }
     for (resource, namespaced) in &kinds {
         let apis: Vec<Api<DynamicObject>> = if *namespaced {
-            namespaces
+            NAMESPACES
                 .iter()
                 .map(|ns| Api::namespaced_with(client.clone(), ns, resource))
                 .collect()
