@@ -162,31 +162,20 @@ pub async fn install(
     Ok(())
 }
 
-/// Wait until the CRD `name` is Established, for up to a minute.
+/// Wait until the CRD `name` is Established (a watch on it), for up to a minute.
 async fn await_established(client: &kube::Client, name: &str) -> Result<(), ClusterError> {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::runtime::wait::{await_condition, conditions::is_crd_established};
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let established = |crd: &CustomResourceDefinition| {
-        crd.status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .is_some_and(|c| c.iter().any(|c| c.type_ == "Established" && c.status == "True"))
-    };
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
-    loop {
-        let crd = api
-            .get(name)
-            .await
-            .map_err(|e| ClusterError::kube(format!("CustomResourceDefinition {name}"), e))?;
-        if established(&crd) {
-            return Ok(());
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return Err(ClusterError::Fixture(format!(
-                "CustomResourceDefinition {name} was not Established within a minute"
-            )));
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let established = await_condition(api, name, is_crd_established());
+    match tokio::time::timeout(std::time::Duration::from_secs(60), established).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(ClusterError::Fixture(format!(
+            "waiting for CustomResourceDefinition {name} to be Established: {e}"
+        ))),
+        Err(_) => Err(ClusterError::Fixture(format!(
+            "CustomResourceDefinition {name} was not Established within a minute"
+        ))),
     }
 }
 
