@@ -7,11 +7,6 @@
 //! prints the summary line last and exits non-zero on any failure. Reports go to
 //! `target/conformance/`.
 
-// The step definitions; their catalogue helpers serve the CLI and the README test, not this runner.
-#[path = "../harness/src/steps/mod.rs"]
-#[allow(dead_code)]
-mod steps;
-
 use clap::Parser;
 use harness::runner::options::RunOptions;
 use harness::runner::{Nodes, RunConfig, run};

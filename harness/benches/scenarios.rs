@@ -7,12 +7,6 @@
 //! Run with `cargo bench -p harness --bench scenarios`. Cucumber's own output of the feature
 //! runs scrolls by first; the Markdown table (`| measurement | result | target |`) comes last.
 
-// The step definitions, compiled into this binary as into the runner (inventory registrations
-// inside the harness rlib could be dropped by the linker).
-#[path = "../src/steps/mod.rs"]
-#[allow(dead_code)]
-mod steps;
-
 use anyhow::{Context, Result, bail};
 use harness::Profile;
 use harness::runner::{Nodes, RunConfig, run};

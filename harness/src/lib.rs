@@ -12,10 +12,13 @@
 //! - `wait`: `eventually`, the one way to wait for convergence.
 //! - `scenario`: one scenario's fake cluster (API server, cluster side, nodes) on one clock.
 //! - `runner`: feature lint and the per-profile cucumber runs behind `cargo test` and the CLI.
-//! - `world`: the cucumber World around a scenario. The step definitions live in `steps/`,
-//!   compiled into the binaries that run features (see `steps/mod.rs` for why).
+//! - `world`: the cucumber World around a scenario.
+//! - `steps`: the step definitions, registered with cucumber when the library is linked.
 //!
 //! The cluster side, nodes, the reference daemon, steps and the CLI follow (issue 3).
+
+// The step definitions name the library as `harness::…`, as a user's own steps would.
+extern crate self as harness;
 
 pub mod agent;
 pub mod cluster;
@@ -29,6 +32,7 @@ pub mod profile;
 pub mod prometheus;
 pub mod runner;
 pub mod scenario;
+pub mod steps;
 pub mod wait;
 pub mod world;
 

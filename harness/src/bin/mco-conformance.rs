@@ -10,9 +10,6 @@
 //! - `mco-conformance steps [--markdown]`: every step phrase with its description and source.
 //! - `mco-conformance features [PATH…]`: the features table of the README, from the files.
 
-#[path = "../steps/mod.rs"]
-mod steps;
-
 use clap::{Parser, Subcommand};
 use harness::runner::{RunError, run};
 use std::path::PathBuf;

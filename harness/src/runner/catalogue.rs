@@ -1,7 +1,7 @@
 //! The step catalogue: every step phrase with its description and where it is defined, read
-//! from the step sources themselves (they are compiled into the binaries that run features, not
-//! into this library; see `steps/mod.rs`). It serves `mco-conformance steps`, the README table,
-//! and the nearest phrases offered for an undefined step.
+//! from the step sources themselves (`steps/`, with the doc comment above each definition). It
+//! serves `mco-conformance steps`, the README table, and the nearest phrases offered for an
+//! undefined step.
 
 /// The step sources, for `mco-conformance steps` (phrases listed from the code itself).
 pub const SOURCES: &[(&str, &str)] = &[

@@ -257,10 +257,7 @@ async fn no_force_file(world: &mut ConformanceWorld) -> anyhow::Result<()> {
     Ok(())
 }
 
-// The steps are compiled into targets without the test harness too (the conformance runner,
-// the scenario bench), where this module is built but never run.
 #[cfg(test)]
-#[allow(unused_imports, dead_code)]
 mod tests {
     use super::*;
 

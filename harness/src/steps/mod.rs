@@ -1,14 +1,14 @@
 //! Step definitions, grouped by domain concept (cucumber-rs book, "modules"). Each step is a
 //! few lines delegating to `harness::scenario::Scenario`.
 //!
-//! These files are compiled into each binary that runs features (`tests/conformance.rs`, the
-//! `mco-conformance` CLI) rather than into the harness library: cucumber registers steps
-//! through linker sections, which a library's unreferenced object files would lose. Their
-//! catalogue (`mco-conformance steps`, the README table, the nearest phrases an undefined step
-//! is offered) is read from these sources by `harness::runner::catalogue`, and a test holds it
-//! to exactly the steps cucumber registered (`harness/tests/suite/readme.rs`). Parameters that
-//! name something of the fixtures are parameter types of their own (`params`: `{signer}`,
-//! `{pool}`).
+//! They are part of the harness library: cucumber registers each step through a linker
+//! section (`inventory`), and rustc keeps a linked rlib's `#[used]` registrations, so every
+//! binary that links the library (the `mco-conformance` CLI, `tests/conformance.rs`, the
+//! suite) sees them all. Their catalogue (`mco-conformance steps`, the README table, the
+//! nearest phrases an undefined step is offered) is read from these sources by
+//! `harness::runner::catalogue`, and a test holds it to exactly the steps cucumber registered
+//! (`harness/tests/suite/readme.rs`). Parameters that name something of the fixtures are
+//! parameter types of their own (`params`: `{signer}`, `{pool}`).
 
 pub mod bootstrap;
 pub mod cluster;

@@ -2,13 +2,6 @@
 //! its own, and linking thirteen binaries against the harness and its dependencies was most of
 //! CI's time. `cargo test -p harness --test suite <module>::` runs one file's tests.
 
-// The step definitions, compiled into this binary as into the runner (cucumber registers steps
-// through linker sections, which a library's unreferenced object files would lose). Tests that
-// run features (the agent-binary suite, the faulty agent, the agent image) need them.
-#[path = "../../src/steps/mod.rs"]
-#[allow(dead_code)]
-mod steps;
-
 mod common;
 
 mod agent_binary_suite;

@@ -1,7 +1,7 @@
 //! The steps' oracle (`steps/oracle.rs`) checked on its own: the upstream rules it encodes,
 //! against hand-built bundles, so the steps judge with rules that are themselves tested.
 
-use crate::steps::oracle::*;
+use harness::steps::oracle::*;
 
 fn ca(name: &str) -> String {
     fake_apiserver::CertificateAuthority::generate(name)

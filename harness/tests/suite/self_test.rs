@@ -52,8 +52,8 @@ async fn every_readme_row_rejects_its_mutant_and_the_reference_passes_it() {
     // half of each confirmation from failing for load (10 s was missed once in CI, at a
     // scenario's start, with four confirmations at a time beside the other tests).
     config.agent_timeout = std::time::Duration::from_secs(30);
-    // Six confirmations at a time: a rejection by deadline spends its 30 s waiting, not
-    // computing (the whole test used 15 s of CPU in 280 s at two at a time).
+    // Sixteen confirmations at a time: a rejection by deadline spends its 30 s waiting, not
+    // computing (alone, ten at a time: 25 s of CPU in 100 s).
     use futures::StreamExt;
     let check = |row: harness::runner::self_test::TableRow| {
         let config = &config;
@@ -73,7 +73,7 @@ async fn every_readme_row_rejects_its_mutant_and_the_reference_passes_it() {
     };
     let first: Vec<_> = futures::stream::iter(rows)
         .map(check)
-        .buffer_unordered(6)
+        .buffer_unordered(16)
         .filter_map(|f| async move { f })
         .collect()
         .await;
