@@ -4,11 +4,11 @@
 //! through `systemctl`, and the files the new config drops deleted (`deleteStaleData`, but for
 //! the certificates the profile keeps).
 
-use super::common::{file_entry, write_file_atomically};
+use super::common::write_file_atomically;
 use super::update::{Failure, degraded};
 use super::{AgentEnv, Mutant};
+use crate::mco::machine_config::MachineConfigSpec;
 use crate::profile::UpdateFiles;
-use serde_json::Value;
 
 pub(super) async fn systemctl(env: &AgentEnv, args: &[&str]) -> Result<(), Failure> {
     let out = env.host.systemctl(args).await.map_err(degraded)?;
@@ -23,33 +23,33 @@ pub(super) async fn systemctl(env: &AgentEnv, args: &[&str]) -> Result<(), Failu
     Ok(())
 }
 
-pub(super) fn write_files(env: &AgentEnv, behaviour: UpdateFiles, new: &Value) -> Result<(), Failure> {
-    for file in new["config"]["storage"]["files"].as_array().into_iter().flatten() {
-        let (path, data, mode) = file_entry(file);
+pub(super) fn write_files(
+    env: &AgentEnv,
+    behaviour: UpdateFiles,
+    new: &MachineConfigSpec,
+) -> Result<(), Failure> {
+    for file in new.files() {
+        let (path, data, mode) = (&file.path, file.data(), file.mode_or_default());
         if behaviour.not_written_on_update.contains(&path.as_str()) {
             continue;
         }
         if env.mutant_is(Mutant::WriteChangedFilesOnly)
-            && std::fs::read(env.path(&path)).ok() == Some(data.clone())
+            && std::fs::read(env.path(path)).ok().as_ref() == Some(&data)
         {
             continue;
         }
         env.log(&format!("Writing file {path:?}"));
-        super::mutant::write_node_file(env, &path, &data, mode)
+        super::mutant::write_node_file(env, path, &data, mode)
             .map_err(|e| degraded(format!("writing {path}: {e}")))?;
     }
     Ok(())
 }
 
-pub(super) async fn write_units(env: &AgentEnv, new: &Value) -> Result<(), Failure> {
-    let units = new["config"]["systemd"]["units"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
+pub(super) async fn write_units(env: &AgentEnv, new: &MachineConfigSpec) -> Result<(), Failure> {
     let mut enabled = Vec::new();
-    for unit in &units {
-        let name = unit["name"].as_str().unwrap_or("");
-        if let Some(contents) = unit["contents"].as_str() {
+    for unit in new.units() {
+        let name = unit.name.as_str();
+        if let Some(contents) = &unit.contents {
             env.log(&format!("Writing systemd unit {name:?}"));
             write_file_atomically(
                 &env.path(&format!("/etc/systemd/system/{name}")),
@@ -58,7 +58,7 @@ pub(super) async fn write_units(env: &AgentEnv, new: &Value) -> Result<(), Failu
             )
             .map_err(degraded)?;
         }
-        if unit["enabled"].as_bool() == Some(true) {
+        if unit.enabled == Some(true) {
             enabled.push(name.to_string());
         }
     }
@@ -72,21 +72,22 @@ pub(super) async fn write_units(env: &AgentEnv, new: &Value) -> Result<(), Failu
 }
 
 /// Files the old config had and the new one drops, but for the profile's certificates.
-pub(super) fn delete_stale_files(env: &AgentEnv, behaviour: UpdateFiles, old: &Value, new: &Value) {
-    let paths = |v: &Value| -> Vec<String> {
-        v["config"]["storage"]["files"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|f| f["path"].as_str().map(str::to_string))
-            .collect()
-    };
-    let keep = paths(new);
-    for path in paths(old).into_iter().filter(|p| !keep.contains(p)) {
-        if behaviour.keeps_when_stale(&path) && !env.mutant_is(Mutant::DeleteStaleCertificates) {
+pub(super) fn delete_stale_files(
+    env: &AgentEnv,
+    behaviour: UpdateFiles,
+    old: &MachineConfigSpec,
+    new: &MachineConfigSpec,
+) {
+    for path in old
+        .files()
+        .iter()
+        .map(|f| &f.path)
+        .filter(|p| new.file(p).is_none())
+    {
+        if behaviour.keeps_when_stale(path) && !env.mutant_is(Mutant::DeleteStaleCertificates) {
             continue;
         }
         env.log(&format!("Deleting stale data: {path}"));
-        let _ = std::fs::remove_file(env.path(&path));
+        let _ = std::fs::remove_file(env.path(path));
     }
 }

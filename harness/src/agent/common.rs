@@ -3,9 +3,9 @@
 //! writing a file atomically the way MCO's `writeFileAtomically` does
 //! (mco-source.md §1, §2; MCO `pkg/daemon/update.go`, `file_writers.go`).
 
-pub use crate::mco::ignition::{changed_files, file_entry};
+pub use crate::mco::ignition::changed_files;
+use crate::mco::machine_config::MachineConfigSpec;
 use crate::profile::{ActionPrecedence, Profile};
-use serde_json::Value;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -45,29 +45,19 @@ impl std::fmt::Display for MachineConfigDiff {
     }
 }
 
-fn list(v: &Value) -> Vec<Value> {
-    v.as_array().cloned().unwrap_or_default()
-}
-
 /// Compare two MachineConfig specs.
-pub fn diff(old: &Value, new: &Value) -> MachineConfigDiff {
-    let differs_nonempty = |a: &Value, b: &Value| !(list(a).is_empty() && list(b).is_empty()) && a != b;
-    let kernel = |v: &Value| {
-        if v.as_str() == Some("realtime") {
-            "realtime"
-        } else {
-            "default"
-        }
-    };
+pub fn diff(old: &MachineConfigSpec, new: &MachineConfigSpec) -> MachineConfigDiff {
+    let differs_nonempty = |a: &[String], b: &[String]| !(a.is_empty() && b.is_empty()) && a != b;
+    let kernel = |k: &str| if k == "realtime" { "realtime" } else { "default" };
     MachineConfigDiff {
-        os_update: old["osImageURL"] != new["osImageURL"],
-        kargs: differs_nonempty(&old["kernelArguments"], &new["kernelArguments"]),
-        fips: old["fips"].as_bool().unwrap_or(false) != new["fips"].as_bool().unwrap_or(false),
-        passwd: old["config"]["passwd"] != new["config"]["passwd"],
-        files: old["config"]["storage"]["files"] != new["config"]["storage"]["files"],
-        units: old["config"]["systemd"]["units"] != new["config"]["systemd"]["units"],
-        kernel_type: kernel(&old["kernelType"]) != kernel(&new["kernelType"]),
-        extensions: differs_nonempty(&old["extensions"], &new["extensions"]),
+        os_update: old.os_image_url != new.os_image_url,
+        kargs: differs_nonempty(&old.kernel_arguments, &new.kernel_arguments),
+        fips: old.fips != new.fips,
+        passwd: old.config.passwd != new.config.passwd,
+        files: old.files() != new.files(),
+        units: old.units() != new.units(),
+        kernel_type: kernel(&old.kernel_type) != kernel(&new.kernel_type),
+        extensions: differs_nonempty(&old.extensions, &new.extensions),
     }
 }
 
@@ -266,8 +256,13 @@ mod tests {
     #[test]
     fn diffs_and_their_upstream_log_form() {
         let file = |data: &str| json!({"path": "/etc/kubernetes/kubelet-ca.crt", "mode": 420, "contents": {"source": data}});
-        let old = json!({"config": {"storage": {"files": [file("data:,a")]}}, "osImageURL": "x", "kernelArguments": []});
-        let new = json!({"config": {"storage": {"files": [file("data:,b"), {"path": "/etc/new", "contents": {"source": "data:,"}}]}}, "osImageURL": "x"});
+        let spec = |v: serde_json::Value| -> MachineConfigSpec { serde_json::from_value(v).unwrap() };
+        let old = spec(
+            json!({"config": {"storage": {"files": [file("data:,a")]}}, "osImageURL": "x", "kernelArguments": []}),
+        );
+        let new = spec(
+            json!({"config": {"storage": {"files": [file("data:,b"), {"path": "/etc/new", "contents": {"source": "data:,"}}]}}, "osImageURL": "x"}),
+        );
         let d = diff(&old, &new);
         assert_eq!(
             d.to_string(),

@@ -12,9 +12,9 @@
 //! or `/run/machine-config-daemon-force` appears, it runs the update to the config it is on.
 
 use super::AgentEnv;
-use super::common::{FORCE_FILE, file_entry};
+use super::common::FORCE_FILE;
+use crate::mco::machine_config::MachineConfigSpec;
 use crate::profile::Profile;
-use serde_json::Value;
 use std::collections::BTreeSet;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -35,23 +35,25 @@ struct Expected {
     mode: u32,
 }
 
-fn expected(profile: Profile, spec: &Value) -> Vec<Expected> {
+fn expected(profile: Profile, spec: &MachineConfigSpec) -> Vec<Expected> {
     let ignore = files_to_ignore(profile);
-    let files = spec["config"]["storage"]["files"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(file_entry)
-        .filter(|(path, _, _)| !ignore.contains(&path.as_str()))
-        .map(|(path, contents, mode)| Expected { path, contents, mode });
-    let units = spec["config"]["systemd"]["units"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let files = spec
+        .files()
+        .iter()
+        .filter(|f| !ignore.contains(&f.path.as_str()))
+        .map(|f| Expected {
+            path: f.path.clone(),
+            contents: f.data(),
+            mode: f.mode_or_default(),
+        });
+    let units = spec
+        .units()
+        .iter()
+        .filter(|u| !u.name.is_empty())
         .filter_map(|u| {
             Some(Expected {
-                path: format!("{UNIT_DIR}/{}", u["name"].as_str()?),
-                contents: u["contents"].as_str()?.as_bytes().to_vec(),
+                path: format!("{UNIT_DIR}/{}", u.name),
+                contents: u.contents.as_ref()?.as_bytes().to_vec(),
                 mode: 0o644,
             })
         });
@@ -60,7 +62,7 @@ fn expected(profile: Profile, spec: &Value) -> Vec<Expected> {
 
 /// The on-disk validation (`checkV3Files`, `checkV3Units`, `checkFileContentsAndMode`): the
 /// first file whose mode or contents differ from the config, in upstream's words.
-pub fn validate_on_disk(env: &AgentEnv, spec: &Value) -> Result<(), String> {
+pub fn validate_on_disk(env: &AgentEnv, spec: &MachineConfigSpec) -> Result<(), String> {
     for want in expected(env.profile, spec) {
         let path = env.path(&want.path);
         let meta = std::fs::symlink_metadata(&path)
@@ -161,7 +163,7 @@ pub struct DriftMonitor {
 impl DriftMonitor {
     /// Watch the directories of `spec`'s tracked files that exist on disk (as upstream, which
     /// cannot watch a directory that is not there), and the force file's directory.
-    pub fn start(env: &AgentEnv, spec: &Value) -> Result<DriftMonitor, String> {
+    pub fn start(env: &AgentEnv, spec: &MachineConfigSpec) -> Result<DriftMonitor, String> {
         let mut tracked: BTreeSet<PathBuf> = expected(env.profile, spec)
             .iter()
             .map(|e| env.path(&e.path))

@@ -6,6 +6,7 @@ use super::AgentEnv;
 use super::common::FORCE_FILE;
 use super::update::Failure;
 use crate::mco::FIPS_PATH;
+use crate::mco::machine_config::MachineConfigSpec;
 use serde_json::Value;
 
 /// The node's FIPS mode (`checkFIPS`: release-4.12 update.go:942, release-4.16 update.go:1530
@@ -35,9 +36,13 @@ pub(super) fn node_fips(env: &AgentEnv) -> Result<Option<bool>, Failure> {
 /// The parts of a config a running node cannot change (`reconcilable()`). FIPS is compared
 /// with the node's kernel, not with the old config: a config may not ask for a mode the node
 /// does not run.
-pub(super) fn reconcilable(old: &Value, new: &Value, node_fips: Option<bool>) -> Result<(), Failure> {
+pub(super) fn reconcilable(
+    old: &MachineConfigSpec,
+    new: &MachineConfigSpec,
+    node_fips: Option<bool>,
+) -> Result<(), Failure> {
     if let Some(node_fips) = node_fips
-        && new["fips"].as_bool().unwrap_or(false) != node_fips
+        && new.fips != node_fips
     {
         return Err(Failure::Unreconcilable(
             "detected change to FIPS flag; refusing to modify FIPS on a running cluster".into(),
@@ -45,25 +50,24 @@ pub(super) fn reconcilable(old: &Value, new: &Value, node_fips: Option<bool>) ->
     }
 
     for field in ["disks", "filesystems", "raid", "directories"] {
-        if old["config"]["storage"][field] != new["config"]["storage"][field] {
+        if old.config.storage.other.get(field) != new.config.storage.other.get(field) {
             return Err(Failure::Unreconcilable(format!(
                 "ignition {field} section contains changes"
             )));
         }
     }
-    let files = new["config"]["storage"]["files"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    if files
-        .iter()
-        .any(|f| f["append"].as_array().is_some_and(|a| !a.is_empty()))
-    {
+    let files = new.files();
+    if files.iter().any(|f| {
+        f.other
+            .get("append")
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty())
+    }) {
         return Err(Failure::Unreconcilable(
             "ignition file append is not supported".into(),
         ));
     }
-    if files.iter().any(|f| f["path"] == FORCE_FILE) {
+    if files.iter().any(|f| f.path == FORCE_FILE) {
         return Err(Failure::Unreconcilable(format!(
             "cannot write {FORCE_FILE} through a MachineConfig"
         )));

@@ -20,6 +20,7 @@ use super::reconcile::{node_fips, reconcilable};
 use super::{AgentEnv, Mutant};
 use crate::mco::KUBELET_CA_PATH;
 use crate::mco::api::{machine_config_pools, machine_configs};
+use crate::mco::machine_config::MachineConfigSpec;
 use crate::mco::{
     CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN, REASON, STATE, STATE_DEGRADED,
     STATE_DONE, STATE_UNRECONCILABLE, STATE_WORKING,
@@ -65,12 +66,12 @@ async fn annotate(env: &AgentEnv, values: Value) -> Result<(), Failure> {
         .map_err(|e| degraded(format!("node {}: {e}", env.node_name)))
 }
 
-async fn spec_of(env: &AgentEnv, config: &str) -> Result<Value, Failure> {
+async fn spec_of(env: &AgentEnv, config: &str) -> Result<MachineConfigSpec, Failure> {
     let mc = machine_configs(&env.client)
         .get(config)
         .await
         .map_err(|e| degraded(format!("machineconfig {config}: {e}")))?;
-    Ok(mc.data["spec"].clone())
+    MachineConfigSpec::of(&mc.data).map_err(|e| degraded(format!("machineconfig {config}: {e}")))
 }
 
 /// Watch the own Node; run an update whenever `desiredConfig` differs from `currentConfig`.
@@ -317,14 +318,8 @@ fn force_file(env: &AgentEnv) -> bool {
 /// The `lose-files-across-reboot` mutant: the files of the config it rebooted into are gone.
 async fn lose_files(env: &AgentEnv, config: &str) {
     if let Ok(spec) = spec_of(env, config).await {
-        for file in spec["config"]["storage"]["files"]
-            .as_array()
-            .into_iter()
-            .flatten()
-        {
-            if let Some(path) = file["path"].as_str() {
-                let _ = std::fs::remove_file(env.path(path));
-            }
+        for file in spec.files() {
+            let _ = std::fs::remove_file(env.path(&file.path));
         }
     }
 }
@@ -373,7 +368,7 @@ async fn update(
         "Checking Reconcilable for config {current} to {desired}"
     ));
     let old = if current.is_empty() {
-        json!({})
+        MachineConfigSpec::default()
     } else {
         spec_of(env, current).await?
     };
@@ -392,8 +387,8 @@ async fn update(
     // The old config's FIPS is the node's, once checked (upstream sets it so): the diff shows
     // a FIPS change only where the check was skipped.
     let mut old = old;
-    if let (Some(fips), Some(spec)) = (node_fips, old.as_object_mut()) {
-        spec.insert("fips".into(), Value::Bool(fips));
+    if let Some(fips) = node_fips {
+        old.fips = fips;
     }
     let d = diff(&old, &new);
     env.log_system(&format!("Starting update from {current} to {desired}: {d}"));

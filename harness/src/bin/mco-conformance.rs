@@ -57,10 +57,14 @@ enum Command {
         /// Where each mutant's run reports go.
         #[arg(long, default_value = "target/self-test")]
         report_dir: PathBuf,
-        /// A step's deadline under a mutant (a rejection is confirmed against the reference
-        /// daemon under the same deadline).
+        /// A step's deadline in the discovery pass (the whole suite under a mutant).
         #[arg(long, default_value = "5s")]
         agent_timeout: String,
+        /// A step's deadline when a failure is confirmed, alone, with the reference daemon and
+        /// with the mutant (default: a run's `--agent-timeout` default), so that a rejection is
+        /// one a vendor's run makes too.
+        #[arg(long)]
+        confirm_timeout: Option<String>,
         /// Scenarios run at once.
         #[arg(long, default_value_t = 8)]
         concurrency: usize,
@@ -105,6 +109,7 @@ async fn main() -> ExitCode {
             markdown,
             report_dir,
             agent_timeout,
+            confirm_timeout,
             concurrency,
             features,
         } => {
@@ -130,6 +135,13 @@ async fn main() -> ExitCode {
                     Ok(d) => d,
                     Err(e) => return bad(e),
                 };
+            if let Some(confirm) = confirm_timeout {
+                config.confirm_timeout =
+                    match harness::runner::options::positive_duration("--confirm-timeout", &confirm) {
+                        Ok(d) => d,
+                        Err(e) => return bad(e),
+                    };
+            }
             let started = std::time::Instant::now();
             if let Err(e) = install_interrupts() {
                 return bad(e);

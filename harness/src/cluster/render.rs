@@ -7,6 +7,7 @@
 //! except through a template's `profiles` list.
 
 pub use crate::mco::ignition::decode_data_url;
+use crate::mco::machine_config::MachineConfigSpec;
 use crate::profile::Profile;
 use base64::Engine;
 use md5::{Digest, Md5};
@@ -137,9 +138,11 @@ pub fn template_machine_config(
     })
 }
 
-fn merge_by_key(into: &mut Vec<Value>, from: &[Value], key: &str) {
+/// `from`'s entries over `into`'s: one with the same key replaces it in place, a new one is
+/// appended.
+fn merge_by<T: Clone>(into: &mut Vec<T>, from: &[T], key: impl Fn(&T) -> &str) {
     for item in from {
-        match into.iter().position(|i| i[key] == item[key]) {
+        match into.iter().position(|i| key(i) == key(item)) {
             Some(at) => into[at] = item.clone(),
             None => into.push(item.clone()),
         }
@@ -147,76 +150,62 @@ fn merge_by_key(into: &mut Vec<Value>, from: &[Value], key: &str) {
 }
 
 /// MachineConfigs (any order) merged as MCO's `MergeMachineConfigs`: by name; files by path
-/// and units by name, later wins; kernel arguments appended once each; osImageURL and
-/// kernelType the last set; fips if any.
-pub fn merge_machine_configs(configs: &[Value]) -> Value {
+/// and units by name, later wins; kernel arguments and extensions appended once each;
+/// osImageURL and kernelType the last set; fips if any. An error names a MachineConfig whose
+/// spec does not read as one.
+pub fn merge_machine_configs(configs: &[Value]) -> Result<MachineConfigSpec, String> {
+    let name = |c: &Value| c["metadata"]["name"].as_str().unwrap_or("").to_string();
     let mut sorted: Vec<&Value> = configs.iter().collect();
-    sorted.sort_by_key(|c| c["metadata"]["name"].as_str().unwrap_or("").to_string());
-    let (mut files, mut units, mut kargs, mut extensions) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let (mut os_image, mut kernel_type, mut fips) = (String::new(), String::new(), false);
+    sorted.sort_by_key(|c| name(c));
+    let mut merged = MachineConfigSpec::default();
+    merged.config.ignition = json!({"version": IGNITION_VERSION});
     let mut passwd: Map<String, Value> = Map::new();
     for mc in sorted {
-        let spec = &mc["spec"];
-        let array = |v: &Value| v.as_array().cloned().unwrap_or_default();
-        merge_by_key(&mut files, &array(&spec["config"]["storage"]["files"]), "path");
-        merge_by_key(&mut units, &array(&spec["config"]["systemd"]["units"]), "name");
-        for k in array(&spec["kernelArguments"])
-            .into_iter()
-            .chain(array(&spec["extensions"]))
-        {
-            let target = if spec["kernelArguments"].as_array().is_some_and(|a| a.contains(&k)) {
-                &mut kargs
-            } else {
-                &mut extensions
-            };
-            if !target.contains(&k) {
-                target.push(k);
+        let spec = MachineConfigSpec::of(mc).map_err(|e| format!("machineconfig {}: {e}", name(mc)))?;
+        merge_by(&mut merged.config.storage.files, spec.files(), |f| &f.path);
+        merge_by(&mut merged.config.systemd.units, spec.units(), |u| &u.name);
+        for (from, into) in [
+            (&spec.kernel_arguments, &mut merged.kernel_arguments),
+            (&spec.extensions, &mut merged.extensions),
+        ] {
+            for k in from {
+                if !into.contains(k) {
+                    into.push(k.clone());
+                }
             }
         }
-        if let Some(users) = spec["config"]["passwd"].as_object() {
+        if let Some(users) = spec.config.passwd.as_ref().and_then(Value::as_object) {
             passwd.extend(users.clone());
         }
-        if let Some(url) = spec["osImageURL"].as_str().filter(|s| !s.is_empty()) {
-            os_image = url.to_string();
+        if !spec.os_image_url.is_empty() {
+            merged.os_image_url = spec.os_image_url.clone();
         }
-        if let Some(k) = spec["kernelType"].as_str().filter(|s| !s.is_empty()) {
-            kernel_type = k.to_string();
+        if !spec.kernel_type.is_empty() {
+            merged.kernel_type = spec.kernel_type.clone();
         }
-        fips |= spec["fips"].as_bool().unwrap_or(false);
+        merged.fips |= spec.fips;
     }
-    let mut config = json!({"ignition": {"version": IGNITION_VERSION}, "storage": {"files": files}, "systemd": {"units": units}});
     if !passwd.is_empty() {
-        config["passwd"] = Value::Object(passwd);
+        merged.config.passwd = Some(Value::Object(passwd));
     }
-    json!({
-        "config": config,
-        "osImageURL": os_image,
-        "kernelArguments": kargs,
-        "extensions": extensions,
-        "fips": fips,
-        "kernelType": kernel_type,
-    })
+    Ok(merged)
 }
 
 /// `rendered-<pool>-<hex(md5(salt ‖ spec))>` (MCO `pkg/controller/render/hash.go`; the salt
 /// and the serialisation are ours, the shape is upstream's).
-pub fn rendered_name(pool: &str, spec: &Value) -> String {
+pub fn rendered_name(pool: &str, spec: &MachineConfigSpec) -> String {
     let mut hasher = Md5::new();
     hasher.update(b"mco-conformance-render-salt");
-    hasher.update(serde_json::to_vec(spec).expect("serialises"));
+    hasher.update(serde_json::to_vec(&spec.to_value()).expect("serialises"));
     let digest = hasher.finalize();
     let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
     format!("rendered-{pool}-{hex}")
 }
 
 /// The file at `path` in a rendered spec, decoded.
-pub fn file_contents(spec: &Value, path: &str) -> Option<Vec<u8>> {
-    spec["config"]["storage"]["files"]
-        .as_array()?
-        .iter()
-        .find(|f| f["path"] == path)
-        .and_then(|f| f["contents"]["source"].as_str())
-        .and_then(decode_data_url)
+pub fn file_contents(spec: &MachineConfigSpec, path: &str) -> Option<Vec<u8>> {
+    let source = spec.file(path)?.contents.as_ref()?.source.as_deref()?;
+    decode_data_url(source)
 }
 
 #[cfg(test)]
@@ -243,24 +232,28 @@ mod tests {
         let t = templates();
         let old = template_machine_config(&t, Profile::Ocp412, "worker", &cc("bundle-1"));
         assert_eq!(old["metadata"]["name"], "00-worker");
+        let old = MachineConfigSpec::of(&old).unwrap();
         assert_eq!(
-            file_contents(&old["spec"], "/etc/kubernetes/kubelet-ca.crt").unwrap(),
+            file_contents(&old, "/etc/kubernetes/kubelet-ca.crt").unwrap(),
             b"bundle-1"
         );
         assert!(
             file_contents(
-                &old["spec"],
+                &old,
                 "/etc/kubernetes/static-pod-resources/configmaps/cloud-config/ca-bundle.pem"
             )
             .is_none(),
             "skipped when unset"
         );
-        let new = template_machine_config(&t, Profile::Ocp416, "worker", &cc("bundle-1"));
-        assert!(file_contents(&new["spec"], "/etc/kubernetes/kubelet-ca.crt").is_none());
-        assert_eq!(
-            file_contents(&new["spec"], "/etc/kubernetes/ca.crt").unwrap(),
-            b"root"
-        );
+        let new = MachineConfigSpec::of(&template_machine_config(
+            &t,
+            Profile::Ocp416,
+            "worker",
+            &cc("bundle-1"),
+        ))
+        .unwrap();
+        assert!(file_contents(&new, "/etc/kubernetes/kubelet-ca.crt").is_none());
+        assert_eq!(file_contents(&new, "/etc/kubernetes/ca.crt").unwrap(), b"root");
     }
 
     #[test]
@@ -269,7 +262,7 @@ mod tests {
         let name = |profile, ca| {
             rendered_name(
                 "worker",
-                &merge_machine_configs(&[template_machine_config(&t, profile, "worker", &cc(ca))]),
+                &merge_machine_configs(&[template_machine_config(&t, profile, "worker", &cc(ca))]).unwrap(),
             )
         };
         assert_ne!(name(Profile::Ocp412, "a"), name(Profile::Ocp412, "b"));
@@ -290,9 +283,10 @@ mod tests {
         let merged = merge_machine_configs(&[
             mc("99-worker-custom", "/etc/a", "override", json!(["nosmt"])),
             mc("00-worker", "/etc/a", "base", json!(["nosmt", "quiet"])),
-        ]);
+        ])
+        .unwrap();
         assert_eq!(file_contents(&merged, "/etc/a").unwrap(), b"override");
-        assert_eq!(merged["kernelArguments"], json!(["nosmt", "quiet"]));
+        assert_eq!(merged.kernel_arguments, ["nosmt", "quiet"]);
     }
 
     #[test]

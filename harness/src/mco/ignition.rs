@@ -1,8 +1,8 @@
 //! The Ignition side of a MachineConfig as both the controller and the daemon read it: a file
-//! entry's contents (a `data:` URL), mode and path, and which files two configs differ in.
+//! entry's contents (a `data:` URL), and which files two configs differ in.
 
+use super::machine_config::MachineConfigSpec;
 use base64::Engine;
-use serde_json::Value;
 use std::collections::BTreeSet;
 
 /// The contents of an Ignition `data:` URL (`data:,<percent-encoded>` or `data:;base64,...`).
@@ -29,36 +29,17 @@ pub fn decode_data_url(url: &str) -> Option<Vec<u8>> {
     }
 }
 
-/// A MachineConfig file entry's contents and mode.
-pub fn file_entry(file: &Value) -> (String, Vec<u8>, u32) {
-    let path = file["path"].as_str().unwrap_or("").to_string();
-    let data = file["contents"]["source"]
-        .as_str()
-        .and_then(decode_data_url)
-        .unwrap_or_default();
-    let mode = file["mode"].as_u64().map(|m| m as u32).unwrap_or(0o644);
-    (path, data, mode)
-}
-
 /// Paths added, removed, or whose whole file entry differs (`CalculateConfigFileDiffs`).
-pub fn changed_files(old: &Value, new: &Value) -> Vec<String> {
-    let files = |v: &Value| {
-        v["config"]["storage"]["files"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
-    };
-    let (old_files, new_files) = (files(old), files(new));
-    let path = |f: &Value| f["path"].as_str().unwrap_or("").to_string();
+pub fn changed_files(old: &MachineConfigSpec, new: &MachineConfigSpec) -> Vec<String> {
     let mut changed = BTreeSet::new();
-    for f in &old_files {
-        if !new_files.iter().any(|n| path(n) == path(f) && n == f) {
-            changed.insert(path(f));
+    for f in old.files() {
+        if new.file(&f.path) != Some(f) {
+            changed.insert(f.path.clone());
         }
     }
-    for f in &new_files {
-        if !old_files.iter().any(|o| path(o) == path(f)) {
-            changed.insert(path(f));
+    for f in new.files() {
+        if old.file(&f.path).is_none() {
+            changed.insert(f.path.clone());
         }
     }
     changed.into_iter().collect()

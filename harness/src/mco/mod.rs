@@ -1,12 +1,13 @@
 //! MCO's names that both sides of the contract use: node annotations, states, and the node
 //! paths scenarios observe (MCO `pkg/daemon/constants/constants.go`,
 //! `pkg/controller/common/constants.go`; mco-source.md §2), and the MCO model's other common
-//! parts: the API handles (`api`), the cluster objects' names (`names`) and the Ignition side
-//! of a MachineConfig (`ignition`). The reference cluster, the reference daemon and the steps
-//! all read them from here.
+//! parts: the API handles (`api`), the cluster objects' names (`names`), a MachineConfig's
+//! spec as typed structs (`machine_config`) and the Ignition side of it (`ignition`). The
+//! reference cluster, the reference daemon and the steps all read them from here.
 
 pub mod api;
 pub mod ignition;
+pub mod machine_config;
 pub mod names;
 
 /// The rendered config a node runs; written by the agent.

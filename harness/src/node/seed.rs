@@ -17,7 +17,7 @@ use super::{Node, NodeError};
 use crate::mco::CURRENT_CONFIG_FILE;
 use crate::mco::REGISTRY_CA_DIR;
 use crate::mco::api::mco_api;
-use crate::mco::ignition::file_entry;
+use crate::mco::machine_config::MachineConfigSpec;
 use crate::mco::{
     CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, INITIAL_NODE_ANNOTATIONS, KUBELET_CA_PATH,
     LAST_APPLIED_DRAIN, STATE, STATE_DONE,
@@ -44,7 +44,7 @@ pub struct NodeSeed<'a> {
     pub kubelet: &'a ClientIdentity,
     /// The rendered config the node runs.
     pub rendered: &'a str,
-    pub rendered_spec: &'a serde_json::Value,
+    pub rendered_spec: &'a MachineConfigSpec,
     pub kubelet_ca: &'a [u8],
 }
 
@@ -82,13 +82,9 @@ pub async fn seed_node(admin: &kube::Client, node: &dyn Node, seed: &NodeSeed<'_
         0o644,
     )
     .await?;
-    for file in seed.rendered_spec["config"]["storage"]["files"]
-        .as_array()
-        .into_iter()
-        .flatten()
-    {
-        let (path, contents, mode) = file_entry(file);
-        node.write(&path, &contents, mode).await?;
+    for file in seed.rendered_spec.files() {
+        node.write(&file.path, &file.data(), file.mode_or_default())
+            .await?;
     }
     node.write(KUBELET_CA_PATH, seed.kubelet_ca, 0o644).await?;
     // Present on an installed node; the 4.16 daemon writes registry CAs only where it exists.

@@ -204,7 +204,7 @@ pub fn parameter_values_markdown() -> String {
 }
 
 /// How to read the phrases `human` writes.
-pub const NOTATION: &str = "<n> is a number, <name> a name (a signer, a pool, an annotation), <path> an absolute path, <mode> an octal mode such as 0644, <text> any text (inside quotes where the phrase shows them); [a|b] is one of the choices; (s) and (es) are optional endings: write node or nodes, not node(s).";
+pub const NOTATION: &str = "<n> is a number, <name> a name (a signer, a pool, an annotation), <path> an absolute path, <mode> an octal mode such as 0644, <duration> a whole number of days, hours, minutes or seconds (292 days, 1 hour), <text> any text (inside quotes where the phrase shows them); [a|b] is one of the choices; (s) and (es) are optional endings: write node or nodes, not node(s).";
 
 /// A phrase as QE reads it: regex and expression syntax turned into words. Parameters become
 /// `<n>`, `<name>`, `<path>`, `<mode>` or `<text>`; a choice becomes `[a|b]`; an optional plural
@@ -391,13 +391,13 @@ fn skeleton(phrase: &str) -> Vec<String> {
                     }
                     inner.push(d);
                 }
-                // `signer(s)` is an optional plural and `pass(?:es)?` an optional ending, not
+                // `signer(s)` and `pass(es)` are optional endings and `pass(?:es)?` an optional ending, not
                 // parameters.
                 let optional = chars.peek() == Some(&'?');
                 if optional {
                     chars.next();
                 }
-                let plural = prev.is_alphanumeric() && inner == "s";
+                let plural = prev.is_alphanumeric() && matches!(inner.as_str(), "s" | "es");
                 if !(optional || plural) {
                     out.push_str(" \u{0} ");
                 }
@@ -542,9 +542,7 @@ mod tests {
         let all = catalogue();
         let offered = nearest("3 dayz pass", &all);
         assert!(
-            offered
-                .first()
-                .is_some_and(|p| p == "When <n> [day(s)|hour(s)|minute(s)|second(s)] pass(es)"),
+            offered.first().is_some_and(|p| p == "When <duration> pass(es)"),
             "{offered:?}"
         );
         assert_eq!(

@@ -54,10 +54,14 @@ pub struct SelfTestConfig {
     /// Each mutant's run reports go to `<report dir>/<mutant>/<profile>/`.
     pub report_dir: PathBuf,
     pub mutants: Vec<Mutant>,
-    /// A step's deadline: the reference daemon converges in well under a second per step, and a
-    /// mutant that never converges should not hold the self-test for long. A rejection is
-    /// confirmed against the reference daemon under the same deadline.
+    /// A step's deadline in the discovery pass (the whole suite under the mutant): the
+    /// reference daemon converges in well under a second per step, and a mutant that never
+    /// converges should not hold the self-test for long.
     pub agent_timeout: Duration,
+    /// A step's deadline when a failure is confirmed (the scenario alone, with the reference
+    /// daemon and with the mutant): a vendor's run's default, so that a rejection is one a
+    /// vendor's run makes too, never a deadline only the short discovery one missed.
+    pub confirm_timeout: Duration,
     pub concurrency: usize,
 }
 
@@ -69,6 +73,7 @@ impl SelfTestConfig {
             report_dir,
             mutants: Mutant::ALL.to_vec(),
             agent_timeout: Duration::from_secs(5),
+            confirm_timeout: RunConfig::new(Vec::new(), PathBuf::new()).agent_timeout,
             concurrency: 8,
         }
     }
@@ -105,14 +110,15 @@ async fn verdict(config: &SelfTestConfig, mutant: Mutant, profile: Profile) -> R
     let agent = AgentKind::Mutant(mutant);
     // Nothing from an earlier self-test may pass for this one's.
     let _ = std::fs::remove_dir_all(&dir);
-    let mut seen = run_once(config, &dir.join("suite"), profile, &agent, None, true).await?;
+    let whole = (None, config.agent_timeout);
+    let mut seen = run_once(config, &dir.join("suite"), profile, &agent, whole.clone(), true).await?;
     let mut rejection = confirm_first(config, mutant, profile, &seen, &[]).await?;
     if rejection.is_none() {
         // The first failure was not the mutant's (a scenario that also fails alone with the
         // reference, or passes alone with the mutant: load, not the fault), and stopping there
         // hid the rest: run every scenario and try those not tried yet.
         let tried: Vec<Rejection> = seen.iter().take(CANDIDATES).cloned().collect();
-        seen = run_once(config, &dir.join("whole-suite"), profile, &agent, None, false).await?;
+        seen = run_once(config, &dir.join("whole-suite"), profile, &agent, whole, false).await?;
         rejection = confirm_first(config, mutant, profile, &seen, &tried).await?;
     }
     Ok(Verdict {
@@ -159,12 +165,13 @@ pub async fn confirm(
         .join(profile.as_str())
         .join(format!("{file}-{line}"));
     let only = Some((file.to_string(), line));
+    let deadline = config.confirm_timeout;
     let reference = run_once(
         config,
         &dir.join("reference"),
         profile,
         &AgentKind::Reference,
-        only.clone(),
+        (only.clone(), deadline),
         false,
     )
     .await?;
@@ -172,28 +179,36 @@ pub async fn confirm(
         return Ok(None);
     }
     let agent = AgentKind::Mutant(mutant);
-    Ok(
-        run_once(config, &dir.join("mutant"), profile, &agent, only, false)
-            .await?
-            .into_iter()
-            .next(),
+    Ok(run_once(
+        config,
+        &dir.join("mutant"),
+        profile,
+        &agent,
+        (only, deadline),
+        false,
     )
+    .await?
+    .into_iter()
+    .next())
 }
 
-/// One quiet run for one profile on embedded nodes; the scenarios that failed.
+/// One quiet run for one profile on embedded nodes, of the scenario at a file and line or of
+/// every scenario, under a step deadline; the scenarios that failed. The run's conformance
+/// report (`conformance-report.yaml` in `dir`) says what ran and how.
 async fn run_once(
     config: &SelfTestConfig,
     dir: &Path,
     profile: Profile,
     agent: &AgentKind,
-    only: Option<(String, u64)>,
+    (only, agent_timeout): (Option<(String, u64)>, Duration),
     fail_fast: bool,
 ) -> Result<Vec<Rejection>, RunError> {
     let mut run_config = RunConfig::new(config.paths.clone(), dir.to_path_buf());
     run_config.profiles = vec![profile];
     run_config.nodes = Nodes::Embedded;
     run_config.agent = agent.clone();
-    run_config.agent_timeout = config.agent_timeout;
+    run_config.agent_timeout = agent_timeout;
+    run_config.report = Some(dir.join("conformance-report.yaml"));
     run_config.concurrency = config.concurrency;
     run_config.quiet = true;
     run_config.fail_fast = fail_fast;

@@ -5,6 +5,7 @@ use super::{Scenario, ScenarioError, ScenarioOptions, fixture_err, start_node};
 use crate::cluster::ClusterError;
 use crate::cluster::mcc::{machine_config_pools, machine_configs};
 use crate::cluster::operator::controller_configs;
+use crate::mco::machine_config::MachineConfigSpec;
 use crate::node::Node;
 use crate::node::seed::{NodeSeed, seed_node};
 use crate::pki::SimClock;
@@ -38,7 +39,7 @@ impl NodeStart<'_> {
         name: &str,
         role: &str,
         rendered: &str,
-        spec: &serde_json::Value,
+        spec: &MachineConfigSpec,
     ) -> Result<Arc<dyn Node>, ScenarioError> {
         let failed = |message: String| ScenarioError::Node {
             node: name.to_string(),
@@ -66,7 +67,7 @@ impl NodeStart<'_> {
         name: &str,
         role: &str,
         rendered: &str,
-        spec: &serde_json::Value,
+        spec: &MachineConfigSpec,
         node: &dyn Node,
     ) -> Result<(), String> {
         let kubelet = self
@@ -142,7 +143,7 @@ pub(super) async fn served_kubelet_ca(admin: &kube::Client) -> Result<Vec<u8>, S
 pub(super) async fn pool_config(
     admin: &kube::Client,
     role: &str,
-) -> Result<(String, serde_json::Value), ScenarioError> {
+) -> Result<(String, MachineConfigSpec), ScenarioError> {
     let pool = machine_config_pools(admin)
         .get(role)
         .await
@@ -151,12 +152,12 @@ pub(super) async fn pool_config(
         .as_str()
         .unwrap_or("")
         .to_string();
-    let spec = machine_configs(admin)
+    let mc = machine_configs(admin)
         .get(&rendered)
         .await
-        .map_err(|e| ClusterError::kube(format!("machineconfig {rendered}"), e))?
-        .data["spec"]
-        .clone();
+        .map_err(|e| ClusterError::kube(format!("machineconfig {rendered}"), e))?;
+    let spec =
+        MachineConfigSpec::of(&mc.data).map_err(|e| fixture_err(format!("machineconfig {rendered}: {e}")))?;
     Ok((rendered, spec))
 }
 

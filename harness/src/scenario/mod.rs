@@ -33,6 +33,7 @@ use crate::cluster::render::Templates;
 use crate::cluster::{
     ClusterError, ClusterLog, ClusterSide, MachineConfigController, NodeLifecycle, Operator, SignerRotation,
 };
+use crate::mco::machine_config::MachineConfigSpec;
 use crate::mco::{
     CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, LAST_SYNCED_CONTROLLER_CONFIG, REASON, STATE,
     STATE_DEGRADED, STATE_DONE, STATE_UNRECONCILABLE,
@@ -166,7 +167,7 @@ async fn bootstrap_renders(
     templates: &Templates,
     profile: Profile,
     operator: &crate::cluster::Operator,
-) -> Result<BTreeMap<String, (String, serde_json::Value)>, ScenarioError> {
+) -> Result<BTreeMap<String, (String, MachineConfigSpec)>, ScenarioError> {
     let bundle = crate::cluster::kubelet_ca_bundle(profile, &operator.sources().await?)?;
     let cc = controller_configs(admin)
         .get("machine-config-controller")
@@ -185,7 +186,7 @@ async fn bootstrap_renders(
     let mut out = BTreeMap::new();
     for role in &templates.roles {
         let templated = crate::cluster::render::template_machine_config(templates, profile, role, &cc_spec);
-        let spec = crate::cluster::render::merge_machine_configs(&[templated]);
+        let spec = crate::cluster::render::merge_machine_configs(&[templated]).map_err(fixture_err)?;
         out.insert(
             role.clone(),
             (crate::cluster::render::rendered_name(role, &spec), spec),

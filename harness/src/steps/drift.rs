@@ -1,5 +1,6 @@
 //! Files on a node that drift from its config, and the node's state and reason.
 
+use super::params::{FileMode, NodePath};
 use anyhow::{Context, bail, ensure};
 use cucumber::{then, when};
 use harness::mco::{CURRENT_CONFIG, REASON, STATE};
@@ -39,9 +40,9 @@ async fn edit_file(world: &mut ConformanceWorld, path: String) -> anyhow::Result
 }
 
 /// Someone changes the file's mode on every node (an octal mode such as 0600).
-#[when(regex = r"^the mode of (/\S+) is changed to (0[0-7]{3}) on every node$")]
-async fn change_mode(world: &mut ConformanceWorld, path: String, mode: String) -> anyhow::Result<()> {
-    let mode = u32::from_str_radix(&mode, 8)?;
+#[when(expr = "the mode of {path} is changed to {mode} on every node")]
+async fn change_mode(world: &mut ConformanceWorld, path: NodePath, mode: FileMode) -> anyhow::Result<()> {
+    let (NodePath(path), FileMode(mode)) = (path, mode);
     let c = world.cluster()?;
     let mut originals = Vec::new();
     for node in &c.nodes {

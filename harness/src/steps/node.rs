@@ -1,6 +1,7 @@
 //! Nodes: files, reboots and journals.
 
 use super::oracle;
+use super::params::{FileMode, NodePath};
 use anyhow::{Context, ensure};
 use cucumber::{given, then, when};
 use harness::mco::KUBELET_CA_PATH;
@@ -241,9 +242,9 @@ async fn reboot(world: &mut ConformanceWorld) -> anyhow::Result<()> {
 /// A file's owner and mode as the node's kernel reports them (`stat`), "root" being the owner
 /// of the node's `/` (uid 0 in a container node; the user running the suite on an embedded
 /// node, whose root is a directory of theirs).
-#[then(regex = r"^every node's (/\S+) is owned by root with mode (0[0-7]{3})$")]
-async fn owned_by_root(world: &mut ConformanceWorld, path: String, mode: String) -> anyhow::Result<()> {
-    let mode = u32::from_str_radix(&mode, 8)?;
+#[then(expr = "every node's {path} is owned by root with mode {mode}")]
+async fn owned_by_root(world: &mut ConformanceWorld, path: NodePath, mode: FileMode) -> anyhow::Result<()> {
+    let (NodePath(path), FileMode(mode)) = (path, mode);
     for node in &world.cluster()?.nodes {
         let root = node
             .stat("/")
@@ -268,15 +269,15 @@ async fn owned_by_root(world: &mut ConformanceWorld, path: String, mode: String)
 }
 
 /// A file's owner and mode as the node's kernel reports them (`stat`).
-#[then(regex = r"^every node's (/\S+) is owned by (\d+):(\d+) with mode (0[0-7]{3})$")]
+#[then(expr = "every node's {path} is owned by {int}:{int} with mode {mode}")]
 async fn owner_and_mode(
     world: &mut ConformanceWorld,
-    path: String,
+    path: NodePath,
     uid: u32,
     gid: u32,
-    mode: String,
+    mode: FileMode,
 ) -> anyhow::Result<()> {
-    let mode = u32::from_str_radix(&mode, 8)?;
+    let (NodePath(path), FileMode(mode)) = (path, mode);
     for node in &world.cluster()?.nodes {
         let st = node
             .stat(&path)

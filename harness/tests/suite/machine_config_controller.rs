@@ -111,7 +111,11 @@ async fn on_4_12_a_rotation_renders_a_config_rolled_out_one_node_at_a_time() {
         .decode(cc.data["spec"]["kubeAPIServerServingCAData"].as_str().unwrap())
         .unwrap();
     assert_eq!(
-        file_contents(&mc.data["spec"], "/etc/kubernetes/kubelet-ca.crt").unwrap(),
+        file_contents(
+            &harness::mco::machine_config::MachineConfigSpec::of(&mc.data).unwrap(),
+            "/etc/kubernetes/kubelet-ca.crt"
+        )
+        .unwrap(),
         bundle,
         "the rendered file is the ControllerConfig bundle"
     );

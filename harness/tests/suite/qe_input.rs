@@ -62,7 +62,7 @@ fn an_undefined_step_is_named_with_the_nearest_phrase_and_fails_in_every_report(
     );
     assert_eq!(code, Some(1), "{stdout}");
     let place = format!(
-        "{}:4: undefined step: When 3 dayz pass; did you mean \"When <n> [day(s)|hour(s)|minute(s)|second(s)] pass(es)\"",
+        "{}:4: undefined step: When 3 dayz pass; did you mean \"When <duration> pass(es)\"",
         path.display()
     );
     assert!(stdout.contains(&place), "{stdout}");

@@ -171,7 +171,10 @@ async fn on_4_12_the_bundle_arrives_through_a_new_rendered_config_without_reboot
         let on_disk = node.read(KUBELET_CA_PATH).await.unwrap();
         assert_eq!(
             Some(on_disk),
-            file_contents(&rendered.data["spec"], KUBELET_CA_PATH)
+            file_contents(
+                &harness::mco::machine_config::MachineConfigSpec::of(&rendered.data).unwrap(),
+                KUBELET_CA_PATH
+            )
         );
     }
     assert_eq!(

@@ -47,11 +47,9 @@ async fn every_readme_row_rejects_its_mutant_and_the_reference_passes_it() {
         "the README's self-test table must name one rejecting scenario per mutant and profile: regenerate it with `mco-conformance self-test --markdown`"
     );
     let dir = tempfile::tempdir().unwrap();
-    let mut config = config(dir.path());
-    // Other tests share the cores: a roomier deadline than the CLI's keeps the reference's
-    // half of each confirmation from failing for load (10 s was missed once in CI, at a
-    // scenario's start, with four confirmations at a time beside the other tests).
-    config.agent_timeout = std::time::Duration::from_secs(30);
+    // Each row is confirmed as the CLI confirms (`confirm_timeout`: a run's default 30 s
+    // deadline), which also leaves room for the load of the other tests beside it.
+    let config = config(dir.path());
     // Sixteen confirmations at a time: a rejection by deadline spends its 30 s waiting, not
     // computing (alone, ten at a time: 25 s of CPU in 100 s).
     use futures::StreamExt;
@@ -120,6 +118,25 @@ async fn the_discovery_pass_finds_and_confirms_a_rejection() {
             rejection.message.contains("ca-bundle.pem"),
             "the rejection names the cloud CA file: {rejection:?}"
         );
+        // The discovery pass ran under the short deadline, the confirmation (reference and
+        // mutant, the scenario alone) under a run's default one: the runs' reports say so.
+        let runs = dir.path().join("cloud-ca-ignored").join(verdict.profile.as_str());
+        let confirmed = runs.join(format!("{}-{}", rejection.file, rejection.line));
+        for (run, seconds) in [
+            (runs.join("suite"), 5),
+            (confirmed.join("reference"), 30),
+            (confirmed.join("mutant"), 30),
+        ] {
+            let path = run.join("conformance-report.yaml");
+            let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let report: serde_yaml::Value = serde_yaml::from_str(&text).expect("the report is YAML");
+            assert_eq!(
+                report["timeliness"]["agentTimeoutSeconds"].as_u64(),
+                Some(seconds),
+                "{}: {text}",
+                path.display()
+            );
+        }
     }
 }
 

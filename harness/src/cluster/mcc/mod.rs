@@ -20,7 +20,8 @@ use super::render::{
 use super::{ClusterError, ClusterLog, NodeCache};
 use crate::mco::KUBELET_CA_PATH;
 pub use crate::mco::api::{machine_config_pools, machine_configs, mco_api};
-use crate::mco::ignition::{changed_files, file_entry};
+use crate::mco::ignition::changed_files;
+use crate::mco::machine_config::MachineConfigSpec;
 use crate::mco::{DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN};
 use crate::pki::{Clock, SimClock};
 use crate::pki::{parse_certs, rfc3339};
@@ -186,7 +187,14 @@ impl MachineConfigController {
                     .as_str()
                     .cmp(&b["metadata"]["name"].as_str())
             });
-            let spec = merge_machine_configs(&sources);
+            let spec = match merge_machine_configs(&sources) {
+                Ok(spec) => spec,
+                Err(e) => {
+                    // Upstream's render controller degrades the pool; this one leaves it as it is.
+                    self.note(format!("pool {pool_name} not rendered: {e}"));
+                    continue;
+                }
+            };
             let name = rendered_name(&pool_name, &spec);
             if view.machine_config(&name).is_none() {
                 let rendered = json!({
@@ -355,19 +363,19 @@ impl MachineConfigController {
         ) else {
             return;
         };
-        if !changed_files(&current["spec"], &target["spec"])
+        let (Ok(current), Ok(target)) = (MachineConfigSpec::of(current), MachineConfigSpec::of(target))
+        else {
+            return;
+        };
+        if !changed_files(&current, &target)
             .iter()
             .any(|p| p == KUBELET_CA_PATH)
         {
             return;
         }
-        let bundle = current["spec"]["config"]["storage"]["files"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(file_entry)
-            .find(|(path, _, _)| path == KUBELET_CA_PATH)
-            .map(|(_, data, _)| String::from_utf8_lossy(&data).into_owned())
+        let bundle = current
+            .file(KUBELET_CA_PATH)
+            .map(|f| String::from_utf8_lossy(&f.data()).into_owned())
             .unwrap_or_default();
         let Some(longest) = parse_certs(&bundle)
             .unwrap_or_default()
