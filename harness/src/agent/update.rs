@@ -21,6 +21,7 @@ use super::{AgentEnv, Mutant};
 use crate::mco::KUBELET_CA_PATH;
 use crate::mco::api::{machine_config_pools, machine_configs};
 use crate::mco::machine_config::MachineConfigSpec;
+use crate::mco::pool::MachineConfigPool;
 use crate::mco::{
     CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN, REASON, STATE, STATE_DEGRADED,
     STATE_DONE, STATE_UNRECONCILABLE, STATE_WORKING,
@@ -296,7 +297,9 @@ async fn follow_pool_config(env: &AgentEnv) {
         if !node.metadata.labels.unwrap_or_default().contains_key(&role) {
             continue;
         }
-        let target = pool.data["spec"]["configuration"]["name"].as_str().unwrap_or("");
+        let target = MachineConfigPool::of(&pool)
+            .map(|p| p.spec.configuration.name)
+            .unwrap_or_default();
         let desired = node
             .metadata
             .annotations

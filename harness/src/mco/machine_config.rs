@@ -141,7 +141,9 @@ impl File {
 }
 
 /// A missing or `null` field is the type's zero value, as Go's JSON decoding leaves it.
-fn zero_if_null<'de, D: Deserializer<'de>, T: Deserialize<'de> + Default>(d: D) -> Result<T, D::Error> {
+pub(crate) fn zero_if_null<'de, D: Deserializer<'de>, T: Deserialize<'de> + Default>(
+    d: D,
+) -> Result<T, D::Error> {
     Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 

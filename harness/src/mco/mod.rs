@@ -2,13 +2,15 @@
 //! paths scenarios observe (MCO `pkg/daemon/constants/constants.go`,
 //! `pkg/controller/common/constants.go`; mco-source.md §2), and the MCO model's other common
 //! parts: the API handles (`api`), the cluster objects' names (`names`), a MachineConfig's
-//! spec as typed structs (`machine_config`) and the Ignition side of it (`ignition`). The
+//! spec and a MachineConfigPool as typed structs (`machine_config`, `pool`) and the Ignition
+//! side of a MachineConfig (`ignition`). The
 //! reference cluster, the reference daemon and the steps all read them from here.
 
 pub mod api;
 pub mod ignition;
 pub mod machine_config;
 pub mod names;
+pub mod pool;
 
 /// The rendered config a node runs; written by the agent.
 pub const CURRENT_CONFIG: &str = "machineconfiguration.openshift.io/currentConfig";

@@ -6,6 +6,7 @@ use crate::cluster::ClusterError;
 use crate::cluster::mcc::{machine_config_pools, machine_configs};
 use crate::cluster::operator::controller_configs;
 use crate::mco::machine_config::MachineConfigSpec;
+use crate::mco::pool::MachineConfigPool;
 use crate::node::Node;
 use crate::node::seed::{NodeSeed, seed_node};
 use crate::pki::SimClock;
@@ -148,10 +149,11 @@ pub(super) async fn pool_config(
         .get(role)
         .await
         .map_err(|e| ClusterError::kube(format!("machineconfigpool {role}"), e))?;
-    let rendered = pool.data["spec"]["configuration"]["name"]
-        .as_str()
-        .unwrap_or("")
-        .to_string();
+    let rendered = MachineConfigPool::of(&pool)
+        .map_err(|e| fixture_err(format!("machineconfigpool {role}: {e}")))?
+        .spec
+        .configuration
+        .name;
     let mc = machine_configs(admin)
         .get(&rendered)
         .await

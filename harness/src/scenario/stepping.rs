@@ -2,6 +2,7 @@
 //! every stop, the cluster side settling there, and the nodes converging before time moves on.
 
 use super::*;
+use crate::mco::pool::MachineConfigPool;
 
 /// How long the nodes may take, in wall time, to reflect a change once the cluster side made it,
 /// whatever `--agent-timeout` says. Upstream acts on the informer event: the 4.16 daemon queues
@@ -425,16 +426,10 @@ impl Scenario {
         let targets: BTreeMap<String, (String, bool)> = pools
             .iter()
             .map(|p| {
-                let v = serde_json::to_value(p).unwrap_or_default();
+                let pool = MachineConfigPool::of(p).unwrap_or_default();
                 (
                     p.metadata.name.clone().unwrap_or_default(),
-                    (
-                        v["spec"]["configuration"]["name"]
-                            .as_str()
-                            .unwrap_or("")
-                            .to_string(),
-                        v["spec"]["paused"].as_bool().unwrap_or(false),
-                    ),
+                    (pool.spec.configuration.name, pool.spec.paused),
                 )
             })
             .collect();

@@ -22,6 +22,7 @@ use crate::mco::KUBELET_CA_PATH;
 pub use crate::mco::api::{machine_config_pools, machine_configs, mco_api};
 use crate::mco::ignition::changed_files;
 use crate::mco::machine_config::MachineConfigSpec;
+use crate::mco::pool::MachineConfigPool;
 use crate::mco::{DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN};
 use crate::pki::{Clock, SimClock};
 use crate::pki::{parse_certs, rfc3339};
@@ -34,6 +35,16 @@ use view::{ApiView, cert_expirys, certificate_entries, node_view, selects};
 
 fn to_value(object: &DynamicObject) -> Value {
     serde_json::to_value(object).expect("a DynamicObject serialises")
+}
+
+/// A pool object as the typed pool; an error names the pool that does not read as one.
+fn pool_of(object: &DynamicObject) -> Result<MachineConfigPool, ClusterError> {
+    MachineConfigPool::of(object).map_err(|e| {
+        ClusterError::Fixture(format!(
+            "machineconfigpool {}: {e}",
+            object.metadata.name.as_deref().unwrap_or("")
+        ))
+    })
 }
 
 pub struct MachineConfigController {
@@ -122,8 +133,8 @@ impl MachineConfigController {
             .await
             .map_err(|e| ClusterError::kube("machineconfigpools".into(), e))?
             .iter()
-            .map(to_value)
-            .collect();
+            .map(pool_of)
+            .collect::<Result<_, _>>()?;
         self.node_cache.caught_up().await.map_err(ClusterError::Stale)?;
         let nodes = self.node_cache.nodes();
         Ok(ApiView {
@@ -171,8 +182,8 @@ impl MachineConfigController {
         let mut changed = false;
         for index in 0..view.pools.len() {
             let pool = view.pools[index].clone();
-            let pool_name = pool["metadata"]["name"].as_str().unwrap_or("").to_string();
-            let selector = &pool["spec"]["machineConfigSelector"];
+            let pool_name = pool.name().to_string();
+            let selector = &pool.spec.machine_config_selector;
             let mut sources: Vec<Value> = view
                 .machine_configs
                 .iter()
@@ -201,7 +212,7 @@ impl MachineConfigController {
                     "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
                     "metadata": {"name": name, "annotations": {GENERATED_BY: CONTROLLER_VERSION},
                         "ownerReferences": [{"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
-                            "name": pool_name, "uid": pool["metadata"]["uid"], "controller": true}]},
+                            "name": pool_name, "uid": pool.metadata.uid, "controller": true}]},
                     "spec": spec,
                 });
                 let written = mcs
@@ -216,7 +227,7 @@ impl MachineConfigController {
                 self.note(format!("rendered {name} for pool {pool_name}"));
                 changed = true;
             }
-            if pool["spec"]["configuration"]["name"] != name {
+            if pool.spec.configuration.name != name {
                 let source: Vec<Value> = sources
                     .iter()
                     .map(|s| json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig", "name": s["metadata"]["name"]}))
@@ -226,7 +237,7 @@ impl MachineConfigController {
                     .patch(&pool_name, &PatchParams::default(), &Patch::Merge(patch))
                     .await
                     .map_err(|e| ClusterError::kube(format!("machineconfigpool {pool_name}"), e))?;
-                view.pools[index] = to_value(&written);
+                view.pools[index] = pool_of(&written)?;
                 self.note(format!("pool {pool_name} now targets {name}"));
                 changed = true;
             }
@@ -240,30 +251,24 @@ impl MachineConfigController {
         let mut changed = false;
         for index in 0..view.pools.len() {
             let pool = view.pools[index].clone();
-            let selector = &pool["spec"]["nodeSelector"];
+            let selector = &pool.spec.node_selector;
             let members: Vec<usize> = (0..view.nodes.len())
                 .filter(|&i| {
                     let labels = serde_json::to_value(&view.nodes[i].metadata.labels).unwrap_or(Value::Null);
                     selects(selector, &labels)
                 })
                 .collect();
-            let name = pool["metadata"]["name"].as_str().unwrap_or("").to_string();
-            let max = max_unavailable(&pool["spec"]["maxUnavailable"], members.len());
+            let name = pool.name().to_string();
+            let max = max_unavailable(&pool.spec.max_unavailable, members.len());
             if let Err(e) = &max {
                 self.note(format!("pool {name}: {e}"));
             }
             let pool_view = PoolView {
                 name,
-                paused: pool["spec"]["paused"].as_bool().unwrap_or(false),
+                paused: pool.spec.paused,
                 max_unavailable: max.as_ref().copied().unwrap_or(0),
-                target: pool["spec"]["configuration"]["name"]
-                    .as_str()
-                    .unwrap_or("")
-                    .to_string(),
-                current: pool["status"]["configuration"]["name"]
-                    .as_str()
-                    .unwrap_or("")
-                    .to_string(),
+                target: pool.spec.configuration.name.clone(),
+                current: pool.current().to_string(),
             };
             let views: Vec<NodeView> = members.iter().map(|&i| node_view(&view.nodes[i])).collect();
             // An invalid maxUnavailable (0 above) moves no node: upstream's sync fails there.
@@ -279,18 +284,14 @@ impl MachineConfigController {
                 changed = true;
             }
             let views: Vec<NodeView> = members.iter().map(|&i| node_view(&view.nodes[i])).collect();
-            let mut status = pool_status(
-                &pool_view,
-                &views,
-                pool["metadata"]["generation"].as_i64().unwrap_or(0),
-            );
+            let mut status = pool_status(&pool_view, &views, pool.metadata.generation.unwrap_or(0));
             match self.profile.traits().paused_pool_signal {
                 PausedPoolSignal::PendingFileGauge => self.pending_file_metrics(view, &pool_view),
                 PausedPoolSignal::CertExpirys => {
                     status["certExpirys"] = cert_expirys(&view.controller_config)
                 }
             }
-            if pool["status"] != status {
+            if pool.status != status {
                 let written = pools
                     .patch_status(
                         &pool_view.name,
@@ -301,7 +302,7 @@ impl MachineConfigController {
                     .map_err(|e| {
                         ClusterError::kube(format!("machineconfigpool {} status", pool_view.name), e)
                     })?;
-                view.pools[index] = to_value(&written);
+                view.pools[index] = pool_of(&written)?;
                 changed = true;
             }
         }

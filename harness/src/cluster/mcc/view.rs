@@ -3,6 +3,7 @@
 //! the ControllerConfig's certificates).
 
 use crate::cluster::pools::NodeView;
+use crate::mco::pool::MachineConfigPool;
 use crate::mco::{CURRENT_CONFIG, DESIRED_CONFIG, REASON, STATE};
 use crate::pki::{parse_certs, rfc3339};
 use k8s_openapi::api::core::v1::Node;
@@ -12,7 +13,7 @@ use serde_json::{Value, json};
 pub(super) struct ApiView {
     pub(super) controller_config: Value,
     pub(super) machine_configs: Vec<Value>,
-    pub(super) pools: Vec<Value>,
+    pub(super) pools: Vec<MachineConfigPool>,
     pub(super) nodes: Vec<std::sync::Arc<Node>>,
 }
 
