@@ -6,6 +6,7 @@
 //! Templates are typed data (`fixtures/templates.yaml`); nothing here branches on a profile
 //! except through a template's `profiles` list.
 
+use crate::mco::controller_config::ControllerConfigSpec;
 pub use crate::mco::ignition::decode_data_url;
 use crate::mco::machine_config::MachineConfigSpec;
 use crate::profile::Profile;
@@ -94,15 +95,12 @@ pub fn template_machine_config(
     templates: &Templates,
     profile: Profile,
     role: &str,
-    cc_spec: &Value,
+    cc_spec: &ControllerConfigSpec,
 ) -> Value {
     let applies = |profiles: &[String]| profiles.iter().any(|p| p == profile.as_str());
     let mut files = Vec::new();
     for f in templates.files.iter().filter(|f| applies(&f.profiles)) {
-        let encoded = cc_spec[&f.from].as_str().unwrap_or("");
-        let contents = base64::engine::general_purpose::STANDARD
-            .decode(encoded)
-            .unwrap_or_default();
+        let contents = cc_spec.data(&f.from).unwrap_or_default();
         if f.when_set && contents.is_empty() {
             continue;
         }
@@ -129,7 +127,7 @@ pub fn template_machine_config(
         },
         "spec": {
             "config": {"ignition": {"version": IGNITION_VERSION}, "storage": {"files": files}, "systemd": {"units": units}},
-            "osImageURL": cc_spec["osImageURL"].as_str().unwrap_or(""),
+            "osImageURL": cc_spec.os_image_url,
             "kernelArguments": [],
             "extensions": [],
             "fips": false,
@@ -222,9 +220,12 @@ mod tests {
         .unwrap()
     }
 
-    fn cc(ca: &str) -> Value {
+    fn cc(ca: &str) -> ControllerConfigSpec {
         let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
-        json!({"kubeAPIServerServingCAData": b64(ca), "rootCAData": b64("root"), "cloudProviderCAData": null})
+        ControllerConfigSpec::of(
+            &json!({"spec": {"kubeAPIServerServingCAData": b64(ca), "rootCAData": b64("root"), "cloudProviderCAData": null}}),
+        )
+        .unwrap()
     }
 
     #[test]

@@ -2,11 +2,13 @@
 //! paths scenarios observe (MCO `pkg/daemon/constants/constants.go`,
 //! `pkg/controller/common/constants.go`; mco-source.md §2), and the MCO model's other common
 //! parts: the API handles (`api`), the cluster objects' names (`names`), a MachineConfig's
-//! spec and a MachineConfigPool as typed structs (`machine_config`, `pool`) and the Ignition
+//! spec, a MachineConfigPool and a ControllerConfig's spec as typed structs (`machine_config`,
+//! `pool`, `controller_config`) and the Ignition
 //! side of a MachineConfig (`ignition`). The
 //! reference cluster, the reference daemon and the steps all read them from here.
 
 pub mod api;
+pub mod controller_config;
 pub mod ignition;
 pub mod machine_config;
 pub mod names;

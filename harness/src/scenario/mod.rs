@@ -33,6 +33,7 @@ use crate::cluster::render::Templates;
 use crate::cluster::{
     ClusterError, ClusterLog, ClusterSide, MachineConfigController, NodeLifecycle, Operator, SignerRotation,
 };
+use crate::mco::controller_config::ControllerConfigSpec;
 use crate::mco::machine_config::MachineConfigSpec;
 use crate::mco::{
     CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, LAST_SYNCED_CONTROLLER_CONFIG, REASON, STATE,
@@ -173,13 +174,9 @@ async fn bootstrap_renders(
         .get("machine-config-controller")
         .await
         .map_err(|e| ClusterError::kube("controllerconfig".into(), e))?;
-    let mut cc_spec = cc.data["spec"].clone();
-    let Some(fields) = cc_spec.as_object_mut() else {
-        return Err(fixture_err(
-            "controllerconfig machine-config-controller has no spec object",
-        ));
-    };
-    fields.insert(
+    let mut cc_spec = ControllerConfigSpec::of(&cc.data)
+        .map_err(|e| fixture_err(format!("controllerconfig machine-config-controller: {e}")))?;
+    cc_spec.other.insert(
         "kubeAPIServerServingCAData".into(),
         base64::engine::general_purpose::STANDARD.encode(bundle).into(),
     );

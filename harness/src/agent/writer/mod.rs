@@ -30,13 +30,13 @@ pub use registry::{INTERNAL_REGISTRY_PULL_SECRET, MOUNTED_PULL_SECRETS, REGISTRY
 
 use super::{AgentEnv, Mutant};
 use crate::mco::api::{CONTROLLER_CONFIG, controller_configs};
+use crate::mco::controller_config::ControllerConfigSpec;
 use crate::mco::{
     KUBELET_CA_PATH, LAST_OBSERVED_SERVER_CA, LAST_SYNCED_CONTROLLER_CONFIG, REASON, SERVICE_CA_ROTATE,
     STATE, STATE_DEGRADED, STATE_DONE,
 };
 use crate::node::seed::{KUBELET_KUBECONFIG, NODE_KUBECONFIG};
 use crate::profile::{CertificateWriter, WriterAnnotates};
-use base64::Engine;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
@@ -218,19 +218,20 @@ async fn sync(env: &AgentEnv, writer: CertificateWriter, cc: &DynamicObject) -> 
     let mut restart_kubelet = None;
     let changed = annotations.get(LAST_SYNCED_CONTROLLER_CONFIG) != Some(&rv);
     if changed || rotate {
+        let spec = ControllerConfigSpec::of(&cc.data)
+            .map_err(|e| SyncError::Node(format!("controllerconfig spec: {e}")))?;
         let mut path_to_data: Vec<(String, Vec<u8>)> = Vec::new();
         for (path, field) in CERTIFICATE_FILES {
             if env.mutant_is(Mutant::CloudCaIgnored) && *field == "cloudProviderCAData" {
                 continue;
             }
-            let encoded = cc.data["spec"][*field].as_str().unwrap_or("");
-            let data = base64::engine::general_purpose::STANDARD
-                .decode(encoded)
+            let data = spec
+                .data(field)
                 .map_err(|e| SyncError::Node(format!("controllerconfig spec.{field}: {e}")))?;
             path_to_data.push((path.to_string(), data));
         }
         if writer.internal_registry_pull_secret
-            && let Some(secret) = pull_secret(env, cc, &node)?
+            && let Some(secret) = pull_secret(env, &spec, &node)?
         {
             path_to_data.push((INTERNAL_REGISTRY_PULL_SECRET.to_string(), secret));
         }
@@ -288,7 +289,7 @@ async fn sync(env: &AgentEnv, writer: CertificateWriter, cc: &DynamicObject) -> 
             systemctl(env, &["daemon-reload"]).await?;
             systemctl(env, &["start", "kubelet"]).await?;
         }
-        sync_registry_cas(env, cc, writer.missing_registry_ca_dir)?;
+        sync_registry_cas(env, &spec, writer.missing_registry_ca_dir)?;
     }
     let annotate = match writer.annotates {
         WriterAnnotates::EveryEvent => true,

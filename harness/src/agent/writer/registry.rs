@@ -4,10 +4,10 @@
 
 use super::{AgentEnv, SyncError, write_to_disk};
 use crate::agent::Mutant;
+use crate::mco::controller_config::ControllerConfigSpec;
 use crate::profile::MissingRegistryCaDir;
 use base64::Engine;
 use k8s_openapi::api::core::v1::Node;
-use kube::api::DynamicObject;
 use serde_json::json;
 
 pub use crate::mco::{INTERNAL_REGISTRY_PULL_SECRET, REGISTRY_CA_DIR};
@@ -19,15 +19,12 @@ pub const MOUNTED_PULL_SECRETS: &str = "/run/secrets/os-image-pull-secrets";
 /// secret, the ControllerConfig's bytes as they are (empty ones too).
 pub(super) fn pull_secret(
     env: &AgentEnv,
-    cc: &DynamicObject,
+    spec: &ControllerConfigSpec,
     node: &Node,
 ) -> Result<Option<Vec<u8>>, SyncError> {
-    let encoded = cc.data["spec"]["internalRegistryPullSecret"]
-        .as_str()
-        .unwrap_or("");
     let node_error = |e: String| SyncError::Node(e);
-    let decoded = base64::engine::general_purpose::STANDARD
-        .decode(encoded)
+    let decoded = spec
+        .data("internalRegistryPullSecret")
         .map_err(|e| node_error(format!("controllerconfig spec.internalRegistryPullSecret: {e}")))?;
     let mut roles: Vec<&str> = node
         .metadata
@@ -98,7 +95,7 @@ pub(super) fn pull_secret(
 /// it, or empty or `.`) is refused with an error in the log and nothing written for it.
 pub(super) fn sync_registry_cas(
     env: &AgentEnv,
-    cc: &DynamicObject,
+    spec: &ControllerConfigSpec,
     missing_dir: MissingRegistryCaDir,
 ) -> Result<(), SyncError> {
     let dir = env.path(REGISTRY_CA_DIR);
@@ -116,15 +113,9 @@ pub(super) fn sync_registry_cas(
             }
         },
     };
-    let spec = &cc.data["spec"];
     let mut cas = Vec::new();
-    for entry in spec["imageRegistryBundleData"]
-        .as_array()
-        .into_iter()
-        .chain(spec["imageRegistryBundleUserData"].as_array())
-        .flatten()
-    {
-        let file = entry["file"].as_str().unwrap_or("").to_string();
+    for entry in spec.registry_bundles() {
+        let file = entry.file.clone();
         if file.is_empty() || file == "." || file.contains('/') || file.contains('\0') {
             env.log(&format!(
                 "refusing image registry CA {file:?}: its directory would not be a child of {REGISTRY_CA_DIR}"
@@ -132,7 +123,7 @@ pub(super) fn sync_registry_cas(
             continue;
         }
         let data = base64::engine::general_purpose::STANDARD
-            .decode(entry["data"].as_str().unwrap_or(""))
+            .decode(&entry.data)
             .map_err(|e| SyncError::Node(format!("image registry CA {file:?}: {e}")))?;
         cas.push((file, data));
     }

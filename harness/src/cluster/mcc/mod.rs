@@ -20,6 +20,7 @@ use super::render::{
 use super::{ClusterError, ClusterLog, NodeCache};
 use crate::mco::KUBELET_CA_PATH;
 pub use crate::mco::api::{machine_config_pools, machine_configs, mco_api};
+use crate::mco::controller_config::ControllerConfigSpec;
 use crate::mco::ignition::changed_files;
 use crate::mco::machine_config::MachineConfigSpec;
 use crate::mco::pool::MachineConfigPool;
@@ -148,13 +149,10 @@ impl MachineConfigController {
     async fn template(&self, view: &mut ApiView) -> Result<bool, ClusterError> {
         let api = machine_configs(&self.client);
         let mut changed = false;
+        let cc_spec = ControllerConfigSpec::of(&view.controller_config)
+            .map_err(|e| ClusterError::Fixture(format!("controllerconfig {CONTROLLER_CONFIG}: {e}")))?;
         for role in &self.templates.roles {
-            let desired = template_machine_config(
-                &self.templates,
-                self.profile,
-                role,
-                &view.controller_config["spec"],
-            );
+            let desired = template_machine_config(&self.templates, self.profile, role, &cc_spec);
             let name = format!("00-{role}");
             if view
                 .machine_config(&name)
