@@ -8,7 +8,7 @@
 
 use crate::mco::controller_config::ControllerConfigSpec;
 pub use crate::mco::ignition::decode_data_url;
-use crate::mco::machine_config::MachineConfigSpec;
+use crate::mco::machine_config::{MachineConfig, MachineConfigSpec};
 use crate::profile::Profile;
 use base64::Engine;
 use md5::{Digest, Md5};
@@ -149,17 +149,15 @@ fn merge_by<T: Clone>(into: &mut Vec<T>, from: &[T], key: impl Fn(&T) -> &str) {
 
 /// MachineConfigs (any order) merged as MCO's `MergeMachineConfigs`: by name; files by path
 /// and units by name, later wins; kernel arguments and extensions appended once each;
-/// osImageURL and kernelType the last set; fips if any. An error names a MachineConfig whose
-/// spec does not read as one.
-pub fn merge_machine_configs(configs: &[Value]) -> Result<MachineConfigSpec, String> {
-    let name = |c: &Value| c["metadata"]["name"].as_str().unwrap_or("").to_string();
-    let mut sorted: Vec<&Value> = configs.iter().collect();
-    sorted.sort_by_key(|c| name(c));
+/// osImageURL and kernelType the last set; fips if any.
+pub fn merge_machine_configs(configs: &[MachineConfig]) -> MachineConfigSpec {
+    let mut sorted: Vec<&MachineConfig> = configs.iter().collect();
+    sorted.sort_by_key(|c| c.name());
     let mut merged = MachineConfigSpec::default();
     merged.config.ignition = json!({"version": IGNITION_VERSION});
     let mut passwd: Map<String, Value> = Map::new();
     for mc in sorted {
-        let spec = MachineConfigSpec::of(mc).map_err(|e| format!("machineconfig {}: {e}", name(mc)))?;
+        let spec = &mc.spec;
         merge_by(&mut merged.config.storage.files, spec.files(), |f| &f.path);
         merge_by(&mut merged.config.systemd.units, spec.units(), |u| &u.name);
         for (from, into) in [
@@ -186,7 +184,7 @@ pub fn merge_machine_configs(configs: &[Value]) -> Result<MachineConfigSpec, Str
     if !passwd.is_empty() {
         merged.config.passwd = Some(Value::Object(passwd));
     }
-    Ok(merged)
+    merged
 }
 
 /// `rendered-<pool>-<hex(md5(salt ‖ spec))>` (MCO `pkg/controller/render/hash.go`; the salt
@@ -263,7 +261,13 @@ mod tests {
         let name = |profile, ca| {
             rendered_name(
                 "worker",
-                &merge_machine_configs(&[template_machine_config(&t, profile, "worker", &cc(ca))]).unwrap(),
+                &merge_machine_configs(&[MachineConfig::from_json(&template_machine_config(
+                    &t,
+                    profile,
+                    "worker",
+                    &cc(ca),
+                ))
+                .unwrap()]),
             )
         };
         assert_ne!(name(Profile::Ocp412, "a"), name(Profile::Ocp412, "b"));
@@ -278,14 +282,14 @@ mod tests {
     #[test]
     fn later_configs_win_and_kernel_arguments_accumulate() {
         let mc = |name: &str, path: &str, data: &str, kargs: Value| {
-            json!({"metadata": {"name": name}, "spec": {"config": {"storage": {"files": [
-                {"path": path, "mode": 420, "contents": {"source": data_url(data.as_bytes())}}]}}, "kernelArguments": kargs}})
+            MachineConfig::from_json(&json!({"metadata": {"name": name}, "spec": {"config": {"storage": {"files": [
+                {"path": path, "mode": 420, "contents": {"source": data_url(data.as_bytes())}}]}}, "kernelArguments": kargs}}))
+            .unwrap()
         };
         let merged = merge_machine_configs(&[
             mc("99-worker-custom", "/etc/a", "override", json!(["nosmt"])),
             mc("00-worker", "/etc/a", "base", json!(["nosmt", "quiet"])),
-        ])
-        .unwrap();
+        ]);
         assert_eq!(file_contents(&merged, "/etc/a").unwrap(), b"override");
         assert_eq!(merged.kernel_arguments, ["nosmt", "quiet"]);
     }

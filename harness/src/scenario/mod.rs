@@ -34,7 +34,7 @@ use crate::cluster::{
     ClusterError, ClusterLog, ClusterSide, MachineConfigController, NodeLifecycle, Operator, SignerRotation,
 };
 use crate::mco::controller_config::ControllerConfigSpec;
-use crate::mco::machine_config::MachineConfigSpec;
+use crate::mco::machine_config::{MachineConfig, MachineConfigSpec};
 use crate::mco::{
     CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, LAST_SYNCED_CONTROLLER_CONFIG, REASON, STATE,
     STATE_DEGRADED, STATE_DONE, STATE_UNRECONCILABLE,
@@ -183,7 +183,8 @@ async fn bootstrap_renders(
     let mut out = BTreeMap::new();
     for role in &templates.roles {
         let templated = crate::cluster::render::template_machine_config(templates, profile, role, &cc_spec);
-        let spec = crate::cluster::render::merge_machine_configs(&[templated]).map_err(fixture_err)?;
+        let templated = MachineConfig::from_json(&templated).map_err(fixture_err)?;
+        let spec = crate::cluster::render::merge_machine_configs(&[templated]);
         out.insert(
             role.clone(),
             (crate::cluster::render::rendered_name(role, &spec), spec),

@@ -22,7 +22,7 @@ use crate::mco::KUBELET_CA_PATH;
 pub use crate::mco::api::{machine_config_pools, machine_configs, mco_api};
 use crate::mco::controller_config::ControllerConfigSpec;
 use crate::mco::ignition::changed_files;
-use crate::mco::machine_config::MachineConfigSpec;
+use crate::mco::machine_config::{MachineConfig, MachineConfigSpec};
 use crate::mco::pool::MachineConfigPool;
 use crate::mco::{DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN};
 use crate::pki::{Clock, SimClock};
@@ -36,6 +36,16 @@ use view::{ApiView, cert_expirys, certificate_entries, node_view, selects};
 
 fn to_value(object: &DynamicObject) -> Value {
     serde_json::to_value(object).expect("a DynamicObject serialises")
+}
+
+/// A MachineConfig object as the typed one; an error names the one that does not read as one.
+fn machine_config_of(object: &DynamicObject) -> Result<MachineConfig, ClusterError> {
+    MachineConfig::of(object).map_err(|e| {
+        ClusterError::Fixture(format!(
+            "machineconfig {}: {e}",
+            object.metadata.name.as_deref().unwrap_or("")
+        ))
+    })
 }
 
 /// A pool object as the typed pool; an error names the pool that does not read as one.
@@ -127,7 +137,15 @@ impl MachineConfigController {
             .await
             .map_err(|e| ClusterError::kube("machineconfigs".into(), e))?
             .iter()
-            .map(to_value)
+            // One whose spec does not read as a MachineConfig is left out of every pool's render
+            // (upstream's render controller fails that pool's sync and degrades it).
+            .filter_map(|mc| match machine_config_of(mc) {
+                Ok(mc) => Some(mc),
+                Err(e) => {
+                    self.note(e.to_string());
+                    None
+                }
+            })
             .collect();
         let pools = machine_config_pools(&self.client)
             .list(&every)
@@ -154,10 +172,9 @@ impl MachineConfigController {
         for role in &self.templates.roles {
             let desired = template_machine_config(&self.templates, self.profile, role, &cc_spec);
             let name = format!("00-{role}");
-            if view
-                .machine_config(&name)
-                .is_some_and(|e| e["spec"] == desired["spec"])
-            {
+            let desired_spec = MachineConfigSpec::of(&desired)
+                .map_err(|e| ClusterError::Fixture(format!("templated machineconfig {name}: {e}")))?;
+            if view.machine_config(&name).is_some_and(|e| e.spec == desired_spec) {
                 continue;
             }
             let written = api
@@ -168,7 +185,7 @@ impl MachineConfigController {
                 )
                 .await
                 .map_err(|e| ClusterError::kube(format!("machineconfig {name}"), e))?;
-            view.put_machine_config(to_value(&written));
+            view.put_machine_config(machine_config_of(&written)?);
             self.note(format!("templated machineconfig {name}"));
             changed = true;
         }
@@ -182,28 +199,20 @@ impl MachineConfigController {
             let pool = view.pools[index].clone();
             let pool_name = pool.name().to_string();
             let selector = &pool.spec.machine_config_selector;
-            let mut sources: Vec<Value> = view
+            let mut sources: Vec<MachineConfig> = view
                 .machine_configs
                 .iter()
-                .filter(|mc| selects(selector, &mc["metadata"]["labels"]))
+                .filter(|mc| {
+                    let labels = serde_json::to_value(&mc.metadata.labels).unwrap_or(Value::Null);
+                    selects(selector, &labels)
+                })
                 .cloned()
                 .collect();
             if sources.is_empty() {
                 continue;
             }
-            sources.sort_by(|a, b| {
-                a["metadata"]["name"]
-                    .as_str()
-                    .cmp(&b["metadata"]["name"].as_str())
-            });
-            let spec = match merge_machine_configs(&sources) {
-                Ok(spec) => spec,
-                Err(e) => {
-                    // Upstream's render controller degrades the pool; this one leaves it as it is.
-                    self.note(format!("pool {pool_name} not rendered: {e}"));
-                    continue;
-                }
-            };
+            sources.sort_by(|a, b| a.name().cmp(b.name()));
+            let spec = merge_machine_configs(&sources);
             let name = rendered_name(&pool_name, &spec);
             if view.machine_config(&name).is_none() {
                 let rendered = json!({
@@ -221,14 +230,14 @@ impl MachineConfigController {
                     )
                     .await
                     .map_err(|e| ClusterError::kube(format!("machineconfig {name}"), e))?;
-                view.put_machine_config(to_value(&written));
+                view.put_machine_config(machine_config_of(&written)?);
                 self.note(format!("rendered {name} for pool {pool_name}"));
                 changed = true;
             }
             if pool.spec.configuration.name != name {
                 let source: Vec<Value> = sources
                     .iter()
-                    .map(|s| json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig", "name": s["metadata"]["name"]}))
+                    .map(|s| json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig", "name": s.name()}))
                     .collect();
                 let patch = json!({"spec": {"configuration": {"name": name, "source": source}}});
                 let written = pools
@@ -310,7 +319,8 @@ impl MachineConfigController {
     /// 4.14+ template controller (`updateControllerConfigCerts`): every certificate of the
     /// ControllerConfig's bundles in `status.controllerCertificates`.
     async fn controller_certificates(&self, view: &mut ApiView, dates: bool) -> Result<bool, ClusterError> {
-        let spec = &view.controller_config["spec"];
+        let spec = ControllerConfigSpec::of(&view.controller_config)
+            .map_err(|e| ClusterError::Fixture(format!("controllerconfig {CONTROLLER_CONFIG}: {e}")))?;
         let mut certificates = Vec::new();
         for (field, bundle_file) in [
             ("kubeAPIServerServingCAData", "KubeAPIServerServingCAData"),
@@ -318,16 +328,11 @@ impl MachineConfigController {
             ("rootCAData", "RootCAData"),
             ("additionalTrustBundle", "AdditionalTrustBundle"),
         ] {
-            certificates.extend(certificate_entries(spec[field].as_str(), bundle_file, dates));
+            let encoded = spec.other.get(field).and_then(Value::as_str);
+            certificates.extend(certificate_entries(encoded, bundle_file, dates));
         }
-        for registry in spec["imageRegistryBundleData"]
-            .as_array()
-            .into_iter()
-            .chain(spec["imageRegistryBundleUserData"].as_array())
-            .flatten()
-        {
-            let file = registry["file"].as_str().unwrap_or("");
-            certificates.extend(certificate_entries(registry["data"].as_str(), file, dates));
+        for registry in spec.registry_bundles() {
+            certificates.extend(certificate_entries(Some(&registry.data), &registry.file, dates));
         }
         let certificates = Value::Array(certificates);
         if view.controller_config["status"]["controllerCertificates"] == certificates {
@@ -362,11 +367,8 @@ impl MachineConfigController {
         ) else {
             return;
         };
-        let (Ok(current), Ok(target)) = (MachineConfigSpec::of(current), MachineConfigSpec::of(target))
-        else {
-            return;
-        };
-        if !changed_files(&current, &target)
+        let (current, target) = (&current.spec, &target.spec);
+        if !changed_files(current, target)
             .iter()
             .any(|p| p == KUBELET_CA_PATH)
         {

@@ -3,6 +3,7 @@
 //! the ControllerConfig's certificates).
 
 use crate::cluster::pools::NodeView;
+use crate::mco::machine_config::MachineConfig;
 use crate::mco::pool::MachineConfigPool;
 use crate::mco::{CURRENT_CONFIG, DESIRED_CONFIG, REASON, STATE};
 use crate::pki::{parse_certs, rfc3339};
@@ -12,23 +13,21 @@ use serde_json::{Value, json};
 /// The API state one pass works on, with the pass's own writes applied.
 pub(super) struct ApiView {
     pub(super) controller_config: Value,
-    pub(super) machine_configs: Vec<Value>,
+    pub(super) machine_configs: Vec<MachineConfig>,
     pub(super) pools: Vec<MachineConfigPool>,
     pub(super) nodes: Vec<std::sync::Arc<Node>>,
 }
 
 impl ApiView {
-    pub(super) fn machine_config(&self, name: &str) -> Option<&Value> {
-        self.machine_configs
-            .iter()
-            .find(|mc| mc["metadata"]["name"] == name)
+    pub(super) fn machine_config(&self, name: &str) -> Option<&MachineConfig> {
+        self.machine_configs.iter().find(|mc| mc.name() == name)
     }
 
-    pub(super) fn put_machine_config(&mut self, written: Value) {
+    pub(super) fn put_machine_config(&mut self, written: MachineConfig) {
         match self
             .machine_configs
             .iter_mut()
-            .find(|mc| mc["metadata"]["name"] == written["metadata"]["name"])
+            .find(|mc| mc.name() == written.name())
         {
             Some(slot) => *slot = written,
             None => self.machine_configs.push(written),
