@@ -19,6 +19,7 @@ use super::drift::{DriftMonitor, validate_on_disk};
 use super::reconcile::{node_fips, reconcilable};
 use super::{AgentEnv, Mutant};
 use crate::mco::KUBELET_CA_PATH;
+use crate::mco::McoObject;
 use crate::mco::api::{machine_config_pools, machine_configs};
 use crate::mco::machine_config::MachineConfigSpec;
 use crate::mco::pool::MachineConfigPool;

@@ -6,6 +6,7 @@
 //! Templates are typed data (`fixtures/templates.yaml`); nothing here branches on a profile
 //! except through a template's `profiles` list.
 
+use crate::mco::McoObject;
 use crate::mco::controller_config::ControllerConfigSpec;
 pub use crate::mco::ignition::decode_data_url;
 use crate::mco::machine_config::{MachineConfig, MachineConfigSpec};

@@ -6,7 +6,6 @@
 
 use super::ignition::decode_data_url;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::DynamicObject;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
@@ -19,19 +18,9 @@ pub struct MachineConfig {
     pub spec: MachineConfigSpec,
 }
 
-impl MachineConfig {
-    /// The MachineConfig an API object holds, as JSON.
-    pub fn from_json(object: &Value) -> Result<Self, serde_json::Error> {
-        serde_json::from_value(object.clone())
-    }
-
-    /// The MachineConfig a dynamic API object holds.
-    pub fn of(object: &DynamicObject) -> Result<Self, serde_json::Error> {
-        Self::from_json(&serde_json::to_value(object)?)
-    }
-
-    pub fn name(&self) -> &str {
-        self.metadata.name.as_deref().unwrap_or("")
+impl super::McoObject for MachineConfig {
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
     }
 }
 

@@ -63,6 +63,27 @@ pub const INTERNAL_REGISTRY_PULL_SECRET: &str = "/etc/mco/internal-registry-pull
 /// The image registry CA directory (`imageCAFilePath`).
 pub const REGISTRY_CA_DIR: &str = "/etc/docker/certs.d";
 
+/// What the typed MCO objects (`machine_config::MachineConfig`, `pool::MachineConfigPool`) have
+/// in common: each is read from an API object's JSON or from a dynamic API object, and is named
+/// by its metadata.
+pub trait McoObject: serde::de::DeserializeOwned {
+    fn metadata(&self) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    /// The object an API object's JSON holds.
+    fn from_json(object: &serde_json::Value) -> Result<Self, serde_json::Error> {
+        serde_json::from_value(object.clone())
+    }
+
+    /// The object a dynamic API object holds.
+    fn of(object: &kube::api::DynamicObject) -> Result<Self, serde_json::Error> {
+        Self::from_json(&serde_json::to_value(object)?)
+    }
+
+    fn name(&self) -> &str {
+        self.metadata().name.as_deref().unwrap_or("")
+    }
+}
+
 /// A ConfigMap's value under `key` as upstream's `cmToData` reads it (release-4.16 operator
 /// sync.go:2005-2018, daemon certificate_writer.go:388-400): `binaryData` first; otherwise
 /// `data`, base64-decoded if it decodes (Go's `StdEncoding` skips CR and LF) and as it is if

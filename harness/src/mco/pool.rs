@@ -6,7 +6,6 @@
 
 use super::machine_config::zero_if_null;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::DynamicObject;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -52,21 +51,13 @@ pub struct PoolConfiguration {
     pub other: Map<String, Value>,
 }
 
+impl super::McoObject for MachineConfigPool {
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+}
+
 impl MachineConfigPool {
-    /// The pool an API object holds, as JSON.
-    pub fn from_json(object: &Value) -> Result<Self, serde_json::Error> {
-        serde_json::from_value(object.clone())
-    }
-
-    /// The pool a dynamic API object holds.
-    pub fn of(object: &DynamicObject) -> Result<Self, serde_json::Error> {
-        Self::from_json(&serde_json::to_value(object)?)
-    }
-
-    pub fn name(&self) -> &str {
-        self.metadata.name.as_deref().unwrap_or("")
-    }
-
     /// The rendered config the pool's nodes all run (`status.configuration.name`; empty before
     /// the node controller first wrote it).
     pub fn current(&self) -> &str {
@@ -77,6 +68,7 @@ impl MachineConfigPool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mco::McoObject;
     use serde_json::json;
 
     #[test]

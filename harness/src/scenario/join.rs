@@ -5,6 +5,7 @@ use super::{Scenario, ScenarioError, ScenarioOptions, fixture_err, start_node};
 use crate::cluster::ClusterError;
 use crate::cluster::mcc::{machine_config_pools, machine_configs};
 use crate::cluster::operator::controller_configs;
+use crate::mco::McoObject;
 use crate::mco::machine_config::MachineConfigSpec;
 use crate::mco::pool::MachineConfigPool;
 use crate::node::Node;

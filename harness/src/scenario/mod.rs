@@ -33,6 +33,7 @@ use crate::cluster::render::Templates;
 use crate::cluster::{
     ClusterError, ClusterLog, ClusterSide, MachineConfigController, NodeLifecycle, Operator, SignerRotation,
 };
+use crate::mco::McoObject;
 use crate::mco::controller_config::ControllerConfigSpec;
 use crate::mco::machine_config::{MachineConfig, MachineConfigSpec};
 use crate::mco::{

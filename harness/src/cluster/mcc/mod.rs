@@ -19,6 +19,7 @@ use super::render::{
 };
 use super::{ClusterError, ClusterLog, NodeCache};
 use crate::mco::KUBELET_CA_PATH;
+use crate::mco::McoObject;
 pub use crate::mco::api::{machine_config_pools, machine_configs, mco_api};
 use crate::mco::controller_config::ControllerConfigSpec;
 use crate::mco::ignition::changed_files;

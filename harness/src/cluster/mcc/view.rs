@@ -3,6 +3,7 @@
 //! the ControllerConfig's certificates).
 
 use crate::cluster::pools::NodeView;
+use crate::mco::McoObject;
 use crate::mco::machine_config::MachineConfig;
 use crate::mco::pool::MachineConfigPool;
 use crate::mco::{CURRENT_CONFIG, DESIRED_CONFIG, REASON, STATE};
