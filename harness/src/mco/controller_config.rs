@@ -38,10 +38,7 @@ pub struct ImageRegistryBundle {
 impl ControllerConfigSpec {
     /// The spec of a ControllerConfig object (its `spec`), zero values where it has none.
     pub fn of(object: &Value) -> Result<Self, serde_json::Error> {
-        match object.get("spec") {
-            Some(spec) if !spec.is_null() => serde_json::from_value(spec.clone()),
-            _ => Ok(Self::default()),
-        }
+        super::spec_of(object)
     }
 
     /// A `[]byte` field of the spec by its JSON name (`kubeAPIServerServingCAData`,

@@ -115,10 +115,7 @@ pub struct Unit {
 impl MachineConfigSpec {
     /// The spec of a MachineConfig object (its `spec`), zero values where it has none.
     pub fn of(object: &Value) -> Result<Self, serde_json::Error> {
-        match object.get("spec") {
-            Some(spec) if !spec.is_null() => serde_json::from_value(spec.clone()),
-            _ => Ok(Self::default()),
-        }
+        super::spec_of(object)
     }
 
     pub fn files(&self) -> &[File] {

@@ -14,6 +14,17 @@ pub mod machine_config;
 pub mod names;
 pub mod pool;
 
+/// The `spec` of an MCO object as its typed struct, zero values where the object has none or
+/// it is `null` (as Go's decoder leaves a missing struct).
+pub fn spec_of<T: serde::de::DeserializeOwned + Default>(
+    object: &serde_json::Value,
+) -> Result<T, serde_json::Error> {
+    match object.get("spec") {
+        Some(spec) if !spec.is_null() => T::deserialize(spec),
+        _ => Ok(T::default()),
+    }
+}
+
 /// The rendered config a node runs; written by the agent.
 pub const CURRENT_CONFIG: &str = "machineconfiguration.openshift.io/currentConfig";
 /// The rendered config the node controller wants a node on.

@@ -104,6 +104,48 @@ pub(super) fn report_path(
     }
 }
 
+/// cucumber's runner swaps the process's panic hook for a silent one while it runs (it reports
+/// a step's panic itself) and puts back the hook it found when it ends. Two runs at once in one
+/// process (tests at a time) interleave that: the second takes the first's silent hook, puts it
+/// back last, and every later panic in the process, a test's failed assertion among them, says
+/// nothing. The first run to start keeps the hook it found; the last to end puts it back.
+struct PanicHookGuard;
+
+type Hook = Arc<dyn Fn(&std::panic::PanicHookInfo<'_>) + Send + Sync>;
+
+/// Runs under way, and the hook in place when the first of them started.
+static RUNS_UNDER_WAY: Mutex<(usize, Option<Hook>)> = Mutex::new((0, None));
+
+fn install(hook: Hook) {
+    std::panic::set_hook(Box::new(move |info| hook(info)));
+}
+
+impl PanicHookGuard {
+    fn enter() -> Self {
+        let mut runs = RUNS_UNDER_WAY.lock().unwrap_or_else(|p| p.into_inner());
+        if runs.0 == 0 && !std::thread::panicking() {
+            let found: Hook = Arc::from(std::panic::take_hook());
+            install(found.clone());
+            runs.1 = Some(found);
+        }
+        runs.0 += 1;
+        PanicHookGuard
+    }
+}
+
+impl Drop for PanicHookGuard {
+    fn drop(&mut self) {
+        let mut runs = RUNS_UNDER_WAY.lock().unwrap_or_else(|p| p.into_inner());
+        runs.0 = runs.0.saturating_sub(1);
+        if runs.0 == 0
+            && !std::thread::panicking()
+            && let Some(found) = runs.1.take()
+        {
+            install(found);
+        }
+    }
+}
+
 pub(super) async fn run_profile(
     config: &RunConfig,
     profile: Profile,
@@ -111,6 +153,7 @@ pub(super) async fn run_profile(
     tags: Option<TagFilter>,
     backend: NodeBackend,
 ) -> Result<Tally, RunError> {
+    let _hook = PanicHookGuard::enter();
     let tally = Arc::new(Mutex::new(Tally::default()));
     let report = config.report_dir.clone();
     let create = |path: PathBuf| {
@@ -340,5 +383,45 @@ mod tests {
         assert_eq!(count(true, false, &["mco-logs"]), (0, 1, 0, 0));
         assert_eq!(count(true, false, &[BEYOND_UPSTREAM]), (0, 1, 0, 0));
         assert_eq!(count(false, true, &[BEYOND_UPSTREAM]), (1, 0, 0, 0));
+    }
+
+    /// The hook cucumber would leave behind when two runs overlap. In a process of its own (this
+    /// test binary run again for this one test): the hook is the whole process's.
+    #[test]
+    fn overlapping_runs_leave_the_hook_they_found() {
+        const CHILD: &str = "MCO_PANIC_HOOK_CHILD";
+        let name = "runner::profile_run::tests::overlapping_runs_leave_the_hook_they_found";
+        if std::env::var_os(CHILD).is_none() {
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .args([name, "--exact", "--test-threads=1", "--nocapture"])
+                .env(CHILD, "1")
+                .output()
+                .unwrap();
+            let text =
+                String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success() && text.contains("1 passed"), "{text}");
+            return;
+        }
+        static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        std::panic::set_hook(Box::new(|_| {
+            CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }));
+        // What cucumber's runner does around each run, two runs overlapping.
+        let a = PanicHookGuard::enter();
+        let found_by_a = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let b = PanicHookGuard::enter();
+        let found_by_b = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        std::panic::set_hook(found_by_a);
+        drop(a);
+        std::panic::set_hook(found_by_b);
+        drop(b);
+        assert!(std::panic::catch_unwind(|| panic!("after both runs")).is_err());
+        assert_eq!(
+            CALLS.load(std::sync::atomic::Ordering::SeqCst),
+            1,
+            "the hook in place before the runs saw the panic after them"
+        );
     }
 }

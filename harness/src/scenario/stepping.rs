@@ -2,7 +2,6 @@
 //! every stop, the cluster side settling there, and the nodes converging before time moves on.
 
 use super::*;
-use crate::mco::McoObject;
 use crate::mco::pool::MachineConfigPool;
 
 /// How long the nodes may take, in wall time, to reflect a change once the cluster side made it,

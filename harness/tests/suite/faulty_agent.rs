@@ -37,6 +37,14 @@ async fn run_with(agent: &str, nodes: Nodes, dir: &Path) -> (harness::runner::Su
     config.report = Some(report.clone());
     config.command = format!("mco-conformance run --agent-binary {agent} features/kubelet_restart.feature");
     let summary = run(&config).await.expect("the run itself works");
+    // Straight to the process's stderr too: the summary line says which scenarios failed where,
+    // whatever the assertions below find.
+    use std::io::Write as _;
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "{agent} on {nodes:?} nodes: {}",
+        summary.line()
+    );
     let yaml = std::fs::read_to_string(&report).expect("the report was written");
     (summary, serde_yaml::from_str(&yaml).expect("the report is YAML"))
 }
