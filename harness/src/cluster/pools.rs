@@ -20,6 +20,9 @@ pub struct PoolView {
     pub target: String,
     /// `status.configuration.name`: the config all its nodes last reached.
     pub current: String,
+    /// Why the render controller could not render the pool's config, as its `RenderDegraded`
+    /// condition says it (`None`: it rendered).
+    pub render_failure: Option<String>,
 }
 
 /// What the decisions need of a node.
@@ -128,7 +131,10 @@ pub fn pool_status(pool: &PoolView, nodes: &[NodeView], observed_generation: i64
             condition("Updated", all_updated, &if all_updated { format!("All nodes are updated with {current}") } else { String::new() }),
             condition("Updating", updating, &if updating { format!("All nodes are updating to {}", pool.target) } else { String::new() }),
             condition("NodeDegraded", degraded > 0, &degraded_message),
-            condition("Degraded", degraded > 0, &degraded_message),
+            // render_controller.go syncFailingStatus / syncAvailableStatus.
+            condition("RenderDegraded", pool.render_failure.is_some(), pool.render_failure.as_deref().unwrap_or("")),
+            // status.go: the pool is Degraded when NodeDegraded or RenderDegraded is.
+            condition("Degraded", degraded > 0 || pool.render_failure.is_some(), &degraded_message),
         ],
     })
 }
@@ -164,6 +170,7 @@ mod tests {
             max_unavailable: max,
             target: "r2".into(),
             current: "r1".into(),
+            render_failure: None,
         }
     }
 
@@ -221,6 +228,42 @@ mod tests {
             (Some("r2"), Some(2))
         );
         assert_eq!(status["conditions"][0]["status"], "True");
+    }
+
+    #[test]
+    fn a_failed_render_degrades_the_pool_whatever_its_nodes_do() {
+        let done = [node("a", "r1", "r1", "Done")];
+        let condition = |status: &Value, type_: &str| {
+            status["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|c| c["type"] == type_)
+                .map(|c| (c["status"].clone(), c["message"].clone()))
+        };
+        let healthy = pool_status(&pool(false, 1), &done, 1);
+        assert_eq!(
+            condition(&healthy, "RenderDegraded"),
+            Some((json!("False"), json!("")))
+        );
+        assert_eq!(condition(&healthy, "Degraded").map(|c| c.0), Some(json!("False")));
+        let failing = PoolView {
+            render_failure: Some("Failed to render configuration for pool worker: boom".into()),
+            ..pool(false, 1)
+        };
+        let status = pool_status(&failing, &done, 1);
+        assert_eq!(
+            condition(&status, "RenderDegraded"),
+            Some((
+                json!("True"),
+                json!("Failed to render configuration for pool worker: boom")
+            ))
+        );
+        assert_eq!(condition(&status, "Degraded").map(|c| c.0), Some(json!("True")));
+        assert_eq!(
+            condition(&status, "NodeDegraded").map(|c| c.0),
+            Some(json!("False"))
+        );
     }
 
     #[test]

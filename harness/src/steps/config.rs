@@ -153,6 +153,23 @@ async fn machine_config_turns_fips_on(world: &mut ConformanceWorld, pool: String
     Ok(())
 }
 
+/// A new MachineConfig for the pool whose config is not an Ignition config: `storage.files` is
+/// a string where Ignition has a list (the CRD keeps `spec.config` open, so the API server
+/// stores it). The step ends once the cluster side has settled; it renders nothing from it.
+#[when(regex = r"^a MachineConfig for the (\w+) pool holds a config that is not Ignition$")]
+async fn machine_config_not_ignition(world: &mut ConformanceWorld, pool: String) -> anyhow::Result<()> {
+    world.cluster()?.require_pool(&pool).await?;
+    world.history_mark = world.cluster()?.node_history.mark();
+    world
+        .cluster()?
+        .give_machine_config(
+            &pool,
+            json!({"config": {"ignition": {"version": "3.2.0"}, "storage": {"files": "not a list"}}}),
+        )
+        .await?;
+    Ok(())
+}
+
 /// `/run/machine-config-daemon-force` on every node: the next update reboots, whatever changed.
 #[given("every node has the force file")]
 async fn force_file(world: &mut ConformanceWorld) -> anyhow::Result<()> {

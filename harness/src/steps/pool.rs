@@ -236,3 +236,37 @@ async fn runs_config_at_start(world: &mut ConformanceWorld) -> anyhow::Result<()
     }
     Ok(())
 }
+
+/// One of the pool's `status.conditions` (`Updated`, `Updating`, `NodeDegraded`,
+/// `RenderDegraded`, `Degraded`) has the status, and, where the step gives one, a message that
+/// begins with the text.
+#[then(
+    regex = r#"^the (\w+) pool's (\w+) condition is (True|False)(?: with a message that begins "(.*)")?$"#
+)]
+async fn pool_condition(
+    world: &mut ConformanceWorld,
+    pool: String,
+    type_: String,
+    status: String,
+    message: String,
+) -> anyhow::Result<()> {
+    let c = world.cluster()?;
+    c.require_pool(&pool).await?;
+    let pool_status = c.pool_status(&pool).await?;
+    let conditions = pool_status["conditions"].as_array().cloned().unwrap_or_default();
+    let condition = conditions
+        .iter()
+        .find(|c| c["type"] == type_.as_str())
+        .with_context(|| format!("pool {pool} has no {type_} condition: {conditions:?}"))?;
+    ensure!(
+        condition["status"] == status.as_str(),
+        "pool {pool}'s {type_} condition is {}, not {status}: {condition}",
+        condition["status"]
+    );
+    let said = condition["message"].as_str().unwrap_or("");
+    ensure!(
+        said.starts_with(&message),
+        "pool {pool}'s {type_} message does not begin {message:?}: {said:?}"
+    );
+    Ok(())
+}

@@ -133,21 +133,24 @@ impl MachineConfigController {
             .get(CONTROLLER_CONFIG)
             .await
             .map_err(|e| ClusterError::kube(format!("controllerconfig {CONTROLLER_CONFIG}"), e))?;
-        let machine_configs = machine_configs(&self.client)
+        // One whose spec does not read as a MachineConfig fails the render of every pool that
+        // selects it (render below).
+        let (mut readable, mut unreadable) = (Vec::new(), Vec::new());
+        for mc in machine_configs(&self.client)
             .list(&every)
             .await
             .map_err(|e| ClusterError::kube("machineconfigs".into(), e))?
             .iter()
-            // One whose spec does not read as a MachineConfig is left out of every pool's render
-            // (upstream's render controller fails that pool's sync and degrades it).
-            .filter_map(|mc| match machine_config_of(mc) {
-                Ok(mc) => Some(mc),
-                Err(e) => {
-                    self.note(e.to_string());
-                    None
-                }
-            })
-            .collect();
+        {
+            match MachineConfig::of(mc) {
+                Ok(typed) => readable.push(typed),
+                Err(e) => unreadable.push((
+                    mc.metadata.name.clone().unwrap_or_default(),
+                    serde_json::to_value(&mc.metadata.labels).unwrap_or(Value::Null),
+                    e.to_string(),
+                )),
+            }
+        }
         let pools = machine_config_pools(&self.client)
             .list(&every)
             .await
@@ -159,7 +162,9 @@ impl MachineConfigController {
         let nodes = self.node_cache.nodes();
         Ok(ApiView {
             controller_config: to_value(&cc),
-            machine_configs,
+            machine_configs: readable,
+            unreadable,
+            render_failures: Default::default(),
             pools,
             nodes,
         })
@@ -210,6 +215,21 @@ impl MachineConfigController {
                 .cloned()
                 .collect();
             if sources.is_empty() {
+                continue;
+            }
+            // Upstream's render controller: merging fails on a config that does not parse as
+            // Ignition, and syncFailingStatus sets RenderDegraded with this message; no rendered
+            // config is made and the pool keeps its target (render_controller.go).
+            if let Some((mc, _, error)) = view
+                .unreadable
+                .iter()
+                .find(|(_, labels, _)| selects(selector, labels))
+            {
+                let message = format!(
+                    "Failed to render configuration for pool {pool_name}: could not generate rendered MachineConfig: parsing Ignition config failed: machineconfig {mc}: {error}"
+                );
+                self.note(message.clone());
+                view.render_failures.insert(pool_name, message);
                 continue;
             }
             sources.sort_by(|a, b| a.name().cmp(b.name()));
@@ -277,6 +297,7 @@ impl MachineConfigController {
                 max_unavailable: max.as_ref().copied().unwrap_or(0),
                 target: pool.spec.configuration.name.clone(),
                 current: pool.current().to_string(),
+                render_failure: view.render_failures.get(pool.name()).cloned(),
             };
             let views: Vec<NodeView> = members.iter().map(|&i| node_view(&view.nodes[i])).collect();
             // An invalid maxUnavailable (0 above) moves no node: upstream's sync fails there.

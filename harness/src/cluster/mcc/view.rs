@@ -15,6 +15,10 @@ use serde_json::{Value, json};
 pub(super) struct ApiView {
     pub(super) controller_config: Value,
     pub(super) machine_configs: Vec<MachineConfig>,
+    /// MachineConfigs whose spec does not read as one: name, labels, why.
+    pub(super) unreadable: Vec<(String, Value, String)>,
+    /// Per pool, why its render failed this pass (its `RenderDegraded` message).
+    pub(super) render_failures: std::collections::BTreeMap<String, String>,
     pub(super) pools: Vec<MachineConfigPool>,
     pub(super) nodes: Vec<std::sync::Arc<Node>>,
 }

@@ -1,0 +1,30 @@
+# Encodes: MCO release-4.12 and release-4.16 pkg/controller/render/render_controller.go
+# (syncMachineConfigPool: a pool's MachineConfigs merged into one rendered config; an error from
+# syncGeneratedMachineConfig goes to syncFailingStatus, which sets the pool's RenderDegraded
+# condition True with the message "Failed to render configuration for pool <pool>: <error>" and
+# renders nothing; a sync that renders calls syncAvailableStatus, which sets RenderDegraded False)
+# and pkg/controller/node/status.go (calculateStatus: the pool is Degraded when NodeDegraded or
+# RenderDegraded is). A config that does not parse as Ignition fails the merge ("could not
+# generate rendered MachineConfig: parsing Ignition config failed: …"). Upstream's e2e does the
+# same: a bad MachineConfig, the pool Degraded, the MachineConfig deleted, RenderDegraded False.
+# The MachineConfig CRD keeps spec.config open (x-kubernetes-preserve-unknown-fields), so the API
+# server stores such a config; only the render controller refuses it.
+@render
+Feature: A MachineConfig the render controller cannot render
+  A MachineConfig whose config is not an Ignition config stops its pool's render: no new
+  rendered config, every node stays where it is, and the pool says why, Degraded, until the
+  MachineConfig is gone.
+
+  Scenario: A config that is not Ignition degrades the pool's render until it is deleted
+    Given a fresh cluster with 2 worker nodes
+    When a MachineConfig for the worker pool holds a config that is not Ignition
+    Then the worker pool's RenderDegraded condition is True with a message that begins "Failed to render configuration for pool worker: "
+    And the worker pool's Degraded condition is True
+    And the worker pool's NodeDegraded condition is False
+    And the worker pool has 1 rendered config
+    And every node runs the rendered config it started with
+    When the newest MachineConfig for the worker pool is deleted
+    Then the worker pool's RenderDegraded condition is False
+    And the worker pool's Degraded condition is False
+    And the worker pool has 1 rendered config
+    And every node runs the rendered config it started with
