@@ -189,6 +189,9 @@ pub struct Summary {
     pub undefined: Vec<UndefinedStep>,
     /// Per scenario run, what changed when (recorded when `--html` or `--report` asks).
     pub timelines: Vec<ScenarioTimeline>,
+    /// Every failed scenario (those counted apart too): `profile: file:line: scenario: the
+    /// first line of why`.
+    pub failures: Vec<String>,
 }
 
 /// One scenario's timeline, as the reports show it.
@@ -266,6 +269,7 @@ impl Summary {
         self.skipped.extend(container.skipped);
         self.sync_latencies.extend(container.sync_latencies);
         self.timelines.extend(container.timelines);
+        self.failures.extend(container.failures);
         self.interrupted = self.interrupted.or(container.interrupted);
         for u in container.undefined {
             if !self.undefined.contains(&u) {
@@ -567,11 +571,16 @@ pub async fn run(config: &RunConfig) -> Result<Summary, RunError> {
         summary.beyond_upstream_failed += tally.beyond_upstream_failed;
         summary.sync_latencies.extend(tally.sync_latencies);
         summary.timelines.extend(tally.timelines);
+        summary.failures.extend(tally.failures);
     }
     summary.interrupted = crate::interrupt::interrupted();
     if !config.quiet {
         for skip in &summary.skipped {
             crate::sayln!("skipped: {skip}");
+        }
+        // A recap, as `cargo test` ends with its failures: the FAIL lines are far up a long run.
+        for failure in &summary.failures {
+            crate::sayln!("failed: {failure}");
         }
     }
     if summary.mco_logs_failed > 0 && !config.quiet {

@@ -13,6 +13,8 @@ pub(super) struct Tally {
     pub(super) beyond_upstream_failed: usize,
     pub(super) sync_latencies: Vec<SyncLatency>,
     pub(super) timelines: Vec<ScenarioTimeline>,
+    /// Every scenario that failed, as `Summary::failures` words it.
+    pub(super) failures: Vec<String>,
 }
 
 impl Tally {
@@ -248,6 +250,22 @@ pub(super) async fn run_profile(
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())
                         .count(failed, vendor, &tags);
+                    if failed {
+                        let (file, line) = progress::scenario_key(feature, scenario);
+                        let why = match finished {
+                            event::ScenarioFinished::StepFailed(_, _, error) => progress::error_text(error),
+                            event::ScenarioFinished::BeforeHookFailed(info) => {
+                                format!("the Before hook: {}", progress::panic_text(info))
+                            }
+                            _ => "a step no step definition matches".to_string(),
+                        };
+                        let first = why.lines().next().unwrap_or_default();
+                        tally
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .failures
+                            .push(format!("{profile}: {file}:{line}: {}: {first}", scenario.name));
+                    }
                     let name = scenario.name.clone();
                     let feature_name = feature.name.clone();
                     let failed_dir = failed_dir.clone();

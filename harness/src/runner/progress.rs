@@ -121,13 +121,7 @@ impl Progress {
             | Scenario::Background(step, Step::Failed(_, _, _, error))
                 if state.failure.is_none() =>
             {
-                let message = match error {
-                    StepError::NotFound => {
-                        "undefined: no step definition matches it (the run printed the nearest phrases before it started; `mco-conformance steps` lists them all)".to_string()
-                    }
-                    StepError::AmbiguousMatch(e) => format!("ambiguous: {e}"),
-                    StepError::Panic(info) => panic_text(info),
-                };
+                let message = error_text(error);
                 state.failure = Some((
                     format!("{}{}", step.keyword, step.value),
                     step.position.line,
@@ -174,7 +168,18 @@ impl Progress {
 }
 
 /// The message a step's error or panic carried.
-fn panic_text(info: &event::Info) -> String {
+/// What a failed step's error says.
+pub(super) fn error_text(error: &StepError) -> String {
+    match error {
+        StepError::NotFound => {
+            "undefined: no step definition matches it (the run printed the nearest phrases before it started; `mco-conformance steps` lists them all)".to_string()
+        }
+        StepError::AmbiguousMatch(e) => format!("ambiguous: {e}"),
+        StepError::Panic(info) => panic_text(info),
+    }
+}
+
+pub(super) fn panic_text(info: &event::Info) -> String {
     if let Some(s) = info.downcast_ref::<String>() {
         s.clone()
     } else if let Some(s) = info.downcast_ref::<&str>() {

@@ -25,7 +25,11 @@ async fn whole_suite(nodes: Nodes) -> Summary {
         // assertion's message would not reach the test's output (the FAIL lines above say
         // which scenario and step).
         use std::io::Write;
-        let _ = writeln!(std::io::stderr().lock(), "{nodes:?} run: {}", summary.line());
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "{nodes:?} run: {}", summary.line());
+        for failure in &summary.failures {
+            let _ = writeln!(err, "  failed: {failure}");
+        }
     }
     summary
 }

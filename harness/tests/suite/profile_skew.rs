@@ -65,6 +65,24 @@ async fn failures(cluster: Profile, agent: Profile, dir: &Path) -> (BTreeSet<Str
         }
     }
     assert_eq!(failed.len(), summary.failed, "{failed:?}");
+    // The run's closing recap names each of them, with the counted-apart ones too.
+    assert_eq!(
+        summary.failures.len(),
+        summary.failed + summary.mco_logs_failed + summary.beyond_upstream_failed,
+        "{:?}",
+        summary.failures
+    );
+    for f in &failed {
+        let (file, name) = f.split_once(": ").expect("file: scenario");
+        assert!(
+            summary
+                .failures
+                .iter()
+                .any(|r| r.starts_with(&format!("{cluster}: {file}:")) && r.contains(&format!(": {name}: "))),
+            "the recap misses {f}: {:?}",
+            summary.failures
+        );
+    }
     (failed, summary.passed, summary.mco_logs_failed)
 }
 
