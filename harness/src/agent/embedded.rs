@@ -81,6 +81,7 @@ impl ReferenceDaemon {
             host: Arc::new(NodeHost(ctx.clone())),
             mutant: self.mutant,
             aux: Default::default(),
+            node: Default::default(),
         };
         super::run(env, ctx.stop.clone()).await
     }

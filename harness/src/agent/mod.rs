@@ -7,6 +7,7 @@
 //! # Layout
 //! - `common`: MachineConfig diffs, post-config actions, atomic writes.
 //! - `update`: the MachineConfig update flow every profile runs (MCD `update()`).
+//! - `own_node`: the own Node as the node informer has it (upstream `dn.node`).
 //! - `drift`: the config drift monitor and the on-disk validation.
 //! - `writer`: the ControllerConfig certificate writer.
 //! - `embedded`: the daemon as a service of an embedded node, in this process.
@@ -20,6 +21,7 @@ pub mod drift;
 mod embedded;
 pub mod first_run;
 pub mod mutant;
+pub mod own_node;
 pub mod process;
 mod reconcile;
 mod update;
@@ -75,6 +77,8 @@ pub struct AgentEnv {
     pub mutant: Option<Mutant>,
     /// The deferred kubelet restart and the errors the main loop judges (`auxiliary`).
     pub aux: Arc<auxiliary::Auxiliary>,
+    /// The own Node as the daemon's node informer has it; `run` starts its watch.
+    pub node: own_node::OwnNode,
 }
 
 impl AgentEnv {
@@ -126,6 +130,10 @@ pub async fn run(env: AgentEnv, stop: CancellationToken) -> Result<(), String> {
         "Starting MachineConfigDaemon (mco-conformance reference daemon, profile {})",
         env.profile
     ));
+    // The node watch ends with this run, whatever ends it (a fatal error restarts the daemon).
+    let watching = stop.child_token();
+    let _watching = watching.clone().drop_guard();
+    env.node.follow(&env, watching);
     let work = async {
         if let Some(writer) = traits.certificate_writer() {
             tokio::join!(

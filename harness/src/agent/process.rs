@@ -80,6 +80,7 @@ impl AgentEnv {
             host: Arc::new(ProcessHost),
             mutant: None,
             aux: Default::default(),
+            node: Default::default(),
         })
     }
 }

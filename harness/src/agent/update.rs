@@ -64,7 +64,7 @@ async fn annotate(env: &AgentEnv, values: Value) -> Result<(), Failure> {
             &Patch::Merge(json!({"metadata": {"annotations": values}})),
         )
         .await
-        .map(|_| ())
+        .map(|node| env.node.saw(node))
         .map_err(|e| degraded(format!("node {}: {e}", env.node_name)))
 }
 
@@ -76,14 +76,11 @@ async fn spec_of(env: &AgentEnv, config: &str) -> Result<MachineConfigSpec, Fail
     MachineConfigSpec::of(&mc.data).map_err(|e| degraded(format!("machineconfig {config}: {e}")))
 }
 
-/// Watch the own Node; run an update whenever `desiredConfig` differs from `currentConfig`.
+/// Follow the own Node (`own_node`); run an update whenever `desiredConfig` differs from
+/// `currentConfig`.
 pub async fn node_loop(env: &AgentEnv, behaviour: UpdateFiles, stop: CancellationToken) {
     let nodes: Api<Node> = Api::all(env.client.clone());
-    let config = watcher::Config::default().fields(&format!("metadata.name={}", env.node_name));
-    let mut events = watcher(nodes.clone(), config)
-        .default_backoff()
-        .applied_objects()
-        .boxed();
+    let mut changes = env.node.changes();
     // The first run sets the Node's annotations from the node's disk, retried until it can.
     loop {
         match super::first_run::load_node_annotations(env).await {
@@ -135,26 +132,21 @@ pub async fn node_loop(env: &AgentEnv, behaviour: UpdateFiles, stop: Cancellatio
                 }
                 continue;
             }
-            event = events.next() => match event {
-                Some(Ok(node)) => node,
-                Some(Err(e)) => {
-                    env.log(&format!("node watch: {e}"));
-                    env.aux.report(&format!(
-                        "Failed to watch *v1.Node: {}",
-                        super::auxiliary::error_chain(&e)
-                    ));
-                    continue;
-                }
-                None => return,
+            changed = changes.changed() => match changed {
+                Ok(()) => changes.borrow_and_update().clone(),
+                Err(_) => return,
             },
         };
-        if wanted_update(&node).is_none() {
+        if node.as_deref().and_then(wanted_update).is_none() {
             continue;
         }
         // Events queue up while an update runs, among them this daemon's own earlier writes
         // (state=Working with the old currentConfig): decide on the Node as it is now.
         let node = match nodes.get(&env.node_name).await {
-            Ok(node) => node,
+            Ok(node) => {
+                env.node.saw(node.clone());
+                node
+            }
             Err(e) => {
                 env.log(&format!("node {}: {e}", env.node_name));
                 continue;

@@ -25,18 +25,18 @@ pub struct PoolView {
     pub render_failure: Option<String>,
 }
 
-/// What the decisions need of a node.
+/// What the decisions need of a node, borrowed from it (a pass views every node of a pool).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeView {
-    pub name: String,
-    pub current: String,
-    pub desired: String,
-    pub state: String,
+pub struct NodeView<'a> {
+    pub name: &'a str,
+    pub current: &'a str,
+    pub desired: &'a str,
+    pub state: &'a str,
     /// `machineconfiguration.openshift.io/reason`, set with Degraded.
-    pub reason: String,
+    pub reason: &'a str,
 }
 
-impl NodeView {
+impl NodeView<'_> {
     fn busy(&self) -> bool {
         self.current != self.desired || self.state != STATE_DONE
     }
@@ -92,8 +92,12 @@ pub fn nodes_to_update(pool: &PoolView, nodes: &[NodeView]) -> Vec<String> {
         .iter()
         .filter(|n| n.desired != pool.target && !n.busy())
         .collect();
-    waiting.sort_by(|a, b| a.name.cmp(&b.name));
-    waiting.into_iter().take(room).map(|n| n.name.clone()).collect()
+    waiting.sort_by(|a, b| a.name.cmp(b.name));
+    waiting
+        .into_iter()
+        .take(room)
+        .map(|n| n.name.to_string())
+        .collect()
 }
 
 fn condition(type_: &str, on: bool, message: &str) -> Value {
@@ -153,13 +157,13 @@ pub fn drain_answer(desired_drain: Option<&str>, last_applied: Option<&str>) -> 
 mod tests {
     use super::*;
 
-    fn node(name: &str, current: &str, desired: &str, state: &str) -> NodeView {
+    fn node<'a>(name: &'a str, current: &'a str, desired: &'a str, state: &'a str) -> NodeView<'a> {
         NodeView {
-            name: name.into(),
-            current: current.into(),
-            desired: desired.into(),
-            state: state.into(),
-            reason: String::new(),
+            name,
+            current,
+            desired,
+            state,
+            reason: "",
         }
     }
 

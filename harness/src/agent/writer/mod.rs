@@ -96,7 +96,11 @@ pub async fn run(env: &AgentEnv, writer: CertificateWriter, stop: CancellationTo
         if env.mutant_is(Mutant::SlowSync) {
             tokio::time::sleep(super::mutant::SLOW_SYNC_DELAY).await;
         }
-        match sync(env, writer, &cc).await {
+        let synced = tokio::select! {
+            _ = stop.cancelled() => return,
+            synced = sync(env, writer, &cc) => synced,
+        };
+        match synced {
             Ok(()) => {
                 if let Some(reason) = degraded.take() {
                     clear_own_degraded(env, &reason).await;
@@ -164,13 +168,14 @@ impl From<String> for SyncError {
     }
 }
 
-/// Whether the node's state and reason annotations are these.
+/// Whether the node's state and reason annotations are these (as the node informer has them).
 async fn node_says(env: &AgentEnv, state: &str, reason: &str) -> bool {
-    let Ok(node) = Api::<Node>::all(env.client.clone()).get(&env.node_name).await else {
+    let Some(node) = env.node.get().await else {
         return false;
     };
-    let a = node.metadata.annotations.unwrap_or_default();
-    a.get(STATE).map(String::as_str) == Some(state) && a.get(REASON).map(String::as_str) == Some(reason)
+    let a = node.metadata.annotations.as_ref();
+    let get = |k: &str| a.and_then(|a| a.get(k)).map(String::as_str);
+    get(STATE) == Some(state) && get(REASON) == Some(reason)
 }
 
 /// Back to Done, but only from the Degraded this writer set: a Degraded from a failed update
@@ -183,18 +188,23 @@ async fn clear_own_degraded(env: &AgentEnv, reason: &str) {
 
 async fn set_state(env: &AgentEnv, state: &str, reason: &str) {
     let patch = json!({"metadata": {"annotations": {STATE: state, REASON: reason}}});
-    let _ = Api::<Node>::all(env.client.clone())
+    if let Ok(node) = Api::<Node>::all(env.client.clone())
         .patch(&env.node_name, &PatchParams::default(), &Patch::Merge(patch))
-        .await;
+        .await
+    {
+        env.node.saw(node);
+    }
 }
 
 async fn sync(env: &AgentEnv, writer: CertificateWriter, cc: &DynamicObject) -> Result<(), SyncError> {
     let serving_ca_rotation = env.profile.traits().serving_ca_rotation;
     let nodes: Api<Node> = Api::all(env.client.clone());
-    let node = nodes
-        .get(&env.node_name)
+    // Upstream reads `dn.node`, the node informer's copy, and so does this writer.
+    let node = env
+        .node
+        .get()
         .await
-        .map_err(|e| format!("node {}: {e}", env.node_name))?;
+        .ok_or_else(|| format!("node {}: not seen yet", env.node_name))?;
     let annotations = node.metadata.annotations.clone().unwrap_or_default();
     let rv = cc.metadata.resource_version.clone().unwrap_or_default();
     let rotate = serving_ca_rotation
@@ -328,9 +338,10 @@ async fn annotate_synced(
         set.insert(LAST_OBSERVED_SERVER_CA.into(), json!(rotate_value));
     }
     let patch = json!({"metadata": {"annotations": set}});
-    nodes
+    let node = nodes
         .patch(&env.node_name, &PatchParams::default(), &Patch::Merge(patch))
         .await
         .map_err(|e| format!("node {}: {e}", env.node_name))?;
+    env.node.saw(node);
     Ok(())
 }

@@ -33,7 +33,7 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
 use std::sync::Arc;
-use view::{ApiView, cert_expirys, certificate_entries, node_view, selects};
+use view::{ApiView, cert_expirys, certificate_entries, node_view, selects, selects_labels};
 
 fn to_value(object: &DynamicObject) -> Value {
     serde_json::to_value(object).expect("a DynamicObject serialises")
@@ -68,7 +68,14 @@ pub struct MachineConfigController {
     metrics: ControllerMetrics,
     /// The Nodes as the watch shows them (a pass reads them there, not by a list).
     node_cache: NodeCache,
+    /// The last `status.controllerCertificates` worked out, and the bundles it came from: a
+    /// pass parses the ControllerConfig's certificates only when they changed.
+    certificates: std::sync::Mutex<Option<(CertificateInputs, Value)>>,
 }
+
+/// The bundles `status.controllerCertificates` is made from: each one's encoded data and its
+/// `bundleFile`, and whether the entries carry dates.
+type CertificateInputs = (Vec<(String, String)>, bool);
 
 impl MachineConfigController {
     pub fn new(
@@ -87,6 +94,7 @@ impl MachineConfigController {
             log,
             metrics: ControllerMetrics::default(),
             node_cache,
+            certificates: Default::default(),
         }
     }
 
@@ -208,10 +216,7 @@ impl MachineConfigController {
             let mut sources: Vec<MachineConfig> = view
                 .machine_configs
                 .iter()
-                .filter(|mc| {
-                    let labels = serde_json::to_value(&mc.metadata.labels).unwrap_or(Value::Null);
-                    selects(selector, &labels)
-                })
+                .filter(|mc| selects_labels(selector, mc.metadata.labels.as_ref()))
                 .cloned()
                 .collect();
             if sources.is_empty() {
@@ -281,10 +286,7 @@ impl MachineConfigController {
             let pool = view.pools[index].clone();
             let selector = &pool.spec.node_selector;
             let members: Vec<usize> = (0..view.nodes.len())
-                .filter(|&i| {
-                    let labels = serde_json::to_value(&view.nodes[i].metadata.labels).unwrap_or(Value::Null);
-                    selects(selector, &labels)
-                })
+                .filter(|&i| selects_labels(selector, view.nodes[i].metadata.labels.as_ref()))
                 .collect();
             let name = pool.name().to_string();
             let max = max_unavailable(&pool.spec.max_unavailable, members.len());
@@ -343,20 +345,38 @@ impl MachineConfigController {
     async fn controller_certificates(&self, view: &mut ApiView, dates: bool) -> Result<bool, ClusterError> {
         let spec = ControllerConfigSpec::of(&view.controller_config)
             .map_err(|e| ClusterError::Fixture(format!("controllerconfig {CONTROLLER_CONFIG}: {e}")))?;
-        let mut certificates = Vec::new();
+        let mut bundles = Vec::new();
         for (field, bundle_file) in [
             ("kubeAPIServerServingCAData", "KubeAPIServerServingCAData"),
             ("cloudProviderCAData", "CloudProviderCAData"),
             ("rootCAData", "RootCAData"),
             ("additionalTrustBundle", "AdditionalTrustBundle"),
         ] {
-            let encoded = spec.other.get(field).and_then(Value::as_str);
-            certificates.extend(certificate_entries(encoded, bundle_file, dates));
+            if let Some(encoded) = spec.other.get(field).and_then(Value::as_str) {
+                bundles.push((encoded.to_string(), bundle_file.to_string()));
+            }
         }
         for registry in spec.registry_bundles() {
-            certificates.extend(certificate_entries(Some(&registry.data), &registry.file, dates));
+            bundles.push((registry.data.clone(), registry.file.clone()));
         }
-        let certificates = Value::Array(certificates);
+        let inputs = (bundles, dates);
+        let certificates = {
+            let mut memo = self.certificates.lock().unwrap_or_else(|p| p.into_inner());
+            match memo.as_ref() {
+                Some((seen, entries)) if *seen == inputs => entries.clone(),
+                _ => {
+                    let entries = Value::Array(
+                        inputs
+                            .0
+                            .iter()
+                            .flat_map(|(encoded, file)| certificate_entries(Some(encoded), file, dates))
+                            .collect(),
+                    );
+                    *memo = Some((inputs, entries.clone()));
+                    entries
+                }
+            }
+        };
         if view.controller_config["status"]["controllerCertificates"] == certificates {
             return Ok(false);
         }
@@ -429,11 +449,9 @@ impl MachineConfigController {
         let mut changed = false;
         for index in 0..view.nodes.len() {
             let node = &view.nodes[index];
-            let a = node.metadata.annotations.clone().unwrap_or_default();
-            let Some((applied, cordon)) = drain_answer(
-                a.get(DESIRED_DRAIN).map(String::as_str),
-                a.get(LAST_APPLIED_DRAIN).map(String::as_str),
-            ) else {
+            let a = node.metadata.annotations.as_ref();
+            let get = |k: &str| a.and_then(|a| a.get(k)).map(String::as_str);
+            let Some((applied, cordon)) = drain_answer(get(DESIRED_DRAIN), get(LAST_APPLIED_DRAIN)) else {
                 continue;
             };
             let name = node.metadata.name.clone().unwrap_or_default();

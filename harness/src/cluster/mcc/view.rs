@@ -93,11 +93,11 @@ pub(super) fn cert_expirys(controller_config: &Value) -> Value {
         .collect()
 }
 
-pub(super) fn node_view(node: &Node) -> NodeView {
+pub(super) fn node_view(node: &Node) -> NodeView<'_> {
     let a = node.metadata.annotations.as_ref();
-    let get = |k: &str| a.and_then(|a| a.get(k)).cloned().unwrap_or_default();
+    let get = |k: &str| a.and_then(|a| a.get(k)).map_or("", String::as_str);
     NodeView {
-        name: node.metadata.name.clone().unwrap_or_default(),
+        name: node.metadata.name.as_deref().unwrap_or_default(),
         current: get(CURRENT_CONFIG),
         desired: get(DESIRED_CONFIG),
         state: get(STATE),
@@ -109,14 +109,26 @@ pub(super) fn node_view(node: &Node) -> NodeView {
 /// every `matchExpressions` entry (In, NotIn, Exists, DoesNotExist); an empty selector selects
 /// everything and a missing one nothing.
 pub(super) fn selects(selector: &Value, labels: &Value) -> bool {
+    selects_by(selector, |k| labels.get(k).and_then(Value::as_str))
+}
+
+/// [`selects`] for an object's own labels, read in place (a pass checks every Node against
+/// every pool's selector: no copy of ten thousand label maps).
+pub(super) fn selects_labels(
+    selector: &Value,
+    labels: Option<&std::collections::BTreeMap<String, String>>,
+) -> bool {
+    selects_by(selector, |k| labels.and_then(|l| l.get(k)).map(String::as_str))
+}
+
+fn selects_by<'a>(selector: &Value, label: impl Fn(&str) -> Option<&'a str>) -> bool {
     if !selector.is_object() {
         return false; // a nil selector selects nothing
     }
-    let label = |k: &str| labels.get(k).and_then(Value::as_str);
     let by_labels = selector["matchLabels"].as_object().is_none_or(|wanted| {
         wanted
             .iter()
-            .all(|(k, v)| labels.get(k).is_some_and(|have| have == v))
+            .all(|(k, v)| label(k).is_some_and(|have| v.as_str() == Some(have)))
     });
     let by_expressions = selector["matchExpressions"].as_array().is_none_or(|expressions| {
         expressions.iter().all(|e| {
@@ -165,5 +177,25 @@ mod tests {
             !selects(&expr("Gt", &["1"]), &labels),
             "an operator it does not know selects nothing"
         );
+        // Read in place, an object's labels give the same answers.
+        let map: std::collections::BTreeMap<String, String> = serde_json::from_value(labels.clone()).unwrap();
+        for selector in [
+            json!({"matchLabels": {"machineconfiguration.openshift.io/role": "worker"}}),
+            json!({"matchLabels": {"tier": "b"}}),
+            json!({}),
+            Value::Null,
+            expr("In", &["a", "b"]),
+            expr("NotIn", &["a"]),
+            expr("Exists", &[]),
+            expr("DoesNotExist", &[]),
+        ] {
+            assert_eq!(
+                selects_labels(&selector, Some(&map)),
+                selects(&selector, &labels),
+                "{selector}"
+            );
+        }
+        assert!(selects_labels(&json!({}), None), "no labels: empty still selects");
+        assert!(!selects_labels(&json!({"matchLabels": {"tier": "a"}}), None));
     }
 }
