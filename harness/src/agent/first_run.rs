@@ -10,7 +10,7 @@ use super::AgentEnv;
 use super::common::CURRENT_CONFIG_FILE;
 use crate::mco::{CURRENT_CONFIG, INITIAL_NODE_ANNOTATIONS};
 use k8s_openapi::api::core::v1::Node;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::Api;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
@@ -57,12 +57,7 @@ pub async fn load_node_annotations(env: &AgentEnv) -> Result<(), String> {
     if let Some(current) = initial.get(CURRENT_CONFIG) {
         env.log(&format!("Setting initial node config: {current}"));
     }
-    nodes
-        .patch(
-            &env.node_name,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"annotations": initial}})),
-        )
+    env.annotate_node(json!(initial))
         .await
         .map_err(|e| format!("failed to set initial annotations: {e}"))?;
     if env.path(INITIAL_NODE_ANNOTATIONS).exists() {

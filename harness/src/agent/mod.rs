@@ -97,6 +97,18 @@ impl AgentEnv {
         self.host.log_system(message, self.profile);
     }
 
+    /// Merge `annotations` into the own Node's, and fold the answer into [`AgentEnv::node`]:
+    /// every write of the daemon's own Node goes through here, so its copy never lags them.
+    pub async fn annotate_node(&self, annotations: serde_json::Value) -> Result<(), kube::Error> {
+        use kube::api::{Api, Patch, PatchParams};
+        let patch = serde_json::json!({"metadata": {"annotations": annotations}});
+        let node = Api::<k8s_openapi::api::core::v1::Node>::all(self.client.clone())
+            .patch(&self.node_name, &PatchParams::default(), &Patch::Merge(patch))
+            .await?;
+        self.node.saw(node);
+        Ok(())
+    }
+
     /// Whether this daemon runs as `mutant`.
     pub fn mutant_is(&self, mutant: Mutant) -> bool {
         self.mutant == Some(mutant)

@@ -30,7 +30,7 @@ use crate::mco::{
 use crate::profile::UpdateFiles;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -56,15 +56,8 @@ pub(super) fn degraded(e: impl std::fmt::Display) -> Failure {
 }
 
 async fn annotate(env: &AgentEnv, values: Value) -> Result<(), Failure> {
-    let nodes: Api<Node> = Api::all(env.client.clone());
-    nodes
-        .patch(
-            &env.node_name,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"annotations": values}})),
-        )
+    env.annotate_node(values)
         .await
-        .map(|node| env.node.saw(node))
         .map_err(|e| degraded(format!("node {}: {e}", env.node_name)))
 }
 

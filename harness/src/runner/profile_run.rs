@@ -246,10 +246,8 @@ pub(super) async fn run_profile(
                     };
                     // The same tags as the filter reads: feature, rule and scenario.
                     let tags = tags_of(feature, rule, scenario);
-                    tally
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .count(failed, vendor, &tags);
+                    let mut counted = tally.lock().unwrap_or_else(|p| p.into_inner());
+                    counted.count(failed, vendor, &tags);
                     if failed {
                         let (file, line) = progress::scenario_key(feature, scenario);
                         let why = match finished {
@@ -260,12 +258,11 @@ pub(super) async fn run_profile(
                             _ => "a step no step definition matches".to_string(),
                         };
                         let first = why.lines().next().unwrap_or_default();
-                        tally
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
+                        counted
                             .failures
                             .push(format!("{profile}: {file}:{line}: {}: {first}", scenario.name));
                     }
+                    drop(counted);
                     let name = scenario.name.clone();
                     let feature_name = feature.name.clone();
                     let failed_dir = failed_dir.clone();

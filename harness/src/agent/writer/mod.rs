@@ -38,12 +38,11 @@ use crate::mco::{
 use crate::node::seed::{KUBELET_KUBECONFIG, NODE_KUBECONFIG};
 use crate::profile::{CertificateWriter, WriterAnnotates};
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Node;
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::api::DynamicObject;
 use kube::runtime::{WatchStreamExt, watcher};
 use kubeconfig::{kubeconfig_ca, kubeconfig_data, with_kubeconfig_ca};
 use registry::{pull_secret, sync_registry_cas};
-use serde_json::json;
+use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt;
 use tokio_util::sync::CancellationToken;
 
@@ -187,18 +186,11 @@ async fn clear_own_degraded(env: &AgentEnv, reason: &str) {
 }
 
 async fn set_state(env: &AgentEnv, state: &str, reason: &str) {
-    let patch = json!({"metadata": {"annotations": {STATE: state, REASON: reason}}});
-    if let Ok(node) = Api::<Node>::all(env.client.clone())
-        .patch(&env.node_name, &PatchParams::default(), &Patch::Merge(patch))
-        .await
-    {
-        env.node.saw(node);
-    }
+    let _ = env.annotate_node(json!({STATE: state, REASON: reason})).await;
 }
 
 async fn sync(env: &AgentEnv, writer: CertificateWriter, cc: &DynamicObject) -> Result<(), SyncError> {
     let serving_ca_rotation = env.profile.traits().serving_ca_rotation;
-    let nodes: Api<Node> = Api::all(env.client.clone());
     // Upstream reads `dn.node`, the node informer's copy, and so does this writer.
     let node = env
         .node
@@ -273,7 +265,7 @@ async fn sync(env: &AgentEnv, writer: CertificateWriter, cc: &DynamicObject) -> 
             }
         }
         if env.mutant_is(Mutant::AnnotateBeforeWrite) {
-            annotate_synced(env, &nodes, &rv, serving_ca_rotation, &observed, &rotate_value).await?;
+            annotate_synced(env, &rv, serving_ca_rotation, &observed, &rotate_value).await?;
             tokio::time::sleep(std::time::Duration::from_millis(500)).await;
         }
         let kubelet_ca_before = std::fs::read(env.path(KUBELET_CA_PATH)).ok();
@@ -307,7 +299,7 @@ async fn sync(env: &AgentEnv, writer: CertificateWriter, cc: &DynamicObject) -> 
     };
     if annotate {
         if !env.mutant_is(Mutant::AnnotateBeforeWrite) {
-            annotate_synced(env, &nodes, &rv, serving_ca_rotation, &observed, &rotate_value).await?;
+            annotate_synced(env, &rv, serving_ca_rotation, &observed, &rotate_value).await?;
         }
         env.log(&format!(
             "Certificate was synced from controllerconfig resourceVersion {rv}"
@@ -319,7 +311,6 @@ async fn sync(env: &AgentEnv, writer: CertificateWriter, cc: &DynamicObject) -> 
 /// The node annotations that tell the ControllerConfig was synced.
 async fn annotate_synced(
     env: &AgentEnv,
-    nodes: &Api<Node>,
     rv: &str,
     serving_ca_rotation: bool,
     observed: &str,
@@ -337,11 +328,8 @@ async fn annotate_synced(
     if serving_ca_rotation && observed != rotate_value {
         set.insert(LAST_OBSERVED_SERVER_CA.into(), json!(rotate_value));
     }
-    let patch = json!({"metadata": {"annotations": set}});
-    let node = nodes
-        .patch(&env.node_name, &PatchParams::default(), &Patch::Merge(patch))
+    env.annotate_node(Value::Object(set))
         .await
         .map_err(|e| format!("node {}: {e}", env.node_name))?;
-    env.node.saw(node);
     Ok(())
 }
