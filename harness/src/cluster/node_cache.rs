@@ -12,6 +12,7 @@
 //! The cluster side is triggered by [`NodeCache::changes`], bumped only after the store has
 //! applied the event, so a pass the trigger starts sees it.
 
+use super::mcc::NODE_ANNOTATIONS_READ;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::Api;
@@ -31,8 +32,8 @@ pub struct NodeCache {
     store: Store<Node>,
     /// The highest resourceVersion the store has applied.
     seen: watch::Receiver<u64>,
-    /// Bumped after the store applied a change of a Node other than to its status alone
-    /// (what the controllers react to; kubelet heartbeats change status only).
+    /// Bumped after the store applied a change of what the controllers read of a Node
+    /// ([`what_controllers_read`]; kubelet heartbeats change status only).
     changes: watch::Receiver<u64>,
     /// The highest resourceVersion this process wrote to a Node through [`NodeCache::wrote`].
     own: Arc<AtomicU64>,
@@ -68,7 +69,7 @@ impl NodeCache {
                 let mut note = |node: &Node, gone: bool| {
                     highest = highest.max(resource_version(node));
                     let name = node.metadata.name.clone().unwrap_or_default();
-                    let hash = (!gone).then(|| without_status(node));
+                    let hash = (!gone).then(|| what_controllers_read(node));
                     let before = match hash {
                         Some(h) => hashes.insert(name, h),
                         None => hashes.remove(&name),
@@ -116,7 +117,7 @@ impl NodeCache {
         *self.seen.borrow()
     }
 
-    /// A receiver that changes whenever a Node changed other than in its status.
+    /// A receiver that changes whenever what the controllers read of a Node changed.
     pub fn changes(&self) -> watch::Receiver<u64> {
         self.changes.clone()
     }
@@ -160,16 +161,90 @@ fn resource_version(node: &Node) -> u64 {
         .unwrap_or(0)
 }
 
-/// A Node's hash without its status (or its resourceVersion and managed fields, which every
-/// status write moves): what the controllers react to.
-pub fn without_status(node: &Node) -> u64 {
+/// A Node's hash over what the cluster side's controllers read of it: its labels, the
+/// annotations the machine-config controller reads ([`NODE_ANNOTATIONS_READ`]), whether it is
+/// being deleted, and its spec. Status (every kubelet heartbeat), resourceVersion and managed
+/// fields, and the daemons' other annotations (`lastSyncedControllerConfigResourceVersion`,
+/// written by every 4.16 node at every ControllerConfig change) change none of its passes'
+/// outcomes, so they trigger none. A pass that runs for another reason still reads them all.
+pub fn what_controllers_read(node: &Node) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    node.metadata.annotations.hash(&mut hasher);
+    let annotations = node.metadata.annotations.as_ref();
+    for key in NODE_ANNOTATIONS_READ {
+        annotations.and_then(|a| a.get(*key)).hash(&mut hasher);
+    }
     node.metadata.labels.hash(&mut hasher);
     node.metadata.deletion_timestamp.is_some().hash(&mut hasher);
     serde_json::to_string(&node.spec)
         .unwrap_or_default()
         .hash(&mut hasher);
     hasher.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mco::{CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, LAST_SYNCED_CONTROLLER_CONFIG};
+
+    fn node(annotations: &[(&str, &str)], labels: &[(&str, &str)]) -> Node {
+        let map = |pairs: &[(&str, &str)]| {
+            Some(
+                pairs
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            )
+        };
+        let mut node = Node::default();
+        node.metadata.name = Some("worker-0".into());
+        node.metadata.annotations = map(annotations);
+        node.metadata.labels = map(labels);
+        node
+    }
+
+    #[test]
+    fn only_what_a_pass_reads_triggers_one() {
+        let role = [("node-role.kubernetes.io/worker", "")];
+        let base = node(
+            &[(CURRENT_CONFIG, "rendered-a"), (DESIRED_CONFIG, "rendered-a")],
+            &role,
+        );
+        let hash = what_controllers_read(&base);
+        // What no pass reads: the daemons' sync annotation, status, resourceVersion.
+        let mut synced = node(
+            &[
+                (CURRENT_CONFIG, "rendered-a"),
+                (DESIRED_CONFIG, "rendered-a"),
+                (LAST_SYNCED_CONTROLLER_CONFIG, "42"),
+            ],
+            &role,
+        );
+        synced.metadata.resource_version = Some("43".into());
+        synced.status = Some(Default::default());
+        assert_eq!(what_controllers_read(&synced), hash);
+        // What a pass reads: each annotation of the set, labels, spec.
+        for key in NODE_ANNOTATIONS_READ {
+            let mut changed = base.clone();
+            changed
+                .metadata
+                .annotations
+                .as_mut()
+                .unwrap()
+                .insert(key.to_string(), "changed".into());
+            assert_ne!(what_controllers_read(&changed), hash, "{key}");
+        }
+        let relabelled = node(
+            &[(CURRENT_CONFIG, "rendered-a"), (DESIRED_CONFIG, "rendered-a")],
+            &[("node-role.kubernetes.io/infra", "")],
+        );
+        assert_ne!(what_controllers_read(&relabelled), hash);
+        let mut cordoned = base.clone();
+        cordoned.spec = Some(k8s_openapi::api::core::v1::NodeSpec {
+            unschedulable: Some(true),
+            ..Default::default()
+        });
+        assert_ne!(what_controllers_read(&cordoned), hash);
+        assert!(NODE_ANNOTATIONS_READ.contains(&DESIRED_DRAIN));
+    }
 }

@@ -97,7 +97,14 @@ struct Inner {
     /// Whether boots open the private bus (light nodes, whose daemon runs in this process and
     /// never dials it, do without the socket).
     private_bus: std::sync::atomic::AtomicBool,
+    /// The unit directory's mtime at the last scan of it, and when that scan began.
+    units_scanned: Mutex<Option<(std::time::SystemTime, std::time::SystemTime)>>,
 }
+
+/// How long after the unit directory's last change a scan must have begun for the directory's
+/// unchanged mtime to mean "nothing new": more than the coarse clock the kernel stamps files
+/// with (a jiffy, at most 10 ms), so a file added during or after that scan moves the mtime.
+const UNIT_DIR_SLACK: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// A handle to an embedded node; clones share the node.
 #[derive(Clone)]
@@ -124,6 +131,38 @@ fn new_boot_id() -> String {
 }
 
 impl EmbeddedNode {
+    /// Unit files written since the last look are units now, as systemd reads them. The
+    /// directory is read again only when its mtime moved since a scan that began well after
+    /// its last change ([`UNIT_DIR_SLACK`]): the convergence check asks every node's service
+    /// manager every second, and ten thousand directory reads a second were 7 % of a
+    /// 10,000-node rotation.
+    fn discover_written_units(&self) {
+        let dir = self.inner.root.join("etc/systemd/system");
+        let mtime = std::fs::metadata(&dir).and_then(|m| m.modified()).ok();
+        let mut scanned = lock(&self.inner.units_scanned);
+        if let (Some(now), Some((then, began))) = (mtime, *scanned)
+            && now == then
+            && began.duration_since(then).is_ok_and(|d| d >= UNIT_DIR_SLACK)
+        {
+            return;
+        }
+        let began = std::time::SystemTime::now();
+        let written = std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.path().is_file())
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|n| !n.starts_with('.'));
+        {
+            let mut manager = lock(&self.inner.manager);
+            for unit in written {
+                manager.discover(&unit);
+            }
+        }
+        *scanned = mtime.map(|m| (m, began));
+    }
+
     /// A node named `name` with its root in a fresh directory under `node::scratch_dir()`, the
     /// given units, not yet booted.
     pub fn new(name: &str, units: &[&str], clock: SimClock) -> Result<Self, NodeError> {
@@ -205,6 +244,7 @@ impl EmbeddedNode {
                 kubelet_endpoint: Mutex::new(None),
                 bus: Mutex::new(None),
                 private_bus: std::sync::atomic::AtomicBool::new(true),
+                units_scanned: Mutex::new(None),
             }),
         }
     }
@@ -547,20 +587,7 @@ impl Node for EmbeddedNode {
     }
 
     async fn systemctl(&self, args: &[&str]) -> Result<Outcome, NodeError> {
-        // Unit files written since the last call are units now, as systemd reads them.
-        let written = std::fs::read_dir(self.inner.root.join("etc/systemd/system"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter(|e| e.path().is_file())
-            .filter_map(|e| e.file_name().into_string().ok())
-            .filter(|n| !n.starts_with('.'));
-        {
-            let mut manager = lock(&self.inner.manager);
-            for unit in written {
-                manager.discover(&unit);
-            }
-        }
+        self.discover_written_units();
         let mut outcome = lock(&self.inner.manager).systemctl(args);
         let failures = self.carry_out(outcome.clone()).await;
         if !failures.is_empty() {
@@ -665,6 +692,30 @@ mod tests {
             lines.iter().any(|l| l.contains("]: down")),
             "the old kubelet stopped: {lines:?}"
         );
+        n.shutdown().await;
+    }
+
+    /// A unit file is a unit at the next systemctl call whether it was written at once after
+    /// the last look (the directory's mtime within the kernel's clock tick of that look) or
+    /// long after a look that found the directory unchanged.
+    #[tokio::test]
+    async fn unit_files_written_between_calls_are_units() {
+        let n = node().await;
+        let is_known = |out: Outcome| out.exit_code != 5 && !out.stderr.contains("not found");
+        assert!(!is_known(n.systemctl(&["start", "early.service"]).await.unwrap()));
+        n.write("/etc/systemd/system/early.service", b"[Service]\n", 0o644)
+            .await
+            .unwrap();
+        assert!(is_known(n.systemctl(&["start", "early.service"]).await.unwrap()));
+        // Looks that find the directory unchanged, one after the slack has passed (the clock
+        // the mtime is judged against: no event to await).
+        std::thread::sleep(UNIT_DIR_SLACK + Duration::from_millis(20));
+        n.systemctl(&["is-active", "early.service"]).await.unwrap();
+        n.systemctl(&["is-active", "early.service"]).await.unwrap();
+        n.write("/etc/systemd/system/late.service", b"[Service]\n", 0o644)
+            .await
+            .unwrap();
+        assert!(is_known(n.systemctl(&["start", "late.service"]).await.unwrap()));
         n.shutdown().await;
     }
 

@@ -60,6 +60,8 @@ pub async fn run(env: &AgentEnv, writer: CertificateWriter, stop: CancellationTo
     let mut events = watcher(controller_configs(&env.client), config)
         .default_backoff()
         .applied_objects()
+        // Fused: `newest_ready` may see the end, and the loop's next poll must not panic.
+        .fuse()
         .boxed();
     // A failed sync is tried again with the newest ControllerConfig, backing off as upstream's
     // rate-limited ccQueue does (5 ms doubling), and at once when a newer one arrives.
@@ -79,14 +81,10 @@ pub async fn run(env: &AgentEnv, writer: CertificateWriter, stop: CancellationTo
                     // The newest ControllerConfig replaces a failed older one: never sync back.
                     failed = None;
                     retry_in = RETRY_BASE;
-                    cc
+                    newest_ready(env, &mut events, cc)
                 }
                 Some(Err(e)) => {
-                    env.log(&format!("controllerconfig watch: {e}"));
-                    env.aux.report(&format!(
-                        "Failed to watch *v1.ControllerConfig: {}",
-                        crate::agent::auxiliary::error_chain(&e)
-                    ));
+                    report_watch_error(env, &e);
                     continue;
                 }
                 None => return,
@@ -124,6 +122,36 @@ pub async fn run(env: &AgentEnv, writer: CertificateWriter, stop: CancellationTo
             }
         }
     }
+}
+
+/// The newest of the ControllerConfig events already delivered: upstream's handlers only put
+/// the key on `ccQueue`, whose worker reads the lister's copy when it gets to it, so events that
+/// arrive before the worker does are one sync of the newest (client-go's workqueue holds a key
+/// once). Two writes in quick succession (the operator's spec, then the controller's
+/// `status.controllerCertificates`) so cost most nodes one sync, not two. A watch error among
+/// them is reported as any other; the end of the stream is left for the next `next()`.
+fn newest_ready(
+    env: &AgentEnv,
+    events: &mut futures::stream::BoxStream<'static, Result<DynamicObject, watcher::Error>>,
+    mut newest: DynamicObject,
+) -> DynamicObject {
+    use futures::FutureExt;
+    while let Some(Some(event)) = events.next().now_or_never() {
+        match event {
+            Ok(cc) => newest = cc,
+            Err(e) => report_watch_error(env, &e),
+        }
+    }
+    newest
+}
+
+/// A failed ControllerConfig watch, in the daemon's log and as client-go's reflector says it.
+fn report_watch_error(env: &AgentEnv, e: &watcher::Error) {
+    env.log(&format!("controllerconfig watch: {e}"));
+    env.aux.report(&format!(
+        "Failed to watch *v1.ControllerConfig: {}",
+        crate::agent::auxiliary::error_chain(e)
+    ));
 }
 
 /// The ccQueue's backoff (client-go `DefaultControllerRateLimiter`: 5 ms doubling), capped here

@@ -9,6 +9,8 @@
 
 mod view;
 
+pub use view::NODE_ANNOTATIONS_READ;
+
 use super::metrics::ControllerMetrics;
 use super::names::FIELD_MANAGER;
 use super::operator::{CONTROLLER_CONFIG, controller_configs};

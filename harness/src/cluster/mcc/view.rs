@@ -6,7 +6,7 @@ use crate::cluster::pools::NodeView;
 use crate::mco::McoObject;
 use crate::mco::machine_config::MachineConfig;
 use crate::mco::pool::MachineConfigPool;
-use crate::mco::{CURRENT_CONFIG, DESIRED_CONFIG, REASON, STATE};
+use crate::mco::{CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN, REASON, STATE};
 use crate::pki::{parse_certs, rfc3339};
 use k8s_openapi::api::core::v1::Node;
 use serde_json::{Value, json};
@@ -92,6 +92,17 @@ pub(super) fn cert_expirys(controller_config: &Value) -> Value {
         })
         .collect()
 }
+
+/// Every Node annotation the controller's passes read: [`node_view`]'s and the drain
+/// controller's. A change of any other annotation triggers no pass (`NodeCache`).
+pub const NODE_ANNOTATIONS_READ: &[&str] = &[
+    CURRENT_CONFIG,
+    DESIRED_CONFIG,
+    STATE,
+    REASON,
+    DESIRED_DRAIN,
+    LAST_APPLIED_DRAIN,
+];
 
 pub(super) fn node_view(node: &Node) -> NodeView<'_> {
     let a = node.metadata.annotations.as_ref();
