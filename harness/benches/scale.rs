@@ -6,7 +6,10 @@
 //! the new bundle rolls out as a rendered config, `maxUnavailable` (here 10 %) of the pool at a
 //! time. The rotation is timed from the forcing patch until the cluster and every node have
 //! followed (the scenario's own convergence: each node synced, the pool updated); then, untimed,
-//! every node's `/etc/kubernetes/kubelet-ca.crt` is read and must hold the new signer.
+//! every node's `/etc/kubernetes/kubelet-ca.crt` is read and must hold the new signer, and each
+//! node's journal since the patch is read for the certificate writer's syncs (upstream's line
+//! `Certificate was synced from controllerconfig resourceVersion N`): the work the rotation cost
+//! every node, a figure a slow or busy machine does not move as it moves the times.
 //!
 //! Run with `cargo bench -p harness --bench scale`. `SCALE_NODES=100,1000` (the default) sets
 //! the embedded clusters' sizes, `SCALE_LIGHT_NODES=1000,10000` the light ones' (light nodes
@@ -55,9 +58,9 @@ fn main() -> Result<()> {
         ("light", sizes("SCALE_LIGHT_NODES", "1000,10000")?),
     ];
     println!(
-        "| profile | nodes | start (every node up and synced) | forced rotation reaches every node | peak RSS |"
+        "| profile | nodes | start (every node up and synced) | forced rotation reaches every node | writer syncs per node | peak RSS |"
     );
-    println!("|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|");
     let mut results = Vec::new();
     for (kind, sizes) in &kinds {
         for profile in Profile::ALL {
@@ -77,10 +80,12 @@ fn main() -> Result<()> {
                 }
                 let line = String::from_utf8_lossy(&out.stdout).trim().to_string();
                 let fields: Vec<f64> = line.split_whitespace().filter_map(|f| f.parse().ok()).collect();
-                let [start, rotation, rss] = fields[..] else {
+                let [start, rotation, syncs, rss] = fields[..] else {
                     bail!("{profile} with {nodes} {kind} nodes printed {line:?}");
                 };
-                println!("| {profile} | {nodes} {kind} | {start:.2} s | {rotation:.2} s | {rss:.0} MiB |");
+                println!(
+                    "| {profile} | {nodes} {kind} | {start:.2} s | {rotation:.2} s | {syncs:.2} | {rss:.0} MiB |"
+                );
                 results.push((*kind, profile, nodes, start, rotation, rss));
             }
         }
@@ -114,7 +119,7 @@ fn main() -> Result<()> {
     Ok(())
 }
 
-/// One case in this process: prints `start_s rotation_s peak_rss_mib`.
+/// One case in this process: prints `start_s rotation_s syncs_per_node peak_rss_mib`.
 async fn case_alone(profile: Profile, nodes: usize, backend: NodeBackend) -> Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     harness::node::raise_open_file_limit();
@@ -128,17 +133,19 @@ async fn case_alone(profile: Profile, nodes: usize, backend: NodeBackend) -> Res
     let start = started.elapsed();
     let outcome = rotate(&scenario, profile, nodes).await;
     scenario.shutdown().await;
-    let rotation = outcome?;
+    let (rotation, syncs) = outcome?;
     println!(
-        "{:.3} {:.3} {:.1}",
+        "{:.3} {:.3} {:.3} {:.1}",
         start.as_secs_f64(),
         rotation.as_secs_f64(),
+        syncs,
         peak_rss_mib()?
     );
     Ok(())
 }
 
-async fn rotate(scenario: &Scenario, profile: Profile, nodes: usize) -> Result<Duration> {
+/// The rotation's wall time, and the certificate writer's syncs per node during it.
+async fn rotate(scenario: &Scenario, profile: Profile, nodes: usize) -> Result<(Duration, f64)> {
     // Where the bundle rolls out as a rendered config, at most 10% of the pool at a time.
     if matches!(
         profile.traits().kubelet_ca,
@@ -149,6 +156,10 @@ async fn rotate(scenario: &Scenario, profile: Profile, nodes: usize) -> Result<D
     // As the step does: a minute after the last change, so the new signer gets a new name.
     scenario.advance(time::Duration::minutes(1)).await?;
     let namespace = scenario.secret_namespace(SIGNER)?;
+    let mut marks = Vec::with_capacity(nodes);
+    for node in &scenario.nodes {
+        marks.push(node.journal_mark().await?);
+    }
     let began = Instant::now();
     harness::cluster::force_rotation(&scenario.admin, &namespace, SIGNER).await?;
     scenario.advance(time::Duration::ZERO).await?;
@@ -177,7 +188,16 @@ async fn rotate(scenario: &Scenario, profile: Profile, nodes: usize) -> Result<D
             missing[0]
         );
     }
-    Ok(took)
+    let mut syncs = 0usize;
+    for (node, mark) in scenario.nodes.iter().zip(marks) {
+        syncs += node
+            .journal_since(mark)
+            .await?
+            .iter()
+            .filter(|line| line.contains("Certificate was synced from controllerconfig resourceVersion"))
+            .count();
+    }
+    Ok((took, syncs as f64 / nodes as f64))
 }
 
 /// VmHWM: this process's peak resident set, in MiB.
