@@ -296,11 +296,16 @@ async fn sync(env: &AgentEnv, writer: CertificateWriter, cc: &DynamicObject) -> 
             annotate_synced(env, &rv, serving_ca_rotation, &observed, &rotate_value).await?;
             tokio::time::sleep(std::time::Duration::from_millis(500)).await;
         }
-        let kubelet_ca_before = std::fs::read(env.path(KUBELET_CA_PATH)).ok();
+        // Only the mutants that act on a changed kubelet-ca.crt need to know whether it did.
+        let acts_on_change = env.mutant_is(Mutant::RestartKubeletOnCaChange)
+            || env.mutant_is(Mutant::RebootOnCertificateChange);
+        let kubelet_ca_before = acts_on_change.then(|| std::fs::read(env.path(KUBELET_CA_PATH)).ok());
         for (path, data) in path_to_data {
             write_to_disk(env, &path, data).map_err(|e| format!("{path}: {e}"))?;
         }
-        if kubelet_ca_before != std::fs::read(env.path(KUBELET_CA_PATH)).ok() {
+        if let Some(before) = kubelet_ca_before
+            && before != std::fs::read(env.path(KUBELET_CA_PATH)).ok()
+        {
             if env.mutant_is(Mutant::RestartKubeletOnCaChange) {
                 systemctl(env, &["restart", "kubelet"]).await?;
             }
