@@ -8,7 +8,11 @@
 # generate rendered MachineConfig: parsing Ignition config failed: …"). Upstream's e2e does the
 # same: a bad MachineConfig, the pool Degraded, the MachineConfig deleted, RenderDegraded False.
 # The MachineConfig CRD keeps spec.config open (x-kubernetes-preserve-unknown-fields), so the API
-# server stores such a config; only the render controller refuses it.
+# server stores such a config; only the render controller refuses it. A pool whose
+# machineConfigSelector selects no MachineConfig fails the same way, before any merge:
+# syncMachineConfigPool's `len(mcs) == 0` goes to syncFailingStatus with "no MachineConfigs
+# found matching selector <selector>", the selector as apimachinery's labels.Selector prints it
+# (`machineconfiguration.openshift.io/role=infra`).
 @render
 Feature: A MachineConfig the render controller cannot render
   A MachineConfig whose config is not an Ignition config stops its pool's render: no new
@@ -27,4 +31,13 @@ Feature: A MachineConfig the render controller cannot render
     Then the worker pool's RenderDegraded condition is False
     And the worker pool's Degraded condition is False
     And the worker pool has 1 rendered config
+    And every node runs the rendered config it started with
+
+  Scenario: A pool that selects no MachineConfig says so and renders nothing
+    Given a fresh cluster with 1 worker node
+    When a pool named infra is created that selects the MachineConfigs labelled machineconfiguration.openshift.io/role=infra
+    Then the infra pool's RenderDegraded condition is True with a message that begins "Failed to render configuration for pool infra: no MachineConfigs found matching selector machineconfiguration.openshift.io/role=infra"
+    And the infra pool's Degraded condition is True
+    And the infra pool has 0 rendered configs
+    And the worker pool's RenderDegraded condition is False
     And every node runs the rendered config it started with

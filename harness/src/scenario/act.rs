@@ -415,6 +415,27 @@ impl Scenario {
             .await
     }
 
+    /// A new MachineConfigPool `name` whose `machineConfigSelector` matches the label `key` =
+    /// `value`, for the nodes labelled `node-role.kubernetes.io/<name>` (as a custom pool's
+    /// manifest reads); then wait for the cluster and nodes to follow.
+    pub async fn create_pool(&self, name: &str, key: &str, value: &str) -> Result<(), ScenarioError> {
+        let object: kube::api::DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "machineconfiguration.openshift.io/v1",
+            "kind": "MachineConfigPool",
+            "metadata": {"name": name},
+            "spec": {
+                "machineConfigSelector": {"matchLabels": {key: value}},
+                "nodeSelector": {"matchLabels": {format!("node-role.kubernetes.io/{name}"): ""}},
+            },
+        }))
+        .map_err(fixture_err)?;
+        machine_config_pools(&self.admin)
+            .create(&kube::api::PostParams::default(), &object)
+            .await
+            .map_err(|e| ClusterError::kube(format!("machineconfigpool {name}"), e))?;
+        self.advance(time::Duration::ZERO).await
+    }
+
     /// Merge `spec` into the pool's spec, then wait for the cluster and nodes to follow.
     async fn patch_pool_spec(&self, pool: &str, spec: serde_json::Value) -> Result<(), ScenarioError> {
         machine_config_pools(&self.admin)

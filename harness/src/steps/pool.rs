@@ -60,6 +60,20 @@ async fn pool_is_paused(world: &mut ConformanceWorld, pool: String) -> anyhow::R
     Ok(())
 }
 
+/// A new MachineConfigPool whose `machineConfigSelector` matches the one label given
+/// (`key=value`), for the nodes labelled `node-role.kubernetes.io/<name>`, as a custom pool's
+/// manifest reads (`oc create -f infra.mcp.yaml`); the step ends when the cluster side has
+/// settled and the nodes have followed.
+#[when(regex = r"^a pool named (\w+) is created that selects the MachineConfigs labelled (\S+)$")]
+async fn pool_created(world: &mut ConformanceWorld, pool: String, label: String) -> anyhow::Result<()> {
+    let (key, value) = label
+        .split_once('=')
+        .filter(|(key, _)| !key.is_empty())
+        .with_context(|| format!("{label:?} is not a label as key=value"))?;
+    world.cluster()?.create_pool(&pool, key, value).await?;
+    Ok(())
+}
+
 /// The pool's `spec.maxUnavailable`: a number of nodes, or a percentage of the pool's nodes
 /// (`10%`), as `oc patch mcp/worker --type merge -p '{"spec":{"maxUnavailable":…}}'` sets it.
 #[given(regex = r"^the (\w+) pool's maxUnavailable is (\d+%?)$")]

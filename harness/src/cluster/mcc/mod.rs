@@ -35,7 +35,7 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
 use std::sync::Arc;
-use view::{ApiView, cert_expirys, certificate_entries, node_view, selects, selects_labels};
+use view::{ApiView, cert_expirys, certificate_entries, node_view, selector_string, selects, selects_labels};
 
 fn to_value(object: &DynamicObject) -> Value {
     serde_json::to_value(object).expect("a DynamicObject serialises")
@@ -221,7 +221,16 @@ impl MachineConfigController {
                 .filter(|mc| selects_labels(selector, mc.metadata.labels.as_ref()))
                 .cloned()
                 .collect();
+            // Upstream's render controller (release-4.12 and release-4.16 alike): a pool that
+            // selects no MachineConfig goes to syncFailingStatus, RenderDegraded with the
+            // selector as `labels.Selector` prints it, and nothing is rendered.
             if sources.is_empty() {
+                let message = format!(
+                    "Failed to render configuration for pool {pool_name}: no MachineConfigs found matching selector {}",
+                    selector_string(selector)
+                );
+                self.note(message.clone());
+                view.render_failures.insert(pool_name, message);
                 continue;
             }
             // Upstream's render controller: merging fails on a config that does not parse as

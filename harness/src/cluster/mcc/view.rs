@@ -132,6 +132,41 @@ pub(super) fn selects_labels(
     selects_by(selector, |k| labels.and_then(|l| l.get(k)).map(String::as_str))
 }
 
+/// A label selector as Kubernetes prints it (`metav1.LabelSelectorAsSelector`, then
+/// `labels.Selector.String()`): one requirement per `matchLabels` pair and `matchExpressions`
+/// entry, ordered by key, joined by commas — `k=v`, `k in (a,b)`, `k notin (a,b)` (values in
+/// order), `k` (Exists), `!k` (DoesNotExist). An empty selector and a missing one print nothing.
+pub(super) fn selector_string(selector: &Value) -> String {
+    let mut requirements: Vec<(String, String)> = Vec::new();
+    for (key, value) in selector["matchLabels"].as_object().into_iter().flatten() {
+        requirements.push((key.clone(), format!("{key}={}", value.as_str().unwrap_or(""))));
+    }
+    for e in selector["matchExpressions"].as_array().into_iter().flatten() {
+        let key = e["key"].as_str().unwrap_or("");
+        let mut values: Vec<&str> = e["values"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        values.sort_unstable();
+        let text = match e["operator"].as_str() {
+            Some("In") => format!("{key} in ({})", values.join(",")),
+            Some("NotIn") => format!("{key} notin ({})", values.join(",")),
+            Some("Exists") => key.to_string(),
+            Some("DoesNotExist") => format!("!{key}"),
+            _ => continue,
+        };
+        requirements.push((key.to_string(), text));
+    }
+    requirements.sort_by(|a, b| a.0.cmp(&b.0));
+    requirements
+        .into_iter()
+        .map(|(_, text)| text)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 fn selects_by<'a>(selector: &Value, label: impl Fn(&str) -> Option<&'a str>) -> bool {
     if !selector.is_object() {
         return false; // a nil selector selects nothing
@@ -165,6 +200,30 @@ fn selects_by<'a>(selector: &Value, label: impl Fn(&str) -> Option<&'a str>) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// As `labels.Selector.String()` prints what `LabelSelectorAsSelector` made (apimachinery
+    /// `labels/selector.go`: requirements sorted by key; `in`/`notin` values sorted on output).
+    #[test]
+    fn selectors_print_as_kubernetes_prints_them() {
+        assert_eq!(
+            selector_string(&json!({"matchLabels": {"machineconfiguration.openshift.io/role": "infra"}})),
+            "machineconfiguration.openshift.io/role=infra"
+        );
+        assert_eq!(
+            selector_string(&json!({
+                "matchLabels": {"tier": "a"},
+                "matchExpressions": [
+                    {"key": "machineconfiguration.openshift.io/role", "operator": "In", "values": ["worker", "infra"]},
+                    {"key": "zone", "operator": "NotIn", "values": ["b", "a"]},
+                    {"key": "gpu", "operator": "Exists"},
+                    {"key": "arm", "operator": "DoesNotExist"},
+                ]
+            })),
+            "!arm,gpu,machineconfiguration.openshift.io/role in (infra,worker),tier=a,zone notin (a,b)"
+        );
+        assert_eq!(selector_string(&json!({})), "");
+        assert_eq!(selector_string(&Value::Null), "");
+    }
 
     #[test]
     fn selectors_as_kubernetes_reads_them() {
