@@ -12,7 +12,9 @@
 # machineConfigSelector selects no MachineConfig fails the same way, before any merge:
 # syncMachineConfigPool's `len(mcs) == 0` goes to syncFailingStatus with "no MachineConfigs
 # found matching selector <selector>", the selector as apimachinery's labels.Selector prints it
-# (`machineconfiguration.openshift.io/role=infra`).
+# (`machineconfiguration.openshift.io/role=infra`). A pool whose machineConfigSelector is the
+# empty selector (`{}`, which would select every MachineConfig) is not rendered at all: upstream
+# records a `SelectingAll` warning event and returns before any render or status.
 @render
 Feature: A MachineConfig the render controller cannot render
   A MachineConfig whose config is not an Ignition config stops its pool's render: no new
@@ -40,4 +42,12 @@ Feature: A MachineConfig the render controller cannot render
     And the infra pool's Degraded condition is True
     And the infra pool has 0 rendered configs
     And the worker pool's RenderDegraded condition is False
+    And every node runs the rendered config it started with
+
+  Scenario: A pool whose machineConfigSelector is empty is not rendered
+    Given a fresh cluster with 1 worker node
+    When a pool named infra is created whose machineConfigSelector is empty
+    Then the infra pool has 0 rendered configs
+    And the infra pool's Degraded condition is False
+    And the worker pool has 1 rendered config
     And every node runs the rendered config it started with

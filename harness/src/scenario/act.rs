@@ -415,16 +415,20 @@ impl Scenario {
             .await
     }
 
-    /// A new MachineConfigPool `name` whose `machineConfigSelector` matches the label `key` =
-    /// `value`, for the nodes labelled `node-role.kubernetes.io/<name>` (as a custom pool's
-    /// manifest reads); then wait for the cluster and nodes to follow.
-    pub async fn create_pool(&self, name: &str, key: &str, value: &str) -> Result<(), ScenarioError> {
+    /// A new MachineConfigPool `name` with this `machineConfigSelector`, for the nodes labelled
+    /// `node-role.kubernetes.io/<name>` (as a custom pool's manifest reads); then wait for the
+    /// cluster and nodes to follow.
+    pub async fn create_pool(
+        &self,
+        name: &str,
+        machine_config_selector: serde_json::Value,
+    ) -> Result<(), ScenarioError> {
         let object: kube::api::DynamicObject = serde_json::from_value(serde_json::json!({
             "apiVersion": "machineconfiguration.openshift.io/v1",
             "kind": "MachineConfigPool",
             "metadata": {"name": name},
             "spec": {
-                "machineConfigSelector": {"matchLabels": {key: value}},
+                "machineConfigSelector": machine_config_selector,
                 "nodeSelector": {"matchLabels": {format!("node-role.kubernetes.io/{name}"): ""}},
             },
         }))

@@ -70,7 +70,17 @@ async fn pool_created(world: &mut ConformanceWorld, pool: String, label: String)
         .split_once('=')
         .filter(|(key, _)| !key.is_empty())
         .with_context(|| format!("{label:?} is not a label as key=value"))?;
-    world.cluster()?.create_pool(&pool, key, value).await?;
+    let selector = serde_json::json!({"matchLabels": {key: value}});
+    world.cluster()?.create_pool(&pool, selector).await?;
+    Ok(())
+}
+
+/// A new MachineConfigPool whose `machineConfigSelector` is empty (`{}`, which as a label
+/// selector selects everything), for the nodes labelled `node-role.kubernetes.io/<name>`; the
+/// step ends when the cluster side has settled and the nodes have followed.
+#[when(regex = r"^a pool named (\w+) is created whose machineConfigSelector is empty$")]
+async fn pool_created_selecting_all(world: &mut ConformanceWorld, pool: String) -> anyhow::Result<()> {
+    world.cluster()?.create_pool(&pool, serde_json::json!({})).await?;
     Ok(())
 }
 

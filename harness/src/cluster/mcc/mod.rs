@@ -215,6 +215,15 @@ impl MachineConfigController {
             let pool = view.pools[index].clone();
             let pool_name = pool.name().to_string();
             let selector = &pool.spec.machine_config_selector;
+            // Upstream's render controller (release-4.12 and release-4.16 alike) will not render
+            // a pool whose machineConfigSelector is the empty selector, which would select
+            // every MachineConfig: a `SelectingAll` warning, and nothing else.
+            if selector.as_object().is_some_and(|o| o.is_empty()) {
+                self.note(format!(
+                    "pool {pool_name}: SelectingAll: This machineconfigpool is selecting all machineconfigs. A non-empty selector is require."
+                ));
+                continue;
+            }
             let mut sources: Vec<MachineConfig> = view
                 .machine_configs
                 .iter()
