@@ -80,7 +80,7 @@ async fn systemctl_drives_services_and_the_journal() {
 
 /// A unit file is a unit at the next systemctl call whether it was written at once after
 /// the last look (the directory's mtime within the kernel's clock tick of that look) or
-/// long after a look that found the directory unchanged.
+/// after looks that found the directory unchanged since long before them.
 #[tokio::test]
 async fn unit_files_written_between_calls_are_units() {
     let n = node().await;
@@ -90,9 +90,12 @@ async fn unit_files_written_between_calls_are_units() {
         .await
         .unwrap();
     assert!(is_known(n.systemctl(&["start", "early.service"]).await.unwrap()));
-    // Looks that find the directory unchanged, one after the slack has passed (the clock
-    // the mtime is judged against: no event to await).
-    std::thread::sleep(UNIT_DIR_SLACK + Duration::from_millis(20));
+    // Looks that find the directory unchanged since well before them: its mtime set a second
+    // back (more than the slack), as if its last change were long past.
+    let units = std::fs::File::open(n.root().join("etc/systemd/system")).unwrap();
+    units
+        .set_modified(std::time::SystemTime::now() - UNIT_DIR_SLACK * 10)
+        .unwrap();
     n.systemctl(&["is-active", "early.service"]).await.unwrap();
     n.systemctl(&["is-active", "early.service"]).await.unwrap();
     n.write("/etc/systemd/system/late.service", b"[Service]\n", 0o644)
