@@ -419,13 +419,7 @@ pub async fn run(config: &RunConfig) -> Result<Summary, RunError> {
                 started.elapsed().as_secs_f64()
             );
         }
-        summary.passed += tally.passed;
-        summary.failed += tally.failed;
-        summary.mco_logs_failed += tally.mco_logs_failed;
-        summary.beyond_upstream_failed += tally.beyond_upstream_failed;
-        summary.sync_latencies.extend(tally.sync_latencies);
-        summary.timelines.extend(tally.timelines);
-        summary.failures.extend(tally.failures);
+        summary.absorb(tally);
     }
     summary.interrupted = crate::interrupt::interrupted();
     if !config.quiet {

@@ -5,19 +5,9 @@
 use super::select::{Selection, picked, select_for_agent, tags_of};
 use super::*;
 
-#[derive(Default)]
-pub(super) struct Tally {
-    pub(super) passed: usize,
-    pub(super) failed: usize,
-    pub(super) mco_logs_failed: usize,
-    pub(super) beyond_upstream_failed: usize,
-    pub(super) sync_latencies: Vec<SyncLatency>,
-    pub(super) timelines: Vec<ScenarioTimeline>,
-    /// Every scenario that failed, as `Summary::failures` words it.
-    pub(super) failures: Vec<String>,
-}
-
-impl Tally {
+/// A profile's run is tallied in a [`Summary`] of its own, which the run adds to its whole
+/// ([`Summary::absorb`]).
+impl Summary {
     /// Count a finished scenario. `@mco-logs` checks upstream log wording, `@beyond-upstream`
     /// asks more than upstream does: part of the verdict for the reference daemon, counted apart
     /// for any other agent (`vendor`; DESIGN.md). `tags` are the scenario's with its feature's
@@ -154,9 +144,9 @@ pub(super) async fn run_profile(
     features: &[Feature],
     tags: Option<TagFilter>,
     backend: NodeBackend,
-) -> Result<Tally, RunError> {
+) -> Result<Summary, RunError> {
     let _hook = PanicHookGuard::enter();
-    let tally = Arc::new(Mutex::new(Tally::default()));
+    let tally = Arc::new(Mutex::new(Summary::default()));
     let report = config.report_dir.clone();
     let create = |path: PathBuf| {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -382,7 +372,7 @@ mod tests {
     fn apart_scenarios_count_toward_the_verdict_for_the_reference_daemon_only() {
         let tags = |t: &[&str]| t.iter().map(|t| t.to_string()).collect::<Vec<_>>();
         let count = |failed, vendor, t: &[&str]| {
-            let mut tally = Tally::default();
+            let mut tally = Summary::default();
             tally.count(failed, vendor, &tags(t));
             (
                 tally.passed,

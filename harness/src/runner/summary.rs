@@ -98,21 +98,26 @@ impl Summary {
     /// count as that run says, no longer as skipped for want of container nodes.
     pub fn with_container_run(mut self, container: Summary) -> Summary {
         self.skipped.retain(|s| !s.ends_with(CONTAINER_SKIP));
-        self.passed += container.passed;
-        self.failed += container.failed;
-        self.mco_logs_failed += container.mco_logs_failed;
-        self.beyond_upstream_failed += container.beyond_upstream_failed;
-        self.skipped.extend(container.skipped);
-        self.sync_latencies.extend(container.sync_latencies);
-        self.timelines.extend(container.timelines);
-        self.failures.extend(container.failures);
-        self.interrupted = self.interrupted.or(container.interrupted);
-        for u in container.undefined {
+        self.absorb(container);
+        self
+    }
+
+    /// Add a part of the run (one profile's scenarios, or the container run's) to it.
+    pub(super) fn absorb(&mut self, part: Summary) {
+        self.passed += part.passed;
+        self.failed += part.failed;
+        self.mco_logs_failed += part.mco_logs_failed;
+        self.beyond_upstream_failed += part.beyond_upstream_failed;
+        self.skipped.extend(part.skipped);
+        self.sync_latencies.extend(part.sync_latencies);
+        self.timelines.extend(part.timelines);
+        self.failures.extend(part.failures);
+        self.interrupted = self.interrupted.or(part.interrupted);
+        for u in part.undefined {
             if !self.undefined.contains(&u) {
                 self.undefined.push(u);
             }
         }
-        self
     }
 
     /// The run's verdict, the one rule the console, the YAML report and the HTML page share:
