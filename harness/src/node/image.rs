@@ -369,8 +369,62 @@ pub fn harness_binaries() -> Result<Vec<PathBuf>, ImageError> {
         .collect()
 }
 
-/// Build the node image from `binaries` (or reuse the one with the same content).
+/// What an image built in this process was built from: each input file's path, length and
+/// modification time. The same inputs make the same content, so a run in a process that built
+/// the image already skips the copy, `strip`, `ldd`, `tar` and hash of a rebuild (the harness
+/// suite starts a dozen container runs; that work was about a twentieth of its CPU).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ImageInputs(Vec<(PathBuf, u64, Option<std::time::SystemTime>)>);
+
+impl ImageInputs {
+    pub fn of(files: &[PathBuf]) -> Result<Self, ImageError> {
+        files
+            .iter()
+            .map(|file| {
+                let meta = std::fs::metadata(file).map_err(|e| ImageError::Io(file.clone(), e))?;
+                Ok((file.clone(), meta.len(), meta.modified().ok()))
+            })
+            .collect::<Result<_, _>>()
+            .map(ImageInputs)
+    }
+}
+
+/// The node image for `binaries`: the one this process built from the same inputs while
+/// Docker still has it, else built (or reused by content) by [`build_node_image`].
 pub fn ensure_node_image(binaries: &[PathBuf]) -> Result<NodeImage, ImageError> {
+    static BUILT: std::sync::Mutex<Vec<(ImageInputs, NodeImage)>> = std::sync::Mutex::new(Vec::new());
+    let busybox = find_busybox()?;
+    let inputs = ImageInputs::of(&[binaries, std::slice::from_ref(&busybox)].concat())?;
+    let known = BUILT
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .find(|(built_from, _)| *built_from == inputs)
+        .map(|(_, image)| image.clone());
+    if let Some(image) = known
+        && docker(
+            &["image", "inspect", "--format", "{{.Id}}", &image.reference],
+            None,
+        )
+        .is_ok()
+    {
+        // Another run may have moved the version tag to an image of other binaries.
+        docker(&["tag", &image.reference, &image.version_reference], None)?;
+        return Ok(NodeImage {
+            reused: true,
+            ..image
+        });
+    }
+    let image = build_node_image(binaries)?;
+    let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
+    built.retain(|(built_from, _)| *built_from != inputs);
+    built.push((inputs, image.clone()));
+    Ok(image)
+}
+
+/// Build the node image from `binaries`, or reuse an image with the same content (its tag is a
+/// hash of the root filesystem and the image configuration).
+pub fn build_node_image(binaries: &[PathBuf]) -> Result<NodeImage, ImageError> {
     let busybox = find_busybox()?;
     let dir = tempfile::tempdir().map_err(|e| ImageError::Io(std::env::temp_dir(), e))?;
     assemble_rootfs(dir.path(), binaries, &busybox)?;
@@ -424,6 +478,29 @@ mod tests {
         if let Ok(busybox) = find_busybox() {
             assert!(shared_libraries(&busybox).unwrap().is_empty());
         }
+    }
+
+    #[test]
+    fn a_rebuilt_binary_is_a_new_input_and_an_untouched_one_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let binary = dir.path().join("agent");
+        std::fs::write(&binary, b"one").unwrap();
+        let files = [binary.clone()];
+        let first = ImageInputs::of(&files).unwrap();
+        assert_eq!(ImageInputs::of(&files).unwrap(), first);
+        // The same length, a later modification time: what a rebuild of the same size leaves.
+        let file = std::fs::File::options().write(true).open(&binary).unwrap();
+        file.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(5))
+            .unwrap();
+        assert_ne!(ImageInputs::of(&files).unwrap(), first);
+        let moved = ImageInputs::of(&files).unwrap();
+        std::fs::write(&binary, b"three").unwrap();
+        file.set_modified(moved.0[0].2.unwrap()).unwrap();
+        assert_ne!(ImageInputs::of(&files).unwrap(), moved, "the length differs");
+        assert!(matches!(
+            ImageInputs::of(&[dir.path().join("gone")]),
+            Err(ImageError::Io(path, _)) if path.ends_with("gone")
+        ));
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! registry, reused while its content is unchanged, tagged for vendors' `FROM` lines, and able
 //! to run what it carries. Skips, saying why, without a Docker engine or a static busybox.
 
-use harness::node::image::{ImageError, docker_unavailable, ensure_node_image, find_busybox};
+use harness::node::image::{
+    ImageError, build_node_image, docker_unavailable, ensure_node_image, find_busybox,
+};
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -42,13 +44,21 @@ fn the_node_image_is_built_here_reused_while_unchanged_and_runs_our_binaries() {
         PathBuf::from(env!("CARGO_BIN_EXE_mco-reference-daemon")),
         PathBuf::from(env!("CARGO_BIN_EXE_mco-node-tools")),
     ];
-    let first = ensure_node_image(&binaries).unwrap();
-    let second = ensure_node_image(&binaries).unwrap();
+    let first = build_node_image(&binaries).unwrap();
+    let second = build_node_image(&binaries).unwrap();
     assert_eq!(
         first.reference, second.reference,
         "the same content, the same tag"
     );
     assert!(second.reused, "the second build reuses the first image");
+    // A run in the same process takes the image built from the same files, while Docker has it.
+    let ensured = ensure_node_image(&binaries).unwrap();
+    assert_eq!(ensured.reference, first.reference);
+    let again = ensure_node_image(&binaries).unwrap();
+    assert_eq!(
+        (again.reference.as_str(), again.reused),
+        (first.reference.as_str(), true)
+    );
     assert!(
         first.reference.starts_with("mco-conformance-node:sha-"),
         "{first:?}"
