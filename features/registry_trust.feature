@@ -79,12 +79,23 @@ Feature: Registry trust written from ControllerConfig
 
   # The reason in upstream's words (release-4.16 certificate_writer.go:439). Nothing is judged
   # of the file: upstream writes it on every sync (the ControllerConfig's bytes as they are when
-  # no secret is mounted, certificate_writer.go:374-380, 452), and its certificate writer reads
-  # the Node its Node worker last saw, which may still have the label when the ControllerConfig
-  # change comes first (the Node worker holds for a minute after start, daemon.go:857-870).
+  # no secret is mounted, certificate_writer.go:374-380, 452). Its certificate writer reads the
+  # Node its Node worker last saw, which may still have the label when the ControllerConfig
+  # change comes first; the order does not matter, as the Node worker runs the same role check
+  # on every sync of the Node (daemon.go:759) and marks the node Degraded itself.
   @ocp-4.16
   Scenario: On 4.16 a node with no role label gets an error, not a silent skip
     Given a fresh cluster with 1 worker node
     When every node loses its node-role label
     And the internal registry pull secret holds credentials for "image-registry.openshift-image-registry.svc:5000"
+    Then every node is Degraded with the reason "has no node-role.kubernetes.io label"
+
+  # The Node worker's role check (release-4.16 daemon.go:759, certificate_writer.go:435-440)
+  # needs no ControllerConfig change: the last one was synced while the node had its role.
+  @ocp-4.16
+  Scenario: On 4.16 a node that loses its role label after the last sync goes Degraded too
+    Given a fresh cluster with 1 worker node
+    When the internal registry pull secret holds credentials for "image-registry.openshift-image-registry.svc:5000"
+    Then every node's internal registry pull secret has credentials for "image-registry.openshift-image-registry.svc:5000" from the ControllerConfig
+    When every node loses its node-role label
     Then every node is Degraded with the reason "has no node-role.kubernetes.io label"

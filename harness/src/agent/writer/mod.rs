@@ -41,7 +41,7 @@ use futures::StreamExt;
 use kube::api::DynamicObject;
 use kube::runtime::{WatchStreamExt, watcher};
 use kubeconfig::{kubeconfig_ca, kubeconfig_data, with_kubeconfig_ca};
-use registry::{pull_secret, sync_registry_cas};
+use registry::{first_role, pull_secret, sync_registry_cas};
 use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt;
 use tokio_util::sync::CancellationToken;
@@ -69,9 +69,23 @@ pub async fn run(env: &AgentEnv, writer: CertificateWriter, stop: CancellationTo
     let mut retry_in = RETRY_BASE;
     // The reason this writer marked the node Degraded with (upstream `updateErrorState`).
     let mut degraded: Option<String> = None;
+    let mut node_changes = env.node.changes();
     loop {
         let cc = tokio::select! {
             _ = stop.cancelled() => return,
+            changed = node_changes.changed(), if writer.internal_registry_pull_secret => {
+                let node = match changed {
+                    Ok(()) => node_changes.borrow_and_update().clone(),
+                    Err(_) => return,
+                };
+                // Upstream's Node worker checks the role on every sync of the Node
+                // (release-4.16 daemon.go:759): see `first_role`.
+                if let Some(Err(reason)) = node.as_deref().map(|node| first_role(env, node)) {
+                    mark_degraded(env, &reason).await;
+                    degraded = Some(reason);
+                }
+                continue;
+            }
             _ = tokio::time::sleep(retry_in), if failed.is_some() => {
                 retry_in = (retry_in * 2).min(RETRY_MAX);
                 failed.take().expect("guarded by is_some")
@@ -111,12 +125,7 @@ pub async fn run(env: &AgentEnv, writer: CertificateWriter, stop: CancellationTo
                 env.log(&format!(
                     "Error syncing certificates from controllerconfig: {reason}"
                 ));
-                // Marked again whenever the node does not say so (someone else may have
-                // changed its state since).
-                if !node_says(env, STATE_DEGRADED, &reason).await {
-                    env.log(&format!("Marking Degraded due to: {reason}"));
-                    set_state(env, STATE_DEGRADED, &reason).await;
-                }
+                mark_degraded(env, &reason).await;
                 degraded = Some(reason);
                 failed = Some(cc);
             }
@@ -205,6 +214,15 @@ async fn node_says(env: &AgentEnv, state: &str, reason: &str) -> bool {
     let a = node.metadata.annotations.as_ref();
     let get = |k: &str| a.and_then(|a| a.get(k)).map(String::as_str);
     get(STATE) == Some(state) && get(REASON) == Some(reason)
+}
+
+/// Degraded with `reason`, marked again whenever the node does not say so (someone else may
+/// have changed its state since).
+async fn mark_degraded(env: &AgentEnv, reason: &str) {
+    if !node_says(env, STATE_DEGRADED, reason).await {
+        env.log(&format!("Marking Degraded due to: {reason}"));
+        set_state(env, STATE_DEGRADED, reason).await;
+    }
 }
 
 /// Back to Done, but only from the Degraded this writer set: a Degraded from a failed update

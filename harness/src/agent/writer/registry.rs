@@ -14,6 +14,21 @@ pub use crate::mco::{INTERNAL_REGISTRY_PULL_SECRET, REGISTRY_CA_DIR};
 /// Where a per-role pull secret may be mounted (`syncOSImagePullSecrets`).
 pub const MOUNTED_PULL_SECRETS: &str = "/run/secrets/os-image-pull-secrets";
 
+/// The node's first role (`node-role.kubernetes.io/<role>` labels, sorted), or the error
+/// upstream's `syncOSImagePullSecrets` returns without one, in its words (release-4.16
+/// certificate_writer.go:435-440). Upstream's Node worker calls it too on every sync of the
+/// Node (daemon.go:759), so a node that loses its role label goes Degraded whichever of the
+/// Node and the ControllerConfig changes the daemon sees first.
+pub(super) fn first_role<'a>(env: &AgentEnv, node: &'a Node) -> Result<&'a str, String> {
+    node.metadata
+        .labels
+        .iter()
+        .flatten()
+        .filter_map(|(k, _)| k.strip_prefix("node-role.kubernetes.io/"))
+        .min()
+        .ok_or_else(|| format!("node {} has no node-role.kubernetes.io label", env.node_name))
+}
+
 /// `spec.internalRegistryPullSecret` merged with the node role's mounted secret (its
 /// `.dockerconfigjson`, or a legacy `.dockercfg`); the mounted entries win. With no mounted
 /// secret, the ControllerConfig's bytes as they are (empty ones too).
@@ -26,21 +41,7 @@ pub(super) fn pull_secret(
     let decoded = spec
         .data("internalRegistryPullSecret")
         .map_err(|e| node_error(format!("controllerconfig spec.internalRegistryPullSecret: {e}")))?;
-    let mut roles: Vec<&str> = node
-        .metadata
-        .labels
-        .iter()
-        .flatten()
-        .filter_map(|(k, _)| k.strip_prefix("node-role.kubernetes.io/"))
-        .collect();
-    roles.sort();
-    let Some(role) = roles.first() else {
-        // Upstream's words (release-4.16 certificate_writer.go:439).
-        return Err(node_error(format!(
-            "node {} has no node-role.kubernetes.io label",
-            env.node_name
-        )));
-    };
+    let role = first_role(env, node).map_err(node_error)?;
     let dir = format!("{MOUNTED_PULL_SECRETS}/{role}");
     let mounted = [".dockerconfigjson", ".dockercfg"].into_iter().find_map(|name| {
         let path = format!("{dir}/{name}");
