@@ -8,10 +8,11 @@
 
 use super::AgentEnv;
 use super::common::CURRENT_CONFIG_FILE;
-use crate::mco::{CURRENT_CONFIG, INITIAL_NODE_ANNOTATIONS};
+use crate::mco::machine_config::MachineConfig;
+use crate::mco::{CURRENT_CONFIG, INITIAL_NODE_ANNOTATIONS, McoObject};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::Api;
-use serde_json::{Value, json};
+use serde_json::json;
 use std::collections::BTreeMap;
 
 /// Where upstream moves the initial annotations once they are applied.
@@ -38,11 +39,11 @@ pub async fn load_node_annotations(env: &AgentEnv) -> Result<(), String> {
             .map_err(|e| format!("failed to unmarshal initial annotations: {e}"))?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             // Best effort: the config on disk names the current config.
-            let on_disk: Value = std::fs::read(env.path(CURRENT_CONFIG_FILE))
+            let on_disk: MachineConfig = std::fs::read(env.path(CURRENT_CONFIG_FILE))
                 .ok()
                 .and_then(|b| serde_json::from_slice(&b).ok())
                 .ok_or_else(|| format!("no {INITIAL_NODE_ANNOTATIONS} and no config on disk"))?;
-            let name = on_disk["metadata"]["name"].as_str().unwrap_or("").to_string();
+            let name = on_disk.name().to_string();
             env.log(&format!(
                 "Setting initial node config based on current configuration on disk: {name}"
             ));

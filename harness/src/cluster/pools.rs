@@ -6,8 +6,9 @@
 //! its nodes keep their `desiredConfig`; an unpaused pool moves at most `maxUnavailable` nodes
 //! at a time.
 
+use crate::mco::pool::{MachineConfigPoolStatus, PoolCondition, PoolConfiguration};
 use crate::mco::{STATE_DEGRADED, STATE_DONE, STATE_UNRECONCILABLE};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// What the decisions need of a pool.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,12 +101,17 @@ pub fn nodes_to_update(pool: &PoolView, nodes: &[NodeView]) -> Vec<String> {
         .collect()
 }
 
-fn condition(type_: &str, on: bool, message: &str) -> Value {
-    json!({"type": type_, "status": if on { "True" } else { "False" }, "reason": "", "message": message})
+fn condition(type_: &str, on: bool, message: &str) -> PoolCondition {
+    PoolCondition {
+        type_: type_.to_string(),
+        status: if on { "True" } else { "False" }.to_string(),
+        message: message.to_string(),
+        ..PoolCondition::default()
+    }
 }
 
 /// The pool's status: counts, the configuration all nodes reached, and conditions.
-pub fn pool_status(pool: &PoolView, nodes: &[NodeView], observed_generation: i64) -> Value {
+pub fn pool_status(pool: &PoolView, nodes: &[NodeView], observed_generation: i64) -> MachineConfigPoolStatus {
     let updated = nodes.iter().filter(|n| n.updated(&pool.target)).count();
     let degraded = nodes.iter().filter(|n| n.degraded()).count();
     let unavailable = nodes.iter().filter(|n| n.busy()).count();
@@ -123,24 +129,48 @@ pub fn pool_status(pool: &PoolView, nodes: &[NodeView], observed_generation: i64
         .map(|n| format!("Node {} is reporting: {:?}", n.name, n.reason))
         .collect::<Vec<_>>()
         .join(", ");
-    json!({
-        "observedGeneration": observed_generation,
-        "configuration": {"name": current},
-        "machineCount": nodes.len(),
-        "updatedMachineCount": updated,
-        "readyMachineCount": nodes.len() - unavailable,
-        "unavailableMachineCount": unavailable,
-        "degradedMachineCount": degraded,
-        "conditions": [
-            condition("Updated", all_updated, &if all_updated { format!("All nodes are updated with {current}") } else { String::new() }),
-            condition("Updating", updating, &if updating { format!("All nodes are updating to {}", pool.target) } else { String::new() }),
+    let count = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
+    let updated_message = if all_updated {
+        format!("All nodes are updated with {current}")
+    } else {
+        String::new()
+    };
+    let updating_message = if updating {
+        format!("All nodes are updating to {}", pool.target)
+    } else {
+        String::new()
+    };
+    MachineConfigPoolStatus {
+        observed_generation,
+        configuration: PoolConfiguration {
+            name: current,
+            ..PoolConfiguration::default()
+        },
+        machine_count: count(nodes.len()),
+        updated_machine_count: count(updated),
+        ready_machine_count: count(nodes.len() - unavailable),
+        unavailable_machine_count: count(unavailable),
+        degraded_machine_count: count(degraded),
+        conditions: vec![
+            condition("Updated", all_updated, &updated_message),
+            condition("Updating", updating, &updating_message),
             condition("NodeDegraded", degraded > 0, &degraded_message),
             // render_controller.go syncFailingStatus / syncAvailableStatus.
-            condition("RenderDegraded", pool.render_failure.is_some(), pool.render_failure.as_deref().unwrap_or("")),
+            condition(
+                "RenderDegraded",
+                pool.render_failure.is_some(),
+                pool.render_failure.as_deref().unwrap_or(""),
+            ),
             // status.go: the pool is Degraded when NodeDegraded or RenderDegraded is.
-            condition("Degraded", degraded > 0 || pool.render_failure.is_some(), &degraded_message),
+            condition(
+                "Degraded",
+                degraded > 0 || pool.render_failure.is_some(),
+                &degraded_message,
+            ),
         ],
-    })
+        cert_expirys: None,
+        other: Default::default(),
+    }
 }
 
 /// The drain controller's answer to a node's `desiredDrain`: the `lastAppliedDrain` to write
@@ -156,6 +186,12 @@ pub fn drain_answer(desired_drain: Option<&str>, last_applied: Option<&str>) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    /// The status as the node controller writes it to the API server.
+    fn written(pool: &PoolView, nodes: &[NodeView], generation: i64) -> Value {
+        serde_json::to_value(pool_status(pool, nodes, generation)).unwrap()
+    }
 
     fn node<'a>(name: &'a str, current: &'a str, desired: &'a str, state: &'a str) -> NodeView<'a> {
         NodeView {
@@ -182,7 +218,7 @@ mod tests {
     fn a_paused_pool_moves_no_node() {
         let nodes = [node("a", "r1", "r1", "Done"), node("b", "r1", "r1", "Done")];
         assert!(nodes_to_update(&pool(true, 1), &nodes).is_empty());
-        let status = pool_status(&pool(true, 1), &nodes, 1);
+        let status = written(&pool(true, 1), &nodes, 1);
         assert_eq!(status["configuration"]["name"], "r1");
         assert_eq!(status["conditions"][1]["status"], "False", "paused: not Updating");
     }
@@ -223,7 +259,7 @@ mod tests {
             "one is already updating"
         );
         let done = [node("a", "r2", "r2", "Done"), node("b", "r2", "r2", "Done")];
-        let status = pool_status(&pool(false, 1), &done, 3);
+        let status = written(&pool(false, 1), &done, 3);
         assert_eq!(
             (
                 status["configuration"]["name"].as_str(),
@@ -245,7 +281,7 @@ mod tests {
                 .find(|c| c["type"] == type_)
                 .map(|c| (c["status"].clone(), c["message"].clone()))
         };
-        let healthy = pool_status(&pool(false, 1), &done, 1);
+        let healthy = written(&pool(false, 1), &done, 1);
         assert_eq!(
             condition(&healthy, "RenderDegraded"),
             Some((json!("False"), json!("")))
@@ -255,7 +291,7 @@ mod tests {
             render_failure: Some("Failed to render configuration for pool worker: boom".into()),
             ..pool(false, 1)
         };
-        let status = pool_status(&failing, &done, 1);
+        let status = written(&failing, &done, 1);
         assert_eq!(
             condition(&status, "RenderDegraded"),
             Some((

@@ -2,7 +2,8 @@
 //! it (`machineconfiguration.openshift.io/v1` `ControllerConfigSpec`). Which certificate field
 //! feeds which file is data (`fixtures/templates.yaml`, the writer's table), so those fields are
 //! read by name and decoded here (`data`); the image registry bundles and the OS image are typed.
-//! Every field is kept as it came.
+//! Every field is kept as it came. The status's `controllerCertificates` (4.14+: what the
+//! template controller found in those bundles) is typed too.
 
 use super::machine_config::zero_if_null;
 use base64::Engine;
@@ -33,6 +34,47 @@ pub struct ImageRegistryBundle {
     pub data: String,
     #[serde(flatten)]
     pub other: Map<String, Value>,
+}
+
+/// `status` of a ControllerConfig, as far as the suite reads it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ControllerConfigStatus {
+    #[serde(default, deserialize_with = "zero_if_null")]
+    pub controller_certificates: Vec<ControllerCertificate>,
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+/// One certificate of the ControllerConfig's bundles (release-4.16 `ControllerCertificate`;
+/// release-4.14's has no dates).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ControllerCertificate {
+    #[serde(default)]
+    pub subject: String,
+    #[serde(default)]
+    pub signer: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_before: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_after: Option<String>,
+    /// Which bundle it came from: a spec field's Go name (`KubeAPIServerServingCAData`) or a
+    /// registry bundle's file name.
+    #[serde(default)]
+    pub bundle_file: String,
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+impl ControllerConfigStatus {
+    /// The status of a ControllerConfig object, zero values where it has none.
+    pub fn of(object: &Value) -> Result<Self, serde_json::Error> {
+        match object.get("status") {
+            Some(status) if !status.is_null() => Self::deserialize(status),
+            _ => Ok(Self::default()),
+        }
+    }
 }
 
 impl ControllerConfigSpec {
@@ -91,5 +133,33 @@ mod tests {
         let files: Vec<&str> = spec.registry_bundles().map(|b| b.file.as_str()).collect();
         assert_eq!(files, ["registry.example:5000"]);
         assert_eq!(spec.other["proxy"], json!({"httpProxy": "http://p"}), "kept");
+    }
+
+    #[test]
+    fn controller_certificates_read_with_or_without_dates_and_write_back_the_same() {
+        let status = json!({"controllerCertificates": [
+            {"subject": "CN=a", "signer": "CN=a", "notBefore": "2026-11-28T00:00:00Z",
+                "notAfter": "2036-11-28T00:00:00Z", "bundleFile": "KubeAPIServerServingCAData"},
+            {"subject": "CN=b", "signer": "CN=root", "bundleFile": "registry.example:5000"},
+        ], "observedGeneration": 2});
+        let read = ControllerConfigStatus::of(&json!({"status": status})).unwrap();
+        let certs = &read.controller_certificates;
+        assert_eq!(certs[0].not_after.as_deref(), Some("2036-11-28T00:00:00Z"));
+        assert_eq!(
+            (certs[1].not_before.as_deref(), certs[1].bundle_file.as_str()),
+            (None, "registry.example:5000")
+        );
+        assert_eq!(
+            serde_json::to_value(&read).unwrap(),
+            status,
+            "written back as read"
+        );
+        assert!(
+            ControllerConfigStatus::of(&json!({}))
+                .unwrap()
+                .controller_certificates
+                .is_empty()
+        );
+        assert!(ControllerConfigStatus::of(&json!({"status": {"controllerCertificates": {}}})).is_err());
     }
 }

@@ -2,15 +2,16 @@
 //! paths scenarios observe (MCO `pkg/daemon/constants/constants.go`,
 //! `pkg/controller/common/constants.go`; mco-source.md §2), and the MCO model's other common
 //! parts: the API handles (`api`), the cluster objects' names (`names`), a MachineConfig's
-//! spec, a MachineConfigPool and a ControllerConfig's spec as typed structs (`machine_config`,
-//! `pool`, `controller_config`) and the Ignition
-//! side of a MachineConfig (`ignition`). The
-//! reference cluster, the reference daemon and the steps all read them from here.
+//! spec, a MachineConfigPool (spec and status), a ControllerConfig's spec and a
+//! MachineConfigNode as typed structs (`machine_config`, `pool`, `controller_config`,
+//! `machine_config_node`) and the Ignition side of a MachineConfig (`ignition`). The reference
+//! cluster, the reference daemon and the steps all read them from here.
 
 pub mod api;
 pub mod controller_config;
 pub mod ignition;
 pub mod machine_config;
+pub mod machine_config_node;
 pub mod names;
 pub mod pool;
 
@@ -74,7 +75,8 @@ pub const INTERNAL_REGISTRY_PULL_SECRET: &str = "/etc/mco/internal-registry-pull
 /// The image registry CA directory (`imageCAFilePath`).
 pub const REGISTRY_CA_DIR: &str = "/etc/docker/certs.d";
 
-/// What the typed MCO objects (`machine_config::MachineConfig`, `pool::MachineConfigPool`) have
+/// What the typed MCO objects (`machine_config::MachineConfig`, `pool::MachineConfigPool`,
+/// `machine_config_node::MachineConfigNode`) have
 /// in common: each is read from an API object's JSON or from a dynamic API object, and is named
 /// by its metadata.
 pub trait McoObject: serde::de::DeserializeOwned {

@@ -18,6 +18,7 @@ use crate::mco::CURRENT_CONFIG_FILE;
 use crate::mco::REGISTRY_CA_DIR;
 use crate::mco::api::mco_api;
 use crate::mco::machine_config::MachineConfigSpec;
+use crate::mco::machine_config_node::MachineConfigNode;
 use crate::mco::{
     CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, INITIAL_NODE_ANNOTATIONS, KUBELET_CA_PATH,
     LAST_APPLIED_DRAIN, STATE, STATE_DONE,
@@ -118,13 +119,8 @@ pub async fn seed_node(admin: &kube::Client, node: &dyn Node, seed: &NodeSeed<'_
         })?;
     // The operator creates every node's MachineConfigNode, owned by the Node (MCO
     // `pkg/operator/sync.go`); the upstream daemon applies its status from then on.
-    let machine_config_node = json!({
-        "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigNode",
-        "metadata": {"name": name, "ownerReferences": [{"apiVersion": "v1", "kind": "Node",
-            "name": name, "uid": created.metadata.uid}]},
-        "spec": {"node": {"name": name}, "pool": {"name": seed.role},
-            "configVersion": {"desired": seed.rendered}},
-    });
+    let machine_config_node =
+        MachineConfigNode::for_node(&name, created.metadata.uid.clone(), seed.role, seed.rendered);
     mco_api(admin, "MachineConfigNode")
         .patch(&name, &params, &Patch::Apply(&machine_config_node))
         .await

@@ -276,13 +276,15 @@ impl Scenario {
         self.in_time(started, "synced the new ControllerConfig")
     }
 
-    /// The ControllerConfig's spec.
-    pub async fn controller_config_spec(&self) -> Result<serde_json::Value, ScenarioError> {
+    /// The ControllerConfig's spec; one that does not read as a ControllerConfig's spec is an
+    /// error.
+    pub async fn controller_config_spec(&self) -> Result<ControllerConfigSpec, ScenarioError> {
         let cc = controller_configs(&self.admin)
             .get("machine-config-controller")
             .await
             .map_err(|e| ClusterError::kube("controllerconfig machine-config-controller".into(), e))?;
-        Ok(cc.data["spec"].clone())
+        ControllerConfigSpec::of(&cc.data)
+            .map_err(|e| unreadable("controllerconfig machine-config-controller spec".into(), e))
     }
 
     /// The `(namespace, name)` of the ConfigMap whose `ca-bundle.crt` carries signer `name`

@@ -1,17 +1,17 @@
 //! Nodes joining the cluster: every node's start, at the scenario's start or later (a node
 //! scaled into a pool), seeded with what the machine-config server serves a new node.
 
-use super::{Scenario, ScenarioError, ScenarioOptions, fixture_err, start_node};
+use super::{Scenario, ScenarioError, ScenarioOptions, fixture_err, start_node, unreadable};
 use crate::cluster::ClusterError;
 use crate::cluster::mcc::{machine_config_pools, machine_configs};
 use crate::cluster::operator::controller_configs;
 use crate::mco::McoObject;
+use crate::mco::controller_config::ControllerConfigSpec;
 use crate::mco::machine_config::MachineConfigSpec;
 use crate::mco::pool::MachineConfigPool;
 use crate::node::Node;
 use crate::node::seed::{NodeSeed, seed_node};
 use crate::pki::SimClock;
-use base64::Engine;
 use fake_apiserver::ClientIdentity;
 use std::sync::Arc;
 
@@ -132,12 +132,9 @@ pub(super) async fn served_kubelet_ca(admin: &kube::Client) -> Result<Vec<u8>, S
         .get("machine-config-controller")
         .await
         .map_err(|e| ClusterError::kube("controllerconfig".into(), e))?;
-    base64::engine::general_purpose::STANDARD
-        .decode(
-            cc.data["spec"]["kubeAPIServerServingCAData"]
-                .as_str()
-                .unwrap_or(""),
-        )
+    ControllerConfigSpec::of(&cc.data)
+        .map_err(|e| unreadable("controllerconfig machine-config-controller spec".into(), e))?
+        .data("kubeAPIServerServingCAData")
         .map_err(fixture_err)
 }
 

@@ -36,6 +36,7 @@ use crate::cluster::{
 use crate::mco::McoObject;
 use crate::mco::controller_config::ControllerConfigSpec;
 use crate::mco::machine_config::{MachineConfig, MachineConfigSpec};
+use crate::mco::pool::{MachineConfigPool, MachineConfigPoolSpec, MachineConfigPoolStatus};
 use crate::mco::{
     CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, LAST_SYNCED_CONTROLLER_CONFIG, REASON, STATE,
     STATE_DEGRADED, STATE_DONE, STATE_UNRECONCILABLE,
@@ -301,6 +302,17 @@ pub enum ScenarioError {
     NotConverged(String),
     #[error("node {node}: {message}")]
     Node { node: String, message: String },
+    /// An API object that does not read as its kind's type (the MCO model in `mco`).
+    #[error("{what} does not read as the API defines it: {source}")]
+    Unreadable {
+        what: String,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+fn unreadable(what: String, source: serde_json::Error) -> ScenarioError {
+    ScenarioError::Unreadable { what, source }
 }
 
 pub struct Scenario {

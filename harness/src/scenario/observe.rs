@@ -185,31 +185,35 @@ impl Scenario {
         )))
     }
 
-    /// A MachineConfigPool's spec.
-    pub async fn pool_spec(&self, pool: &str) -> Result<serde_json::Value, ScenarioError> {
-        let object = machine_config_pools(&self.admin)
-            .get(pool)
-            .await
-            .map_err(|e| ClusterError::kube(format!("machineconfigpool {pool}"), e))?;
-        Ok(object.data["spec"].clone())
+    /// A MachineConfigPool's spec; one that does not read as a pool's spec is an error.
+    pub async fn pool_spec(&self, pool: &str) -> Result<MachineConfigPoolSpec, ScenarioError> {
+        let object = self.pool_object(pool).await?;
+        MachineConfigPool::spec_of(&object.data)
+            .map_err(|e| unreadable(format!("machineconfigpool {pool} spec"), e))
     }
 
-    /// A MachineConfigPool's status.
-    pub async fn pool_status(&self, pool: &str) -> Result<serde_json::Value, ScenarioError> {
-        let object = machine_config_pools(&self.admin)
-            .get(pool)
-            .await
-            .map_err(|e| ClusterError::kube(format!("machineconfigpool {pool}"), e))?;
-        Ok(object.data["status"].clone())
+    /// A MachineConfigPool's status (zero values before the node controller first wrote one);
+    /// one that does not read as a pool's status is an error.
+    pub async fn pool_status(&self, pool: &str) -> Result<MachineConfigPoolStatus, ScenarioError> {
+        let object = self.pool_object(pool).await?;
+        MachineConfigPool::status_of(&object.data)
+            .map_err(|e| unreadable(format!("machineconfigpool {pool} status"), e))
     }
 
-    /// A MachineConfig's spec.
-    pub async fn machine_config_spec(&self, name: &str) -> Result<serde_json::Value, ScenarioError> {
+    async fn pool_object(&self, pool: &str) -> Result<kube::api::DynamicObject, ScenarioError> {
+        Ok(machine_config_pools(&self.admin)
+            .get(pool)
+            .await
+            .map_err(|e| ClusterError::kube(format!("machineconfigpool {pool}"), e))?)
+    }
+
+    /// A MachineConfig's spec; one that does not read as a MachineConfig's spec is an error.
+    pub async fn machine_config_spec(&self, name: &str) -> Result<MachineConfigSpec, ScenarioError> {
         let mc = machine_configs(&self.admin)
             .get(name)
             .await
             .map_err(|e| ClusterError::kube(format!("machineconfig {name}"), e))?;
-        Ok(mc.data["spec"].clone())
+        MachineConfigSpec::of(&mc.data).map_err(|e| unreadable(format!("machineconfig {name} spec"), e))
     }
 
     /// The Node's Ready condition as `(status, reason)`, if it has one.

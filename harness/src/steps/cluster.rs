@@ -132,9 +132,9 @@ async fn runs_bootstrap_config(world: &mut ConformanceWorld) -> anyhow::Result<(
         rendered.contains(bootstrap),
         "the cluster has no {bootstrap} (the bootstrap render); it has {rendered:?}"
     );
-    let target = c.pool_spec(pool).await?["configuration"]["name"].clone();
+    let target = c.pool_spec(pool).await?.configuration.name;
     anyhow::ensure!(
-        target == bootstrap.as_str(),
+        target == *bootstrap,
         "pool {pool} targets {target}, not the bootstrap render {bootstrap}"
     );
     for node in &c.nodes {

@@ -135,10 +135,11 @@ async fn matches_config(world: &mut ConformanceWorld, path: String) -> anyhow::R
             .cloned()
             .with_context(|| format!("{} runs no config yet", node.name()))?;
         let spec = c.machine_config_spec(&config).await?;
-        let Some((_, contents, mode)) = spec["config"]["storage"]["files"]
-            .as_array()
-            .into_iter()
-            .flatten()
+        let Some((_, contents, mode)) = spec
+            .config
+            .storage
+            .files
+            .iter()
             .map(super::oracle::ignition_file)
             .collect::<anyhow::Result<Vec<_>>>()?
             .into_iter()

@@ -2,10 +2,15 @@
 //! upstream rule, never with the reference cluster's or daemon's code (`harness::agent`,
 //! `harness::cluster`, `harness::pki`'s merge), so a bug in the reference cannot become the
 //! expectation. Certificates are read with x509-parser directly; the upstream paths are written
-//! out here again, as upstream spells them.
+//! out here again, as upstream spells them. API objects are read through the MCO model's
+//! types (`harness::mco`: the API's schema, as `k8s_openapi` is for core objects); what their
+//! fields mean — a `data:` URL's bytes, a mode's default, a bundle's certificates — is worked
+//! out here.
 
 use anyhow::{Context, bail};
 use base64::Engine;
+use harness::mco::controller_config::ControllerConfigSpec;
+use harness::mco::machine_config::File as IgnitionFile;
 
 /// `/run/machine-config-daemon-force` (MCO `pkg/daemon/constants`).
 pub const FORCE_FILE: &str = "/run/machine-config-daemon-force";
@@ -85,22 +90,32 @@ pub fn written_by_4_16(data: &[u8]) -> Vec<u8> {
     out
 }
 
-/// A ControllerConfig spec field (base64 bytes) decoded.
-pub fn spec_bytes(spec: &serde_json::Value, field: &str) -> anyhow::Result<Vec<u8>> {
-    let encoded = spec[field].as_str().unwrap_or("");
+/// A ControllerConfig spec field of bytes (base64 on the wire, as Go encodes `[]byte`), by its
+/// JSON name, decoded; a field the spec lacks is an error.
+pub fn spec_bytes(spec: &ControllerConfigSpec, field: &str) -> anyhow::Result<Vec<u8>> {
+    let encoded = spec
+        .other
+        .get(field)
+        .with_context(|| format!("controllerconfig machine-config-controller has no spec.{field}"))?
+        .as_str()
+        .unwrap_or("");
     base64::engine::general_purpose::STANDARD
         .decode(encoded)
         .with_context(|| format!("controllerconfig spec.{field} is not base64"))
 }
 
 /// An Ignition file entry of a MachineConfig: its path, its contents (the `data:` URL
-/// decoded, RFC 2397) and its mode (Ignition's default 0644).
-pub fn ignition_file(file: &serde_json::Value) -> anyhow::Result<(String, Vec<u8>, u32)> {
-    let path = file["path"]
-        .as_str()
-        .context("an Ignition file without a path")?
-        .to_string();
-    let source = file["contents"]["source"].as_str().unwrap_or("data:,");
+/// decoded here, RFC 2397) and its mode (Ignition's default 0644).
+pub fn ignition_file(file: &IgnitionFile) -> anyhow::Result<(String, Vec<u8>, u32)> {
+    let path = file.path.clone();
+    if path.is_empty() {
+        bail!("an Ignition file without a path");
+    }
+    let source = file
+        .contents
+        .as_ref()
+        .and_then(|c| c.source.as_deref())
+        .unwrap_or("data:,");
     let rest = source
         .strip_prefix("data:")
         .with_context(|| format!("{path}: source {source:?} is not a data: URL"))?;
@@ -114,7 +129,7 @@ pub fn ignition_file(file: &serde_json::Value) -> anyhow::Result<(String, Vec<u8
     } else {
         percent_decode(data).with_context(|| format!("{path}: bad percent-encoding"))?
     };
-    let mode = file["mode"].as_u64().map_or(0o644, |m| m as u32);
+    let mode = file.mode.unwrap_or(0o644);
     Ok((path, contents, mode))
 }
 

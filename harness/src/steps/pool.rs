@@ -3,6 +3,7 @@
 use super::params::PoolName;
 use anyhow::{Context, ensure};
 use cucumber::{given, then, when};
+use harness::mco::pool::CertExpiry;
 use harness::pki::Clock;
 use harness::prometheus::{PAUSED_POOL_KUBELET_CA, Severity, sample, scrape};
 use harness::world::ConformanceWorld;
@@ -33,16 +34,16 @@ async fn newest_rendered_has_file(
     let c = world.cluster()?;
     c.require_pool(&pool).await?;
     let spec = c.pool_spec(&pool).await?;
-    let name = spec["configuration"]["name"]
-        .as_str()
+    let name = Some(spec.configuration.name.as_str())
         .filter(|n| !n.is_empty())
         .with_context(|| format!("pool {pool} names no rendered config in spec.configuration"))?;
     let config = c.machine_config_spec(name).await?;
-    let paths: Vec<&str> = config["config"]["storage"]["files"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|f| f["path"].as_str())
+    let paths: Vec<&str> = config
+        .config
+        .storage
+        .files
+        .iter()
+        .map(|f| f.path.as_str())
         .collect();
     ensure!(
         paths.contains(&path.as_str()) == (has == "has"),
@@ -215,15 +216,11 @@ async fn cert_expirys(
     c.require_pool(&pool).await?;
     let current = c.certificate(&c.secret_namespace(&signer)?, &signer).await?;
     let status = c.pool_status(&pool).await?;
-    let listed = status["certExpirys"].as_array().cloned().unwrap_or_default();
-    let names_it = |e: &serde_json::Value| {
-        e["subject"]
-            .as_str()
-            .is_some_and(|s| s.contains(&current.common_name))
-    };
+    let listed = status.cert_expirys.unwrap_or_default();
+    let names_it = |e: &CertExpiry| e.subject.contains(&current.common_name);
     if expiry == "without an expiry" {
         ensure!(
-            listed.iter().any(|e| names_it(e) && e.get("expiry").is_none()),
+            listed.iter().any(|e| names_it(e) && e.expiry.is_none()),
             "pool {pool} certExpirys has no {} without an expiry: {listed:?}",
             current.common_name
         );
@@ -233,7 +230,7 @@ async fn cert_expirys(
     ensure!(
         listed
             .iter()
-            .any(|e| names_it(e) && e["expiry"] == expiry.as_str()),
+            .any(|e| names_it(e) && e.expiry.as_deref() == Some(expiry.as_str())),
         "pool {pool} certExpirys has no {} expiring {expiry}: {listed:?}",
         current.common_name
     );
@@ -277,20 +274,21 @@ async fn pool_condition(
     let c = world.cluster()?;
     c.require_pool(&pool).await?;
     let pool_status = c.pool_status(&pool).await?;
-    let conditions = pool_status["conditions"].as_array().cloned().unwrap_or_default();
-    let condition = conditions
-        .iter()
-        .find(|c| c["type"] == type_.as_str())
-        .with_context(|| format!("pool {pool} has no {type_} condition: {conditions:?}"))?;
+    let condition = pool_status.condition(&type_).with_context(|| {
+        format!(
+            "pool {pool} has no {type_} condition: {:?}",
+            pool_status.conditions
+        )
+    })?;
     ensure!(
-        condition["status"] == status.as_str(),
-        "pool {pool}'s {type_} condition is {}, not {status}: {condition}",
-        condition["status"]
+        condition.status == status,
+        "pool {pool}'s {type_} condition is {}, not {status}: {condition:?}",
+        condition.status
     );
-    let said = condition["message"].as_str().unwrap_or("");
     ensure!(
-        said.starts_with(&message),
-        "pool {pool}'s {type_} message does not begin {message:?}: {said:?}"
+        condition.message.starts_with(&message),
+        "pool {pool}'s {type_} message does not begin {message:?}: {:?}",
+        condition.message
     );
     Ok(())
 }

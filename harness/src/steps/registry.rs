@@ -126,16 +126,12 @@ async fn pull_secret_has(
 async fn has_registry_ca(world: &mut ConformanceWorld, file: String, path: String) -> anyhow::Result<()> {
     let c = world.cluster()?;
     let spec = c.controller_config_spec().await?;
-    let Some(entry) = spec["imageRegistryBundleData"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|e| e["file"] == file.as_str())
-    else {
+    let Some(entry) = spec.image_registry_bundle_data.iter().find(|e| e.file == file) else {
         bail!("the ControllerConfig has no image registry CA {file:?}");
     };
-    let mut expected =
-        base64::engine::general_purpose::STANDARD.decode(entry["data"].as_str().unwrap_or(""))?;
+    let mut expected = base64::engine::general_purpose::STANDARD
+        .decode(&entry.data)
+        .with_context(|| format!("the ControllerConfig's registry CA {file:?} is not base64"))?;
     if expected.last() != Some(&b'\n') {
         expected.push(b'\n');
     }

@@ -124,3 +124,58 @@ fn a_ring_of_modules_is_found() {
     );
     assert_eq!(cycle_from(&graph, "d"), None);
 }
+
+/// The lines of `code` that decide by profile in place: a comparison with a `Profile` variant
+/// (`Profile::Ocp…`; `Profile::ALL` and the like are lists, not decisions),
+/// or a match arm or `matches!` on one. Such decisions belong in the traits table
+/// (`harness/src/profile`), where a new profile must fill every row.
+fn profile_decisions(code: &str) -> Vec<String> {
+    code.lines()
+        .map(str::trim)
+        .filter(|line| !line.starts_with("//"))
+        .filter(|line| {
+            let variant = line.contains("Profile::Ocp");
+            line.contains("== Profile::Ocp")
+                || line.contains("!= Profile::Ocp")
+                || (variant && line.contains("=>"))
+                || (variant && line.contains("matches!("))
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn no_code_outside_the_traits_table_decides_by_profile() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut found = Vec::new();
+    let mut stack = vec![src.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                if path != src.join("profile") {
+                    stack.push(path);
+                }
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "rs") || path.ends_with("tests.rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let code = text.split("#[cfg(test)]").next().unwrap_or("");
+            for line in profile_decisions(code) {
+                found.push(format!("{}: {line}", path.strip_prefix(&src).unwrap().display()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "decisions by profile outside harness/src/profile (put them in the traits table):\n{}",
+        found.join("\n")
+    );
+    // The check sees each form it looks for.
+    let decisions = profile_decisions(
+        "if profile == Profile::Ocp412 {}\nlet x = p != Profile::Ocp416;\n    Profile::Ocp414 => 1,\nmatches!(p, Profile::Ocp412)\n// == Profile::Ocp412 in a comment\nlet all = Profile::ALL;\n\"all\" => Ok(Profile::ALL.to_vec()),",
+    );
+    assert_eq!(decisions.len(), 4, "{decisions:?}");
+}

@@ -44,13 +44,26 @@ fn half_a_bundle_is_no_bundle() {
 
 #[test]
 fn ignition_files_and_4_16_writes() {
-    let file = serde_json::json!({"path": "/etc/x", "mode": 384, "contents": {"source": "data:,a%20b%0A"}});
+    let read = |json| serde_json::from_value::<harness::mco::machine_config::File>(json).unwrap();
+    let file =
+        read(serde_json::json!({"path": "/etc/x", "mode": 384, "contents": {"source": "data:,a%20b%0A"}}));
     assert_eq!(
         ignition_file(&file).unwrap(),
         ("/etc/x".into(), b"a b\n".to_vec(), 0o600)
     );
-    let file = serde_json::json!({"path": "/etc/y", "contents": {"source": "data:text/plain;base64,aGk="}});
-    assert_eq!(ignition_file(&file).unwrap().1, b"hi");
+    let file =
+        read(serde_json::json!({"path": "/etc/y", "contents": {"source": "data:text/plain;base64,aGk="}}));
+    assert_eq!(
+        ignition_file(&file).unwrap(),
+        ("/etc/y".into(), b"hi".to_vec(), 0o644)
+    );
+    assert!(ignition_file(&read(serde_json::json!({"contents": {"source": "data:,x"}}))).is_err());
+    assert!(
+        ignition_file(&read(
+            serde_json::json!({"path": "/z", "contents": {"source": "https://x"}})
+        ))
+        .is_err()
+    );
     assert_eq!(written_by_4_16(b"x"), b"x\n");
     assert_eq!(written_by_4_16(b"x\n"), b"x\n");
 }

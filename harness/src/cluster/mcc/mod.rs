@@ -23,7 +23,7 @@ use super::{ClusterError, ClusterLog, NodeCache};
 use crate::mco::KUBELET_CA_PATH;
 use crate::mco::McoObject;
 pub use crate::mco::api::{machine_config_pools, machine_configs, mco_api};
-use crate::mco::controller_config::ControllerConfigSpec;
+use crate::mco::controller_config::{ControllerCertificate, ControllerConfigSpec, ControllerConfigStatus};
 use crate::mco::ignition::changed_files;
 use crate::mco::machine_config::{MachineConfig, MachineConfigSpec};
 use crate::mco::pool::MachineConfigPool;
@@ -72,7 +72,7 @@ pub struct MachineConfigController {
     node_cache: NodeCache,
     /// The last `status.controllerCertificates` worked out, and the bundles it came from: a
     /// pass parses the ControllerConfig's certificates only when they changed.
-    certificates: std::sync::Mutex<Option<(CertificateInputs, Value)>>,
+    certificates: std::sync::Mutex<Option<(CertificateInputs, Vec<ControllerCertificate>)>>,
 }
 
 /// The bundles `status.controllerCertificates` is made from: each one's encoded data and its
@@ -220,7 +220,7 @@ impl MachineConfigController {
             // every MachineConfig: a `SelectingAll` warning, and nothing else.
             if selector.as_object().is_some_and(|o| o.is_empty()) {
                 self.note(format!(
-                    "pool {pool_name}: SelectingAll: This machineconfigpool is selecting all machineconfigs. A non-empty selector is require."
+                    "pool {pool_name}: SelectingAll: This machineconfigpool is selecting all machineconfigs. A non-empty selector is required."
                 ));
                 continue;
             }
@@ -339,10 +339,13 @@ impl MachineConfigController {
             match self.profile.traits().paused_pool_signal {
                 PausedPoolSignal::PendingFileGauge => self.pending_file_metrics(view, &pool_view),
                 PausedPoolSignal::CertExpirys => {
-                    status["certExpirys"] = cert_expirys(&view.controller_config)
+                    let certificates = ControllerConfigStatus::of(&view.controller_config)
+                        .map(|s| s.controller_certificates)
+                        .unwrap_or_default();
+                    status.cert_expirys = Some(cert_expirys(&certificates))
                 }
             }
-            if pool.status != status {
+            if pool.status.as_ref() != Some(&status) {
                 let written = pools
                     .patch_status(
                         &pool_view.name,
@@ -385,19 +388,20 @@ impl MachineConfigController {
             match memo.as_ref() {
                 Some((seen, entries)) if *seen == inputs => entries.clone(),
                 _ => {
-                    let entries = Value::Array(
-                        inputs
-                            .0
-                            .iter()
-                            .flat_map(|(encoded, file)| certificate_entries(Some(encoded), file, dates))
-                            .collect(),
-                    );
+                    let entries: Vec<ControllerCertificate> = inputs
+                        .0
+                        .iter()
+                        .flat_map(|(encoded, file)| certificate_entries(Some(encoded), file, dates))
+                        .collect();
                     *memo = Some((inputs, entries.clone()));
                     entries
                 }
             }
         };
-        if view.controller_config["status"]["controllerCertificates"] == certificates {
+        // A status that does not read as one is written again.
+        if ControllerConfigStatus::of(&view.controller_config)
+            .is_ok_and(|s| s.controller_certificates == certificates)
+        {
             return Ok(false);
         }
         let written = controller_configs(&self.client)

@@ -4,12 +4,13 @@
 
 use crate::cluster::pools::NodeView;
 use crate::mco::McoObject;
+use crate::mco::controller_config::ControllerCertificate;
 use crate::mco::machine_config::MachineConfig;
-use crate::mco::pool::MachineConfigPool;
+use crate::mco::pool::{CertExpiry, MachineConfigPool};
 use crate::mco::{CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN, REASON, STATE};
 use crate::pki::{parse_certs, rfc3339};
 use k8s_openapi::api::core::v1::Node;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// The API state one pass works on, with the pass's own writes applied.
 pub(super) struct ApiView {
@@ -52,7 +53,11 @@ impl ApiView {
 
 /// `status.controllerCertificates` entries for one bundle (base64 in the spec), with
 /// `notBefore`/`notAfter` where the release's entries carry them.
-pub(super) fn certificate_entries(encoded: Option<&str>, bundle_file: &str, dates: bool) -> Vec<Value> {
+pub(super) fn certificate_entries(
+    encoded: Option<&str>,
+    bundle_file: &str,
+    dates: bool,
+) -> Vec<ControllerCertificate> {
     use base64::Engine;
     let Some(pem) = encoded
         .and_then(|e| base64::engine::general_purpose::STANDARD.decode(e).ok())
@@ -63,13 +68,13 @@ pub(super) fn certificate_entries(encoded: Option<&str>, bundle_file: &str, date
     parse_certs(&pem)
         .unwrap_or_default()
         .into_iter()
-        .map(|c| {
-            if dates {
-                json!({"subject": c.subject, "signer": c.issuer, "notBefore": rfc3339(c.not_before),
-                    "notAfter": rfc3339(c.not_after), "bundleFile": bundle_file})
-            } else {
-                json!({"subject": c.subject, "signer": c.issuer, "bundleFile": bundle_file})
-            }
+        .map(|c| ControllerCertificate {
+            not_before: dates.then(|| rfc3339(c.not_before)),
+            not_after: dates.then(|| rfc3339(c.not_after)),
+            subject: c.subject,
+            signer: c.issuer,
+            bundle_file: bundle_file.to_string(),
+            other: Default::default(),
         })
         .collect()
 }
@@ -77,18 +82,15 @@ pub(super) fn certificate_entries(encoded: Option<&str>, bundle_file: &str, date
 /// 4.14+ pool `status.certExpirys` (`pkg/controller/node/status.go`): the ControllerConfig's
 /// certificates from `KubeAPIServerServingCAData`, with their `notAfter` as `expiry` where the
 /// entries have one (not on 4.14, whose entries carry no dates).
-pub(super) fn cert_expirys(controller_config: &Value) -> Value {
-    controller_config["status"]["controllerCertificates"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|c| c["bundleFile"] == "KubeAPIServerServingCAData")
-        .map(|c| {
-            let mut entry = json!({"bundle": c["bundleFile"], "subject": c["subject"]});
-            if let Some(expiry) = c.get("notAfter") {
-                entry["expiry"] = expiry.clone();
-            }
-            entry
+pub(super) fn cert_expirys(certificates: &[ControllerCertificate]) -> Vec<CertExpiry> {
+    certificates
+        .iter()
+        .filter(|c| c.bundle_file == "KubeAPIServerServingCAData")
+        .map(|c| CertExpiry {
+            bundle: c.bundle_file.clone(),
+            subject: c.subject.clone(),
+            expiry: c.not_after.clone(),
+            ..CertExpiry::default()
         })
         .collect()
 }
@@ -200,6 +202,7 @@ fn selects_by<'a>(selector: &Value, label: impl Fn(&str) -> Option<&'a str>) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     /// As `labels.Selector.String()` prints what `LabelSelectorAsSelector` made (apimachinery
     /// `labels/selector.go`: requirements sorted by key; `in`/`notin` values sorted on output).
