@@ -99,3 +99,16 @@ Feature: Registry trust written from ControllerConfig
     Then every node's internal registry pull secret has credentials for "image-registry.openshift-image-registry.svc:5000" from the ControllerConfig
     When every node loses its node-role label
     Then every node is Degraded with the reason "has no node-role.kubernetes.io label"
+
+  # When the role comes back, upstream's Node worker passes the role check, finds the node
+  # Degraded on the config it already runs ("current+desiredConfig is … but state is Degraded",
+  # release-4.16 daemon.go prepUpdateFromCluster) and runs that update again, which ends Done.
+  # No ControllerConfig change is needed.
+  @ocp-4.16
+  Scenario: On 4.16 a node whose role label comes back is Done again
+    Given a fresh cluster with 1 worker node
+    When the internal registry pull secret holds credentials for "image-registry.openshift-image-registry.svc:5000"
+    And every node loses its node-role label
+    Then every node is Degraded with the reason "has no node-role.kubernetes.io label"
+    When every node is labelled node-role.kubernetes.io/worker
+    Then every node is Done

@@ -384,6 +384,19 @@ impl Scenario {
         Ok(())
     }
 
+    /// Labels the Node `key=value` (a merge patch, as `oc label node … key=value` sends).
+    pub async fn label_node(&self, node: &str, key: &str, value: &str) -> Result<(), ScenarioError> {
+        Api::<NodeObject>::all(self.admin.clone())
+            .patch(
+                node,
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(serde_json::json!({"metadata": {"labels": {key: value}}})),
+            )
+            .await
+            .map_err(|e| ClusterError::kube(format!("node {node}"), e))?;
+        Ok(())
+    }
+
     /// The bootstrap node hands over: `kube-system/bootstrap` appears, and from then on the 4.16
     /// operator takes the kubelet CA bundle from `kube-apiserver-client-ca`. Waits for the
     /// cluster and nodes to follow.

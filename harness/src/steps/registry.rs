@@ -176,6 +176,19 @@ async fn remove_path(world: &mut ConformanceWorld, path: String) -> anyhow::Resu
     Ok(())
 }
 
+/// Every Node object gets the label, `key=value`, or `key` alone for an empty value (as role
+/// labels have: `node-role.kubernetes.io/worker`), as `oc label node … key=value` would.
+#[when(regex = r"^every node is labelled (\S+)$")]
+async fn label_every_node(world: &mut ConformanceWorld, label: String) -> anyhow::Result<()> {
+    let (key, value) = label.split_once('=').unwrap_or((&label, ""));
+    ensure!(!key.is_empty(), "{label:?} is not a label as key or key=value");
+    let c = world.cluster()?;
+    for node in &c.nodes {
+        c.label_node(node.name(), key, value).await?;
+    }
+    Ok(())
+}
+
 /// Every Node object loses its `node-role.kubernetes.io/<role>` labels.
 #[when("every node loses its node-role label")]
 async fn lose_role(world: &mut ConformanceWorld) -> anyhow::Result<()> {

@@ -80,14 +80,29 @@ pub async fn run(env: &AgentEnv, writer: CertificateWriter, stop: CancellationTo
                 };
                 // Upstream's Node worker checks the role on every sync of the Node
                 // (release-4.16 daemon.go:759): see `first_role`.
-                if let Some(Err(reason)) = node.as_deref().map(|node| first_role(env, node)) {
-                    mark_degraded(env, &reason).await;
-                    degraded = Some(reason);
+                match node.as_deref().map(|node| first_role(env, node)) {
+                    Some(Err(reason)) => {
+                        mark_degraded(env, &reason).await;
+                        degraded = Some(reason);
+                    }
+                    // The role is back. Upstream's Node worker then passes the role check and
+                    // finds the node Degraded on the config it runs: it logs "current+desiredConfig
+                    // is … but state is Degraded" and runs the update again, which ends Done
+                    // (release-4.16 daemon.go prepUpdateFromCluster, update.go). A failed sync
+                    // of the writer's is tried again now instead.
+                    Some(Ok(_)) if degraded.is_some() => {
+                        if failed.is_some() {
+                            retry_in = std::time::Duration::ZERO;
+                        } else if let Some(reason) = degraded.take() {
+                            clear_own_degraded(env, &reason).await;
+                        }
+                    }
+                    _ => {}
                 }
                 continue;
             }
             _ = tokio::time::sleep(retry_in), if failed.is_some() => {
-                retry_in = (retry_in * 2).min(RETRY_MAX);
+                retry_in = (retry_in * 2).clamp(RETRY_BASE, RETRY_MAX);
                 failed.take().expect("guarded by is_some")
             }
             event = events.next() => match event {
