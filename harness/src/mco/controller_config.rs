@@ -70,10 +70,7 @@ pub struct ControllerCertificate {
 impl ControllerConfigStatus {
     /// The status of a ControllerConfig object, zero values where it has none.
     pub fn of(object: &Value) -> Result<Self, serde_json::Error> {
-        match object.get("status") {
-            Some(status) if !status.is_null() => Self::deserialize(status),
-            _ => Ok(Self::default()),
-        }
+        super::status_of(object)
     }
 }
 

@@ -26,6 +26,17 @@ pub fn spec_of<T: serde::de::DeserializeOwned + Default>(
     }
 }
 
+/// The `status` of an MCO object as its typed struct, zero values where the object has none or
+/// it is `null`.
+pub fn status_of<T: serde::de::DeserializeOwned + Default>(
+    object: &serde_json::Value,
+) -> Result<T, serde_json::Error> {
+    match object.get("status") {
+        Some(status) if !status.is_null() => T::deserialize(status),
+        _ => Ok(T::default()),
+    }
+}
+
 /// The rendered config a node runs; written by the agent.
 pub const CURRENT_CONFIG: &str = "machineconfiguration.openshift.io/currentConfig";
 /// The rendered config the node controller wants a node on.

@@ -139,10 +139,7 @@ impl MachineConfigPool {
 
     /// The status of a MachineConfigPool object, zero values where it has none.
     pub fn status_of(object: &Value) -> Result<MachineConfigPoolStatus, serde_json::Error> {
-        match object.get("status") {
-            Some(status) if !status.is_null() => MachineConfigPoolStatus::deserialize(status),
-            _ => Ok(MachineConfigPoolStatus::default()),
-        }
+        super::status_of(object)
     }
 }
 
