@@ -20,19 +20,22 @@ pub mod pool;
 pub fn spec_of<T: serde::de::DeserializeOwned + Default>(
     object: &serde_json::Value,
 ) -> Result<T, serde_json::Error> {
-    match object.get("spec") {
-        Some(spec) if !spec.is_null() => T::deserialize(spec),
-        _ => Ok(T::default()),
-    }
+    part_of(object, "spec")
 }
 
-/// The `status` of an MCO object as its typed struct, zero values where the object has none or
-/// it is `null`.
+/// The `status` of an MCO object as its typed struct, zero values as for [`spec_of`].
 pub fn status_of<T: serde::de::DeserializeOwned + Default>(
     object: &serde_json::Value,
 ) -> Result<T, serde_json::Error> {
-    match object.get("status") {
-        Some(status) if !status.is_null() => T::deserialize(status),
+    part_of(object, "status")
+}
+
+fn part_of<T: serde::de::DeserializeOwned + Default>(
+    object: &serde_json::Value,
+    key: &str,
+) -> Result<T, serde_json::Error> {
+    match object.get(key) {
+        Some(part) if !part.is_null() => T::deserialize(part),
         _ => Ok(T::default()),
     }
 }
