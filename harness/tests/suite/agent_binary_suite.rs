@@ -36,15 +36,7 @@ async fn whole_suite(nodes: Nodes) -> Summary {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_whole_suite_passes_with_the_reference_daemon_binary_on_both_node_kinds() {
-    // The two runs at once: the container run is the longest test in this binary, and CI's
-    // test stage waits for it.
-    let docker = harness::node::image::docker_unavailable();
-    let (embedded, container) = tokio::join!(whole_suite(Nodes::Embedded), async {
-        match &docker {
-            None => Some(whole_suite(Nodes::Container).await),
-            Some(_) => None,
-        }
-    });
+    let embedded = whole_suite(Nodes::Embedded).await;
     assert_eq!(
         (embedded.failed, embedded.mco_logs_failed),
         (0, 0),
@@ -62,11 +54,11 @@ async fn the_whole_suite_passes_with_the_reference_daemon_binary_on_both_node_ki
         "only the @container scenarios wait for container nodes: {:?}",
         embedded.skipped
     );
-    let Some(container) = container else {
-        let why = docker.unwrap_or_default();
+    if let Some(why) = harness::node::image::docker_unavailable() {
         fake_apiserver::testing::skip(&format!("the container half: no Docker engine ({why})"));
         return;
-    };
+    }
+    let container = whole_suite(Nodes::Container).await;
     assert_eq!(
         (
             container.failed,
