@@ -101,7 +101,27 @@ pub(super) fn report_path(
 /// process (tests at a time) interleave that: the second takes the first's silent hook, puts it
 /// back last, and every later panic in the process, a test's failed assertion among them, says
 /// nothing. The first run to start keeps the hook it found; the last to end puts it back.
+///
+/// While runs are under way the hook is silent only for a panic in a run's own future (a step's,
+/// which cucumber reports): any other panic in the process, a test's assertion beside a run or a
+/// task of its own, reaches the hook found before the runs, so it still says why. cucumber puts
+/// its silent hook in place as its run starts; each scenario's Before hook puts this one back
+/// ([`PanicHookGuard::reinstate`]).
 struct PanicHookGuard;
+
+tokio::task_local! {
+    /// Set while a run's cucumber future is polled: a panic there is a step's.
+    static IN_A_RUN: ();
+}
+
+/// Silent for a panic inside a run's future; `found` for any other.
+fn silent_in_runs(found: Hook) -> Hook {
+    Arc::new(move |info| {
+        if IN_A_RUN.try_with(|_| ()).is_err() {
+            found(info)
+        }
+    })
+}
 
 type Hook = Arc<dyn Fn(&std::panic::PanicHookInfo<'_>) + Send + Sync>;
 
@@ -117,11 +137,21 @@ impl PanicHookGuard {
         let mut runs = RUNS_UNDER_WAY.lock().unwrap_or_else(|p| p.into_inner());
         if runs.0 == 0 && !std::thread::panicking() {
             let found: Hook = Arc::from(std::panic::take_hook());
-            install(found.clone());
+            install(silent_in_runs(found.clone()));
             runs.1 = Some(found);
         }
         runs.0 += 1;
         PanicHookGuard
+    }
+
+    /// Put back the hook of [`PanicHookGuard`]'s runs in place of cucumber's silent one.
+    fn reinstate() {
+        let runs = RUNS_UNDER_WAY.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(found) = &runs.1
+            && !std::thread::panicking()
+        {
+            install(silent_in_runs(found.clone()));
+        }
     }
 }
 
@@ -194,8 +224,9 @@ pub(super) async fn run_profile(
             cucumber
         };
         let only = config.only.clone();
-        cucumber
+        let run = cucumber
             .before(move |feature, _, scenario, world| {
+                PanicHookGuard::reinstate();
                 let (file, line) = progress::scenario_key(feature, scenario);
                 world.place = format!("{file}:{line}");
                 world.progress = !quiet;
@@ -334,8 +365,8 @@ pub(super) async fn run_profile(
                         reference_agent,
                         real_apiserver,
                     ) == Selection::Run
-            })
-            .await;
+            });
+        IN_A_RUN.scope((), run).await;
     }
     let mut t = tally.lock().unwrap_or_else(|p| p.into_inner());
     Ok(std::mem::take(&mut *t))
@@ -392,19 +423,58 @@ mod tests {
 
     /// The hook cucumber would leave behind when two runs overlap. In a process of its own (this
     /// test binary run again for this one test): the hook is the whole process's.
+    /// The panic hook is the process's: a test of it runs alone in a process of its own (this
+    /// test binary, run again for the one test). True in that process; in the parent, runs it
+    /// and checks that it passed.
+    fn alone_in_a_process(test: &str) -> bool {
+        const CHILD: &str = "MCO_PANIC_HOOK_CHILD";
+        if std::env::var_os(CHILD).is_some() {
+            return true;
+        }
+        let name = format!("runner::profile_run::tests::{test}");
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([name.as_str(), "--exact", "--test-threads=1", "--nocapture"])
+            .env(CHILD, "1")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success() && text.contains("1 passed"), "{text}");
+        false
+    }
+
+    #[test]
+    fn beside_a_run_a_panic_elsewhere_reaches_the_hook_and_a_steps_does_not() {
+        if !alone_in_a_process("beside_a_run_a_panic_elsewhere_reaches_the_hook_and_a_steps_does_not") {
+            return;
+        }
+        static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let calls = || CALLS.load(std::sync::atomic::Ordering::SeqCst);
+        std::panic::set_hook(Box::new(|_| {
+            CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }));
+        let guard = PanicHookGuard::enter();
+        // cucumber's start of a run, then a scenario's Before hook.
+        let found_by_cucumber = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        PanicHookGuard::reinstate();
+        // A step's panic, inside the run's future: cucumber reports it, the hook stays quiet.
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        runtime.block_on(IN_A_RUN.scope((), async {
+            assert!(std::panic::catch_unwind(|| panic!("a step")).is_err());
+        }));
+        assert_eq!(calls(), 0, "a step's panic went to the hook");
+        // Another test's assertion beside the run.
+        assert!(std::panic::catch_unwind(|| panic!("beside the run")).is_err());
+        assert_eq!(calls(), 1, "a panic beside the run said nothing");
+        std::panic::set_hook(found_by_cucumber);
+        drop(guard);
+        assert!(std::panic::catch_unwind(|| panic!("after the run")).is_err());
+        assert_eq!(calls(), 2, "the hook found before the run is back after it");
+    }
+
     #[test]
     fn overlapping_runs_leave_the_hook_they_found() {
-        const CHILD: &str = "MCO_PANIC_HOOK_CHILD";
-        let name = "runner::profile_run::tests::overlapping_runs_leave_the_hook_they_found";
-        if std::env::var_os(CHILD).is_none() {
-            let out = std::process::Command::new(std::env::current_exe().unwrap())
-                .args([name, "--exact", "--test-threads=1", "--nocapture"])
-                .env(CHILD, "1")
-                .output()
-                .unwrap();
-            let text =
-                String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-            assert!(out.status.success() && text.contains("1 passed"), "{text}");
+        if !alone_in_a_process("overlapping_runs_leave_the_hook_they_found") {
             return;
         }
         static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
