@@ -421,8 +421,6 @@ mod tests {
         assert_eq!(count(false, true, &[BEYOND_UPSTREAM]), (1, 0, 0, 0));
     }
 
-    /// The hook cucumber would leave behind when two runs overlap. In a process of its own (this
-    /// test binary run again for this one test): the hook is the whole process's.
     /// The panic hook is the process's: a test of it runs alone in a process of its own (this
     /// test binary, run again for the one test). True in that process; in the parent, runs it
     /// and checks that it passed.
@@ -472,6 +470,7 @@ mod tests {
         assert_eq!(calls(), 2, "the hook found before the run is back after it");
     }
 
+    /// The hook cucumber would leave behind when two runs overlap.
     #[test]
     fn overlapping_runs_leave_the_hook_they_found() {
         if !alone_in_a_process("overlapping_runs_leave_the_hook_they_found") {
