@@ -110,17 +110,27 @@ async fn no_reboot(world: &mut ConformanceWorld) -> anyhow::Result<()> {
 }
 
 /// A line containing the text appears in every node's journal since the cluster started (the
-/// text runs to the last quote, so it may itself contain quotes).
+/// text runs to the last quote, so it may itself contain quotes). A line reaches the journal
+/// after the process that logged it went on (journald on a real node, the node's init here,
+/// read from a pipe), so the step waits for it up to the scenario's deadline, as anyone
+/// following `journalctl` would; a journal that cannot be read fails the step at once.
 #[then(regex = r#"^every node's journal shows "(.+)"$"#)]
 async fn journal_shows(world: &mut ConformanceWorld, text: String) -> anyhow::Result<()> {
     for node in &world.cluster()?.nodes {
-        let lines = node.journal_since(world.marks[node.name()]).await?;
-        ensure!(
-            lines.iter().any(|l| l.contains(&text)),
-            "{} journal has no line with {text:?}; last lines:\n{}",
-            node.name(),
-            lines[lines.len().saturating_sub(15)..].join("\n")
-        );
+        let mark = world.marks[node.name()];
+        eventually(world.deadline, || async {
+            match node.journal_since(mark).await {
+                Err(unreadable) => Ok(Err(unreadable)),
+                Ok(lines) if lines.iter().any(|l| l.contains(&text)) => Ok(Ok(())),
+                Ok(lines) => Err(format!(
+                    "{} journal has no line with {text:?}; last lines:\n{}",
+                    node.name(),
+                    lines[lines.len().saturating_sub(15)..].join("\n")
+                )),
+            }
+        })
+        .await
+        .map_err(anyhow::Error::msg)??;
     }
     Ok(())
 }

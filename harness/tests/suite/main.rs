@@ -12,6 +12,7 @@ mod container_nodes;
 mod faulty_agent;
 mod html_report;
 mod interrupts;
+mod journal_lines;
 mod machine_config_controller;
 mod machine_configs;
 mod node_image;
