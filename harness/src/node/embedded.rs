@@ -428,9 +428,17 @@ impl EmbeddedNode {
             self.stop_service(unit).await;
             self.inner.journal.systemd(now, &format!("Stopped {unit}."));
         }
+        // What is in /run goes, the directory stays: on a container node it is the tmpfs the
+        // init mounted there, as systemd mounts one on a real node.
         let run = self.inner.root.join("run");
-        if run.exists() {
-            let _ = std::fs::remove_dir_all(&run);
+        if let Ok(entries) = std::fs::read_dir(&run) {
+            for entry in entries.flatten() {
+                let path = entry.path();
+                let _ = match entry.file_type() {
+                    Ok(kind) if kind.is_dir() => std::fs::remove_dir_all(&path),
+                    _ => std::fs::remove_file(&path),
+                };
+            }
         }
         let _ = std::fs::create_dir_all(&run);
         write_now_file(&self.inner.root.join(NOW_FILE.trim_start_matches('/')), now);

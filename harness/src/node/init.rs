@@ -87,6 +87,9 @@ impl InitConfig {
 
 /// Run the node until SIGTERM or a `shutdown` request.
 pub async fn run(config: InitConfig) -> Result<(), String> {
+    if config.root == std::path::Path::new("/") && std::process::id() == 1 {
+        mount_run()?;
+    }
     let clock = SimClock::starting_at(config.now);
     let node = EmbeddedNode::at_root(
         &config.name,
@@ -128,6 +131,36 @@ pub async fn run(config: InitConfig) -> Result<(), String> {
     node.shutdown().await;
     let _ = std::fs::remove_file(&socket);
     Ok(())
+}
+
+/// `/run` as systemd mounts it on every RHCOS node before anything else starts: a tmpfs,
+/// `nosuid,nodev`, mode 0755 (executable, unlike Docker's own tmpfs mounts). Only PID 1 of a
+/// node rooted at `/` (a container node) does this; an embedded node's `/run` is a directory
+/// of its root. Besides being a real node's, it keeps what the node rewrites all the time (the
+/// simulated now, the kubelet's heartbeat, the boot's files) out of the container's
+/// fuse-overlayfs upper layer, where every new file cost an ext4 inode allocation: about a
+/// tenth of the CPU of a container run.
+fn mount_run() -> Result<(), String> {
+    let c = |s: &str| std::ffi::CString::new(s).map_err(|e| e.to_string());
+    let (source, target, kind, options) = (c("tmpfs")?, c("/run")?, c("tmpfs")?, c("mode=755")?);
+    // SAFETY: valid NUL-terminated strings that outlive the call.
+    let rc = unsafe {
+        libc::mount(
+            source.as_ptr(),
+            target.as_ptr(),
+            kind.as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            options.as_ptr().cast(),
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(format!(
+            "mounting a tmpfs on /run: {} (a node container needs CAP_SYS_ADMIN, as the daemon's privileged pod has it)",
+            std::io::Error::last_os_error()
+        ))
+    }
 }
 
 #[cfg(test)]

@@ -249,6 +249,33 @@ async fn inside_the_container_the_node_tools_and_the_kernel_agree_with_the_node_
     // PID 1 is the init; the agent is its child, with the contract's environment.
     let (_, comm, _) = docker_exec(&id, &["cat", "/proc/1/comm"]);
     assert_eq!(comm.trim(), "mco-node-init");
+
+    // /run is a tmpfs as systemd mounts it on RHCOS: nosuid, nodev, mode 0755, and not noexec
+    // (Docker's own tmpfs mounts are): a script there runs.
+    let (_, mounts, _) = docker_exec(&id, &["cat", "/proc/1/mounts"]);
+    let run: Vec<&str> = mounts
+        .lines()
+        .map(|l| l.split(' ').collect::<Vec<_>>())
+        .find(|f| f.get(1) == Some(&"/run"))
+        .unwrap_or_else(|| panic!("no mount on /run: {mounts}"))
+        .into_iter()
+        .collect();
+    let options: Vec<&str> = run[3].split(',').collect();
+    assert_eq!(run[2], "tmpfs", "{run:?}");
+    assert!(
+        options.contains(&"nosuid") && options.contains(&"nodev") && options.contains(&"mode=755"),
+        "{run:?}"
+    );
+    assert!(!options.contains(&"noexec"), "{run:?}");
+    let (code, out, err) = docker_exec(
+        &id,
+        &[
+            "sh",
+            "-c",
+            "printf '#!/bin/sh\\necho ran\\n' > /run/probe && chmod +x /run/probe && /run/probe",
+        ],
+    );
+    assert_eq!((code, out.as_str()), (0, "ran\n"), "{err}");
     let (_, now, _) = docker_exec(&id, &["cat", "/run/mco-conformance/now"]);
     assert_eq!(
         now.trim(),
