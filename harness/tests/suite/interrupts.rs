@@ -14,6 +14,30 @@ use std::time::{Duration, Instant};
 const BIN: &str = env!("CARGO_BIN_EXE_mco-conformance");
 const MARK_ENV: &str = "MCO_INTERRUPT_TEST_MARK";
 
+/// Each thread of a process with its state and the kernel function it waits in
+/// (`/proc/<pid>/task/<tid>/stat` and `wchan`).
+fn waiting_in(pid: u32) -> String {
+    let mut threads = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let read = |file: &str| std::fs::read_to_string(task.path().join(file)).unwrap_or_default();
+        let stat = read("stat");
+        // After the command name in parentheses: the state letter.
+        let state = stat.rsplit_once(") ").map(|(_, rest)| &rest[..1]).unwrap_or("?");
+        let name = read("comm");
+        threads.push(format!(
+            "  {} {} {state} {}",
+            task.file_name().to_string_lossy(),
+            name.trim(),
+            read("wchan")
+        ));
+    }
+    threads.join("\n")
+}
+
 /// Processes (pid, command line) whose environment holds `MARK_ENV=mark`, other than this one.
 fn marked_processes(mark: &str) -> Vec<(u32, String)> {
     let wanted = format!("{MARK_ENV}={mark}");
@@ -98,7 +122,11 @@ impl Run {
     fn start(nodes: &'static str) -> Run {
         let scratch = tempfile::tempdir().unwrap();
         let reports = tempfile::tempdir().unwrap();
-        let mark = format!("{}-{nodes}", std::process::id());
+        // One mark per run: two runs of one kind at once (the tests run in parallel) must not
+        // take each other's processes for their own, nor kill them in `clean_up`.
+        static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mark = format!("{}-{nodes}-{n}", std::process::id());
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
         let mut child = Command::new(BIN)
             .current_dir(root)
@@ -161,11 +189,18 @@ impl Run {
             agent && !entries(self.scratch.path()).is_empty()
         });
         if !busy {
+            // What each process of the run was doing, to tell a hang from a slow start.
+            let processes = std::iter::once((self.child.id(), "the run".to_string()))
+                .chain(marked_processes(&self.mark))
+                .map(|(pid, cmd)| format!("{pid} {cmd}\n{}", waiting_in(pid)))
+                .collect::<Vec<_>>()
+                .join("\n");
+            let scratch = entries(self.scratch.path());
             let _ = self.child.kill();
             let _ = self.child.wait();
             self.clean_up();
             panic!(
-                "the run never had a node with a running agent:\n{}",
+                "the run never had a node with a running agent:\n{}\nscratch: {scratch:?}\nprocesses:\n{processes}",
                 self.output()
             );
         }
@@ -375,4 +410,18 @@ async fn the_next_run_removes_what_a_killed_run_left() {
     let _ = Command::new("docker")
         .args(["rm", "-f", &alive, &elsewhere])
         .output();
+}
+
+#[test]
+fn a_hung_runs_threads_are_listed_with_their_state_and_wait() {
+    let text = waiting_in(std::process::id());
+    // SAFETY: gettid(2) takes nothing and cannot fail.
+    let tid = unsafe { libc::gettid() };
+    let ours = text
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(&tid.to_string()))
+        .unwrap_or_else(|| panic!("this test's thread {tid} is listed: {text}"));
+    let fields: Vec<&str> = ours.split_whitespace().collect();
+    assert!(fields.len() >= 3, "{ours}");
+    assert_eq!(fields[2], "R", "running as it reads its own state: {ours}");
 }
