@@ -188,7 +188,8 @@ async fn journal_in_order(
     Ok(())
 }
 
-/// No line containing the text appears in any node's journal since the cluster started.
+/// No line containing the text appears in any node's journal since the cluster started. Judged
+/// at once, as the journal is: put it after a step that waits for the agents to have acted.
 #[then(regex = r#"^no node's journal shows "(.+)"$"#)]
 async fn journal_lacks(world: &mut ConformanceWorld, text: String) -> anyhow::Result<()> {
     for node in &world.cluster()?.nodes {
