@@ -141,16 +141,14 @@ pub async fn run(config: InitConfig) -> Result<(), String> {
 /// fuse-overlayfs upper layer, where every new file cost an ext4 inode allocation: about a
 /// tenth of the CPU of a container run.
 fn mount_run() -> Result<(), String> {
-    let c = |s: &str| std::ffi::CString::new(s).map_err(|e| e.to_string());
-    let (source, target, kind, options) = (c("tmpfs")?, c("/run")?, c("tmpfs")?, c("mode=755")?);
-    // SAFETY: valid NUL-terminated strings that outlive the call.
+    // SAFETY: static NUL-terminated strings.
     let rc = unsafe {
         libc::mount(
-            source.as_ptr(),
-            target.as_ptr(),
-            kind.as_ptr(),
+            c"tmpfs".as_ptr(),
+            c"/run".as_ptr(),
+            c"tmpfs".as_ptr(),
             libc::MS_NOSUID | libc::MS_NODEV,
-            options.as_ptr().cast(),
+            c"mode=755".as_ptr().cast(),
         )
     };
     if rc == 0 {

@@ -118,19 +118,19 @@ async fn no_reboot(world: &mut ConformanceWorld) -> anyhow::Result<()> {
 async fn journal_shows(world: &mut ConformanceWorld, text: String) -> anyhow::Result<()> {
     for node in &world.cluster()?.nodes {
         let mark = world.marks[node.name()];
-        eventually(world.deadline, || async {
-            match node.journal_since(mark).await {
-                Err(unreadable) => Ok(Err(unreadable)),
-                Ok(lines) if lines.iter().any(|l| l.contains(&text)) => Ok(Ok(())),
-                Ok(lines) => Err(format!(
-                    "{} journal has no line with {text:?}; last lines:\n{}",
-                    node.name(),
-                    lines[lines.len().saturating_sub(15)..].join("\n")
-                )),
-            }
-        })
-        .await
-        .map_err(anyhow::Error::msg)??;
+        let found = tokio::select! {
+            found = node.wait_for_journal(mark, &text, world.deadline) => found?,
+            () = harness::interrupt::cancelled() => anyhow::bail!(harness::interrupt::reason()),
+        };
+        if found.is_none() {
+            let lines = node.journal_since(mark).await?;
+            anyhow::bail!(
+                "{} journal has no line with {text:?} within {:?}; last lines:\n{}",
+                node.name(),
+                world.deadline,
+                lines[lines.len().saturating_sub(15)..].join("\n")
+            );
+        }
     }
     Ok(())
 }

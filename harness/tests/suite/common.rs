@@ -1,6 +1,7 @@
 //! The cluster side at controller level, for tests that drive its controllers one pass at a
 //! time: a fake API server, a simulated clock, and the signer, operator and machine-config
-//! controllers over a cluster installed from `fixtures/` in a starting state.
+//! controllers over a cluster installed from `fixtures/` in a starting state; and the set-up
+//! of a run of one feature with an agent binary.
 
 use fake_apiserver::FakeApiServer;
 use harness::Profile;
@@ -96,4 +97,28 @@ impl Controllers {
             .await
             .unwrap();
     }
+}
+
+/// A quiet 4.16 run of one feature (its text written to `<dir>/<file>`, reports under
+/// `<dir>/report`) with `agent` as the agent binary on embedded nodes.
+pub fn one_feature_with_agent(
+    dir: &std::path::Path,
+    file: &str,
+    feature: &str,
+    agent: std::path::PathBuf,
+    args: &[&str],
+    timeout: std::time::Duration,
+) -> harness::runner::RunConfig {
+    let path = dir.join(file);
+    std::fs::write(&path, feature).unwrap();
+    let mut config = harness::runner::RunConfig::new(vec![path], dir.join("report"));
+    config.profiles = vec![Profile::Ocp416];
+    config.agent = harness::scenario::AgentKind::Binary {
+        path: agent,
+        args: args.iter().map(|a| a.to_string()).collect(),
+        node_tools: std::path::PathBuf::from(env!("CARGO_BIN_EXE_mco-node-tools")),
+    };
+    config.agent_timeout = timeout;
+    config.quiet = true;
+    config
 }

@@ -10,10 +10,8 @@
 //! at once. The step passes by waiting for it, and still fails, naming the node and the line,
 //! for a line that never comes.
 
-use harness::runner::{RunConfig, Summary, run};
-use harness::scenario::AgentKind;
+use harness::runner::{Summary, run};
 use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
 use std::time::Duration;
 
 fn feature(line: &str) -> String {
@@ -47,17 +45,14 @@ async fn run_with_late_line(asked: &str, timeout: Duration) -> (Summary, tempfil
     )
     .unwrap();
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let path = dir.path().join("late_line.feature");
-    std::fs::write(&path, feature(asked)).unwrap();
-    let mut config = RunConfig::new(vec![path], dir.path().join("report"));
-    config.profiles = vec![harness::Profile::Ocp416];
-    config.agent = AgentKind::Binary {
-        path: script,
-        args: Vec::new(),
-        node_tools: PathBuf::from(env!("CARGO_BIN_EXE_mco-node-tools")),
-    };
-    config.agent_timeout = timeout;
-    config.quiet = true;
+    let config = crate::common::one_feature_with_agent(
+        dir.path(),
+        "late_line.feature",
+        &feature(asked),
+        script,
+        &[],
+        timeout,
+    );
     let summary = run(&config).await.expect("the run itself works");
     (summary, dir)
 }

@@ -5,8 +5,7 @@
 //! when the agent posts upstream's `ConfigDriftMonitorStarted` event and when it posts none (the
 //! nudge then waits out its grace).
 
-use harness::runner::{RunConfig, Summary, run};
-use harness::scenario::AgentKind;
+use harness::runner::{Summary, run};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -21,18 +20,15 @@ const FEATURE: &str = "Feature: The agent's first sync
 async fn run_late_agent(args: &[&str], nudge: bool, timeout: Duration) -> (Summary, tempfile::TempDir) {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let dir = tempfile::tempdir().unwrap();
-    let feature = dir.path().join("first_sync.feature");
-    std::fs::write(&feature, FEATURE).unwrap();
-    let mut config = RunConfig::new(vec![feature], dir.path().join("report"));
-    config.profiles = vec![harness::Profile::Ocp416];
-    config.agent = AgentKind::Binary {
-        path: PathBuf::from(env!("CARGO_BIN_EXE_mco-conformance-late-sync-agent")),
-        args: args.iter().map(|a| a.to_string()).collect(),
-        node_tools: PathBuf::from(env!("CARGO_BIN_EXE_mco-node-tools")),
-    };
-    config.agent_timeout = timeout;
+    let mut config = crate::common::one_feature_with_agent(
+        dir.path(),
+        "first_sync.feature",
+        FEATURE,
+        PathBuf::from(env!("CARGO_BIN_EXE_mco-conformance-late-sync-agent")),
+        args,
+        timeout,
+    );
     config.nudge_first_sync = nudge;
-    config.quiet = true;
     let summary = run(&config).await.expect("the run itself works");
     (summary, dir)
 }
