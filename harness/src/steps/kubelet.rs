@@ -48,8 +48,9 @@ async fn every_node_readiness(world: &mut ConformanceWorld, wanted: String) -> a
 }
 
 /// How often every node's kubelet loaded a changed `/etc/kubernetes/kubelet-ca.crt` since the
-/// cluster started (its "Loaded a new CA Bundle and Verifier" lines, which it logs only when
-/// the content changed).
+/// cluster started (its "Loaded a new CA Bundle and Verifier" lines, which it logs when the
+/// content changed and at every start). A count off says why: the kubelet's starts in that
+/// time, a change that never reached the file, or content in between.
 #[then(regex = r"^every kubelet loaded a new kubelet-ca\.crt (\d+) time(?:s|\(s\))?$")]
 async fn kubelet_ca_loads(world: &mut ConformanceWorld, expected: usize) -> anyhow::Result<()> {
     for node in &world.cluster()?.nodes {
@@ -69,14 +70,20 @@ async fn kubelet_ca_loads(world: &mut ConformanceWorld, expected: usize) -> anyh
         let lines = node.journal_since(mark).await?;
         let loads: Vec<&String> = lines.iter().filter(|l| l.contains(CA_RELOAD_LOG)).collect();
         // Why, where the count says it: the kubelet loads the file whenever its content
-        // changes, so more loads than bundle changes means content in between (a file written
-        // in pieces, or rewritten), and fewer means a change that never reached the file.
+        // changes and once at every start, so more loads than bundle changes means the kubelet
+        // was started again (its journal says so) or content in between (a file written in
+        // pieces, or rewritten), and fewer means a change that never reached the file.
+        let starts = lines
+            .iter()
+            .filter(|l| l.ends_with("Started kubelet.service."))
+            .count();
         let why = match loads.len().cmp(&expected) {
-            std::cmp::Ordering::Greater => {
-                " (the file's content changed more often than the bundle did: written in pieces or not atomically, or rewritten with other content?)"
-            }
-            std::cmp::Ordering::Less => " (a bundle change never reached the file?)",
-            std::cmp::Ordering::Equal => "",
+            std::cmp::Ordering::Greater if starts > 0 => format!(
+                " (the kubelet was started {starts} time(s) in that time, and it loads the file at every start)"
+            ),
+            std::cmp::Ordering::Greater => " (the file's content changed more often than the bundle did: written in pieces or not atomically, or rewritten with other content?)".to_string(),
+            std::cmp::Ordering::Less => " (a bundle change never reached the file?)".to_string(),
+            std::cmp::Ordering::Equal => String::new(),
         };
         anyhow::ensure!(
             loads.len() == expected,

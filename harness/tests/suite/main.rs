@@ -13,6 +13,7 @@ mod faulty_agent;
 mod html_report;
 mod interrupts;
 mod journal_lines;
+mod kubelet_loads;
 mod machine_config_controller;
 mod machine_configs;
 mod node_image;
