@@ -92,7 +92,7 @@ async fn main() -> ExitCode {
                     harness::sayln!(
                         "{} ({})\n{}",
                         image.reference,
-                        if image.reused { "reused" } else { "built" },
+                        image.how(),
                         image.version_reference
                     );
                     ExitCode::SUCCESS

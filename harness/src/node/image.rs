@@ -61,6 +61,21 @@ pub struct NodeImage {
     pub version_reference: String,
     /// True when an image with this content existed already.
     pub reused: bool,
+    /// True when this call laid out a root filesystem to find or make the image; false when an
+    /// image built from the same input files was found by its inputs tag.
+    pub assembled: bool,
+}
+
+impl NodeImage {
+    /// How the image came to be, as a run prints it: `built`, `reused` (the same content) or
+    /// `reused, built from the same files`.
+    pub fn how(&self) -> &'static str {
+        match (self.reused, self.assembled) {
+            (false, _) => "built",
+            (true, true) => "reused",
+            (true, false) => "reused, built from the same files",
+        }
+    }
 }
 
 /// The first static busybox on this machine.
@@ -369,12 +384,30 @@ pub fn harness_binaries() -> Result<Vec<PathBuf>, ImageError> {
         .collect()
 }
 
-/// What an image built in this process was built from: each input file's path, length and
-/// modification time. The same inputs make the same content, so a run in a process that built
-/// the image already skips the copy, `strip`, `ldd`, `tar` and hash of a rebuild (the harness
-/// suite starts a dozen container runs; that work was about a twentieth of its CPU).
+/// What a node image is built from: each input file's path, length and modification time. The
+/// same inputs make the same content, so a run that finds an image built from them (in this
+/// process or another: the image carries a tag named by them, [`ImageInputs::tag`]) skips the
+/// copy, `strip`, `ldd`, `tar` and hash of a rebuild. The harness suite starts a dozen container
+/// runs, in its own process and in `mco-conformance` processes it starts; that work was about a
+/// twentieth of its CPU.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ImageInputs(Vec<(PathBuf, u64, Option<std::time::SystemTime>)>);
+
+/// What else decides an image's content besides its input files: how it is laid out (this
+/// file), the users it carries, the tools' names and the crate's version. A harness that lays
+/// images out differently never takes an image tagged by another.
+fn recipe() -> String {
+    format!(
+        "{}\0{}\0{}\0{}\0{:?}\0{:?}\0{}",
+        include_str!("image.rs"),
+        super::users::PASSWD,
+        super::users::GROUP,
+        super::users::SHADOW,
+        TOOL_NAMES,
+        IMAGE_TOOL_NAMES,
+        env!("CARGO_PKG_VERSION"),
+    )
+}
 
 impl ImageInputs {
     pub fn of(files: &[PathBuf]) -> Result<Self, ImageError> {
@@ -387,38 +420,60 @@ impl ImageInputs {
             .collect::<Result<_, _>>()
             .map(ImageInputs)
     }
+
+    /// `mco-conformance-node:inputs-<hash>`: the tag an image built from these inputs (by this
+    /// harness's recipe) carries beside its content tag.
+    pub fn tag(&self) -> String {
+        let mut context = ring::digest::Context::new(&ring::digest::SHA256);
+        context.update(recipe().as_bytes());
+        for (path, len, modified) in &self.0 {
+            let nanos = modified
+                .and_then(|m| m.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos());
+            context.update(path.as_os_str().as_encoded_bytes());
+            context.update(&[0]);
+            context.update(&len.to_le_bytes());
+            context.update(&nanos.to_le_bytes());
+        }
+        let hash: String = context.finish().as_ref()[..8]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        format!("{IMAGE_REPOSITORY}:inputs-{hash}")
+    }
 }
 
-/// The node image for `binaries`: the one this process built from the same inputs while
-/// Docker still has it, else built (or reused by content) by [`build_node_image`].
+/// The image Docker holds under an inputs tag, by its content tag; `None` when there is none.
+fn image_tagged(inputs_tag: &str) -> Option<String> {
+    let tags = docker(
+        &["image", "inspect", "--format", "{{json .RepoTags}}", inputs_tag],
+        None,
+    )
+    .ok()?;
+    let tags: Vec<String> = serde_json::from_str(&tags).ok()?;
+    let content = format!("{IMAGE_REPOSITORY}:sha-");
+    tags.into_iter().find(|t| t.starts_with(&content))
+}
+
+/// The node image for `binaries`: the one built from the same inputs while Docker still has it
+/// (found by its inputs tag, whichever process built it), else built (or reused by content) by
+/// [`build_node_image`] and tagged with its inputs.
 pub fn ensure_node_image(binaries: &[PathBuf]) -> Result<NodeImage, ImageError> {
-    static BUILT: std::sync::Mutex<Vec<(ImageInputs, NodeImage)>> = std::sync::Mutex::new(Vec::new());
     let busybox = find_busybox()?;
-    let inputs = ImageInputs::of(&[binaries, std::slice::from_ref(&busybox)].concat())?;
-    let known = BUILT
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .iter()
-        .find(|(built_from, _)| *built_from == inputs)
-        .map(|(_, image)| image.clone());
-    if let Some(image) = known
-        && docker(
-            &["image", "inspect", "--format", "{{.Id}}", &image.reference],
-            None,
-        )
-        .is_ok()
-    {
+    let inputs_tag = ImageInputs::of(&[binaries, std::slice::from_ref(&busybox)].concat())?.tag();
+    let version_reference = format!("{IMAGE_REPOSITORY}:{}", env!("CARGO_PKG_VERSION"));
+    if let Some(reference) = image_tagged(&inputs_tag) {
         // Another run may have moved the version tag to an image of other binaries.
-        docker(&["tag", &image.reference, &image.version_reference], None)?;
+        docker(&["tag", &reference, &version_reference], None)?;
         return Ok(NodeImage {
+            reference,
+            version_reference,
             reused: true,
-            ..image
+            assembled: false,
         });
     }
     let image = build_node_image(binaries)?;
-    let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
-    built.retain(|(built_from, _)| *built_from != inputs);
-    built.push((inputs, image.clone()));
+    docker(&["tag", &image.reference, &inputs_tag], None)?;
     Ok(image)
 }
 
@@ -460,6 +515,7 @@ pub fn build_node_image(binaries: &[PathBuf]) -> Result<NodeImage, ImageError> {
         reference,
         version_reference,
         reused,
+        assembled: true,
     })
 }
 

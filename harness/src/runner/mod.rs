@@ -237,11 +237,7 @@ async fn prepare_backend(config: &RunConfig) -> Result<Result<NodeBackend, Strin
                 let built =
                     image::ensure_node_image(&binaries).map_err(|e| RunError::Containers(e.to_string()))?;
                 if !quiet {
-                    crate::sayln!(
-                        "node image: {} ({})",
-                        built.reference,
-                        if built.reused { "reused" } else { "built" }
-                    );
+                    crate::sayln!("node image: {} ({})", built.reference, built.how());
                 }
                 built.reference
             }

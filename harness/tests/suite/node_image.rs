@@ -51,14 +51,16 @@ fn the_node_image_is_built_here_reused_while_unchanged_and_runs_our_binaries() {
         "the same content, the same tag"
     );
     assert!(second.reused, "the second build reuses the first image");
-    // A run in the same process takes the image built from the same files, while Docker has it.
+    // A run takes the image built from the same files, while Docker has it, without laying out
+    // a root filesystem again.
     let ensured = ensure_node_image(&binaries).unwrap();
     assert_eq!(ensured.reference, first.reference);
     let again = ensure_node_image(&binaries).unwrap();
     assert_eq!(
-        (again.reference.as_str(), again.reused),
-        (first.reference.as_str(), true)
+        (again.reference.as_str(), again.reused, again.assembled),
+        (first.reference.as_str(), true, false)
     );
+    assert_eq!(again.how(), "reused, built from the same files");
     assert!(
         first.reference.starts_with("mco-conformance-node:sha-"),
         "{first:?}"
@@ -88,5 +90,40 @@ fn the_node_image_is_built_here_reused_while_unchanged_and_runs_our_binaries() {
     assert!(
         shell.contains("mco-node-tools") && shell.contains("certs.d"),
         "{shell}"
+    );
+}
+
+/// Each `mco-conformance` process (a run, `node-image`) finds the image an earlier process built
+/// from the same files by its inputs tag, and lays out no root filesystem for it.
+#[test]
+fn another_process_finds_the_image_built_from_the_same_files() {
+    if let Some(why) = docker_unavailable() {
+        fake_apiserver::testing::skip(&format!("no Docker engine ({why})"));
+        return;
+    }
+    if find_busybox().is_err() {
+        fake_apiserver::testing::skip(&ImageError::NoBusybox.to_string());
+        return;
+    }
+    let node_image = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_mco-conformance"))
+            .arg("node-image")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    };
+    let first = node_image();
+    let reference = first.split_whitespace().next().unwrap().to_string();
+    assert!(reference.starts_with("mco-conformance-node:sha-"), "{first}");
+    let second = node_image();
+    assert!(
+        second.starts_with(&format!("{reference} (reused, built from the same files)\n")),
+        "the second process took the first's image by its input files: {second}"
     );
 }

@@ -32,6 +32,32 @@ fn a_rebuilt_binary_is_a_new_input_and_an_untouched_one_is_not() {
     std::fs::write(&binary, b"three").unwrap();
     file.set_modified(moved.0[0].2.unwrap()).unwrap();
     assert_ne!(ImageInputs::of(&files).unwrap(), moved, "the length differs");
+    // The tag other processes find the image by follows the inputs.
+    assert!(
+        first.tag().starts_with("mco-conformance-node:inputs-"),
+        "{}",
+        first.tag()
+    );
+    assert_eq!(first.tag(), first.clone().tag());
+    assert_ne!(moved.tag(), first.tag(), "a later modification time");
+    assert_ne!(
+        ImageInputs::of(&files).unwrap().tag(),
+        moved.tag(),
+        "another length"
+    );
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::copy(&binary, &elsewhere).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&elsewhere)
+        .unwrap()
+        .set_modified(file.metadata().unwrap().modified().unwrap())
+        .unwrap();
+    assert_ne!(
+        ImageInputs::of(&[elsewhere]).unwrap().tag(),
+        ImageInputs::of(&files).unwrap().tag(),
+        "another path"
+    );
     assert!(matches!(
         ImageInputs::of(&[dir.path().join("gone")]),
         Err(ImageError::Io(path, _)) if path.ends_with("gone")
