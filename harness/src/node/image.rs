@@ -7,9 +7,8 @@
 
 use super::agent_service::{IMAGE_TOOL_NAMES, NODE_TOOLS, TOOL_NAMES};
 use std::collections::BTreeSet;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 /// The image repository; tags are `sha-<content hash>` and the crate version.
 pub const IMAGE_REPOSITORY: &str = "mco-conformance-node";
@@ -243,122 +242,6 @@ pub fn rootfs_tar(root: &Path) -> Result<Vec<u8>, ImageError> {
     Ok(out.stdout)
 }
 
-fn docker(args: &[&str], stdin: Option<&[u8]>) -> Result<String, ImageError> {
-    let command = args.join(" ");
-    let failed = |message: String| ImageError::Docker {
-        command: command.clone(),
-        message,
-    };
-    let mut child = Command::new("docker")
-        .args(args)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| failed(e.to_string()))?;
-    if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
-        pipe.write_all(bytes).map_err(|e| failed(e.to_string()))?;
-    }
-    let out = child.wait_with_output().map_err(|e| failed(e.to_string()))?;
-    if !out.status.success() {
-        return Err(failed(String::from_utf8_lossy(&out.stderr).trim().to_string()));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-}
-
-/// The command an agent image runs (its entrypoint, then its command), which a container node's
-/// init runs as the agent service. The image must exist locally and name a command.
-pub fn agent_image_command(image: &str) -> Result<Vec<String>, ImageError> {
-    let json = docker(
-        &[
-            "image",
-            "inspect",
-            "--format",
-            "{{json .Config.Entrypoint}} {{json .Config.Cmd}}",
-            image,
-        ],
-        None,
-    )?;
-    let mut command = Vec::new();
-    for part in json.split_whitespace() {
-        let words: Option<Vec<String>> = serde_json::from_str(part).map_err(|e| ImageError::Docker {
-            command: format!("image inspect {image}"),
-            message: format!("unreadable entrypoint or command {part:?}: {e}"),
-        })?;
-        command.extend(words.unwrap_or_default());
-    }
-    if command.is_empty() {
-        return Err(ImageError::Docker {
-            command: format!("image inspect {image}"),
-            message: "the image has no ENTRYPOINT or CMD: set the agent as its ENTRYPOINT".into(),
-        });
-    }
-    Ok(command)
-}
-
-/// A local image's id (`sha256:…`).
-pub fn image_id(image: &str) -> Result<String, ImageError> {
-    docker(&["image", "inspect", "--format", "{{.Id}}", image], None)
-}
-
-/// Node containers a run left behind when it was killed outright (SIGKILL, a CI job's timeout),
-/// which no signal handler sees: labelled `mco-conformance.node` by a process (label
-/// `mco-conformance.pid`) that no longer runs here. Removed; their ids returned. Containers of
-/// runs still going are left alone, and so are those made in another PID namespace (another
-/// container sharing this Docker engine), whose processes cannot be seen from here.
-pub fn remove_orphaned_nodes() -> Result<Vec<String>, ImageError> {
-    let namespace = format!("label=mco-conformance.pidns={}", pid_namespace());
-    let listed = docker(
-        &[
-            "ps",
-            "-a",
-            "--filter",
-            "label=mco-conformance.node",
-            "--filter",
-            &namespace,
-            "--format",
-            "{{.ID}} {{.Label \"mco-conformance.pid\"}}",
-        ],
-        None,
-    )?;
-    let mut removed = Vec::new();
-    for line in listed.lines() {
-        let mut parts = line.split_whitespace();
-        let (Some(id), Some(pid)) = (parts.next(), parts.next()) else {
-            continue;
-        };
-        let Ok(pid) = pid.parse::<u32>() else {
-            continue;
-        };
-        if pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists() {
-            continue;
-        }
-        docker(&["rm", "-f", id], None)?;
-        removed.push(id.to_string());
-    }
-    Ok(removed)
-}
-
-/// This process's PID namespace (`pid:[4026531836]`), which node containers are labelled
-/// with: a pid means something only in its own namespace.
-pub fn pid_namespace() -> String {
-    std::fs::read_link("/proc/self/ns/pid")
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_else(|_| "unknown".into())
-}
-
-/// Why no Docker engine can be used here, if none can (`docker version` against the daemon).
-pub fn docker_unavailable() -> Option<String> {
-    match docker(&["version", "--format", "{{.Server.Version}}"], None) {
-        Ok(_) => None,
-        Err(e) => Some(e.to_string()),
-    }
-}
-
 /// The harness's own binaries a node image carries: its init, its kubelet, its tools and the
 /// reference daemon.
 pub const NODE_BINARIES: &[&str] = &["mco-node-init", "mco-kubelet", NODE_TOOLS, "mco-reference-daemon"];
@@ -435,12 +318,21 @@ impl ImageInputs {
             context.update(&len.to_le_bytes());
             context.update(&nanos.to_le_bytes());
         }
-        let hash: String = context.finish().as_ref()[..8]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        format!("{IMAGE_REPOSITORY}:inputs-{hash}")
+        format!("{IMAGE_REPOSITORY}:inputs-{}", short_hash(context))
     }
+}
+
+/// The first eight bytes of a digest, in hex: what the image tags are named by.
+fn short_hash(context: ring::digest::Context) -> String {
+    context.finish().as_ref()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// `mco-conformance-node:<crate version>`, the tag vendors build `FROM`.
+fn version_reference() -> String {
+    format!("{IMAGE_REPOSITORY}:{}", env!("CARGO_PKG_VERSION"))
 }
 
 /// The image Docker holds under an inputs tag, by its content tag; `None` when there is none.
@@ -461,7 +353,7 @@ fn image_tagged(inputs_tag: &str) -> Option<String> {
 pub fn ensure_node_image(binaries: &[PathBuf]) -> Result<NodeImage, ImageError> {
     let busybox = find_busybox()?;
     let inputs_tag = ImageInputs::of(&[binaries, std::slice::from_ref(&busybox)].concat())?.tag();
-    let version_reference = format!("{IMAGE_REPOSITORY}:{}", env!("CARGO_PKG_VERSION"));
+    let version_reference = version_reference();
     if let Some(reference) = image_tagged(&inputs_tag) {
         // Another run may have moved the version tag to an image of other binaries.
         docker(&["tag", &reference, &version_reference], None)?;
@@ -495,12 +387,8 @@ pub fn build_node_image(binaries: &[PathBuf]) -> Result<NodeImage, ImageError> {
     for change in changes {
         context.update(change.as_bytes());
     }
-    let hash: String = context.finish().as_ref()[..8]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    let reference = format!("{IMAGE_REPOSITORY}:sha-{hash}");
-    let version_reference = format!("{IMAGE_REPOSITORY}:{}", env!("CARGO_PKG_VERSION"));
+    let reference = format!("{IMAGE_REPOSITORY}:sha-{}", short_hash(context));
+    let version_reference = version_reference();
     let reused = docker(&["image", "inspect", "--format", "{{.Id}}", &reference], None).is_ok();
     if !reused {
         let mut args = vec!["import"];
@@ -518,6 +406,10 @@ pub fn build_node_image(binaries: &[PathBuf]) -> Result<NodeImage, ImageError> {
         assembled: true,
     })
 }
+
+mod engine;
+use engine::docker;
+pub use engine::{agent_image_command, docker_unavailable, image_id, pid_namespace, remove_orphaned_nodes};
 
 #[cfg(test)]
 mod tests;
