@@ -199,3 +199,17 @@ Feature: What a node does to apply a new config
     Then every node's kubelet-ca.crt lists the current kube-apiserver-to-kubelet-signer
     And every node's /etc/kubernetes/ca.crt was not written again
     And no node has rebooted
+
+  # The CRI-O restart for the user CA bundle comes after update-ca-trust, whose failure fails the
+  # update (release-4.14 update.go:116-121, release-4.16 update.go:307-313: exec
+  # `update-ca-trust`, then restartService(crio)). The node's update-ca-trust is recorded, a
+  # journal line under its own name per run.
+  @ocp-4.14 @ocp-4.16
+  Scenario: A user CA bundle change runs update-ca-trust before CRI-O restarts
+    Given a fresh cluster with 1 worker node
+    When a MachineConfig for the worker pool changes the file /etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt
+    Then every node applied it with a crio restart
+    And every node's journal shows, in this order:
+      | update-ca-trust[         |
+      | Stopping crio.service... |
+      | Started crio.service.    |

@@ -51,3 +51,26 @@ Feature: A MachineConfig the render controller cannot render
     And the infra pool's Degraded condition is False
     And the worker pool has 1 rendered config
     And every node runs the rendered config it started with
+
+  # What a fresh cluster's template renders for a CA field the ControllerConfig leaves unset: an
+  # empty file, not no file. Upstream's templates write `inline: |` around
+  # `{{if .AdditionalTrustBundle}}…{{end}}` (templates/common/_base/files/additional-trust-bundle.yaml,
+  # release-4.12, 4.14 and 4.16) and, on 4.12, around `{{if .CloudProviderCAData}}`
+  # (cloud-provider-ca.yaml, deleted in 4.14, where the certificate writer writes the cloud CA);
+  # render.go:168-171 skips only a template that renders to nothing at all.
+  Scenario Outline: The template renders <path> empty while its ControllerConfig field is unset
+    Given a fresh cluster with 1 worker node
+    Then the newest rendered config of the worker pool has the file <path>
+    And every node's <path> is empty
+    And every node's <path> is owned by root with mode <mode>
+
+    @ocp-4.12
+    Examples:
+      | path                                                                  | mode |
+      | /etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt | 0600 |
+      | /etc/kubernetes/static-pod-resources/configmaps/cloud-config/ca-bundle.pem | 0644 |
+
+    @ocp-4.14 @ocp-4.16
+    Examples:
+      | path                                                                  | mode |
+      | /etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt | 0600 |

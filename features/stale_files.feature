@@ -13,8 +13,7 @@ Feature: What happens to a file when the config that delivered it goes
   certs!" (release-4.16 update.go:1869). These scenarios take that same code path with a
   MachineConfig of their own; the harness does not change a cluster's profile mid-scenario.
 
-  # The plain file is the control: removed on every profile. The user CA bundle (mode 0644 here,
-  # as any file the step adds) is removed on 4.12, which has no skip list.
+  # The plain file is the control: removed on every profile.
   Scenario Outline: <path> is removed when the MachineConfig that delivered it is deleted
     Given a fresh cluster with 1 worker node
     When a MachineConfig for the worker pool changes the file <path>
@@ -23,26 +22,38 @@ Feature: What happens to a file when the config that delivered it goes
     Then the newest rendered config of the worker pool lacks the file <path>
     And no node has the path <path>
 
-    @ocp-4.12
-    Examples:
-      | path                                                                  |
-      | /etc/mco-conformance/example.conf                                     |
-      | /etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt |
-
-    @ocp-4.14 @ocp-4.16
     Examples:
       | path                              |
       | /etc/mco-conformance/example.conf |
 
-  # On 4.14 and 4.16 the user CA bundle is in certsToSkip: the new rendered config lacks it, the node
-  # keeps the file as the deleted MachineConfig wrote it. (A file under /etc/docker/certs.d is
-  # kept by the same rule, but the certificate writer removes registry directories the
-  # ControllerConfig does not name at its next sync, so its fate depends on when that comes.)
-  @ocp-4.14 @ocp-4.16
-  Scenario: On 4.14 and 4.16 the user CA bundle stays when the MachineConfig that delivered it is deleted
+  # The user CA bundle is never a stale file: upstream's template renders it on every release,
+  # empty while the ControllerConfig's additionalTrustBundle is unset (templates/common/_base/
+  # files/additional-trust-bundle.yaml writes `inline: |` around `{{if .AdditionalTrustBundle}}`,
+  # and render.go:168-171 skips only a template that renders to nothing). Deleting the
+  # MachineConfig that replaced it brings back the template's empty file, mode 0600, as a change
+  # like any other: 4.12 reboots for it (it is in no list of
+  # calculatePostConfigChangeActionFromFileDiffs), 4.14 and 4.16 run update-ca-trust and restart
+  # CRI-O (release-4.14 update.go:116-121, release-4.16 update.go:307-313). The certsToSkip list
+  # of 4.14/4.16 never comes into play: the file is in both rendered configs.
+  Scenario Outline: The user CA bundle goes back to the template's empty file when the MachineConfig that replaced it is deleted
     Given a fresh cluster with 1 worker node
     When a MachineConfig for the worker pool changes the file /etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt
     Then every node has the file /etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt
     When the newest MachineConfig for the worker pool is deleted
-    Then the newest rendered config of the worker pool lacks the file /etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt
-    And every node has the file /etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt
+    Then the newest rendered config of the worker pool has the file /etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt
+    And every node's /etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt matches its config
+    And every node's /etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt is empty
+    And every node's /etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt is owned by root with mode 0600
+    And every node's journal shows, in this order:
+      | <first change>  |
+      | <second change> |
+
+    @ocp-4.12
+    Examples:
+      | first change  | second change |
+      | -- Boot       | -- Boot       |
+
+    @ocp-4.14 @ocp-4.16
+    Examples:
+      | first change             | second change            |
+      | Stopping crio.service... | Stopping crio.service... |

@@ -31,6 +31,17 @@ impl AgentHost for NodeHost {
             .map_err(|e| e.to_string())
     }
 
+    /// What the node's recorded `update-ca-trust` does when run: one journal line under its
+    /// own name and pid (`crate::node::tools`).
+    async fn update_ca_trust(&self) -> Result<CommandOutput, String> {
+        self.0.log_as("update-ca-trust", "update-ca-trust");
+        Ok(CommandOutput {
+            exit_code: 0,
+            stdout: String::new(),
+            stderr: String::new(),
+        })
+    }
+
     fn log(&self, message: &str) {
         self.0.log(message);
     }

@@ -42,6 +42,9 @@ pub use crate::node::CommandOutput;
 pub trait AgentHost: Send + Sync {
     /// `systemctl <args>`; the error is what made it impossible to run.
     async fn systemctl(&self, args: &[&str]) -> Result<CommandOutput, String>;
+    /// `update-ca-trust`, the node's (recorded: DESIGN.md, "on PATH"); the error is what made it
+    /// impossible to run.
+    async fn update_ca_trust(&self) -> Result<CommandOutput, String>;
     /// One line of the daemon's own log (the journal shows it as `machine-config-daemon[pid]`).
     fn log(&self, message: &str);
     /// A line upstream logs to the journal as well (`logSystem`: its own log, then `logger`

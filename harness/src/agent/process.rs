@@ -16,16 +16,11 @@ pub struct ProcessHost;
 #[async_trait::async_trait]
 impl AgentHost for ProcessHost {
     async fn systemctl(&self, args: &[&str]) -> Result<CommandOutput, String> {
-        let out = Command::new("systemctl")
-            .args(args)
-            .output()
-            .await
-            .map_err(|e| format!("running systemctl: {e}"))?;
-        Ok(CommandOutput {
-            exit_code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        })
+        run("systemctl", args).await
+    }
+
+    async fn update_ca_trust(&self) -> Result<CommandOutput, String> {
+        run("update-ca-trust", &[]).await
     }
 
     fn log(&self, message: &str) {
@@ -57,6 +52,20 @@ impl AgentHost for ProcessHost {
             Err(e) => println!("failed to invoke logger: {e}"),
         }
     }
+}
+
+/// `program` from `PATH` (the node's), waited for.
+async fn run(program: &str, args: &[&str]) -> Result<CommandOutput, String> {
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .await
+        .map_err(|e| format!("running {program}: {e}"))?;
+    Ok(CommandOutput {
+        exit_code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    })
 }
 
 impl AgentEnv {

@@ -436,7 +436,16 @@ async fn update(
             env.log_system(&format!("crio config reloaded successfully! Desired config {desired} has been applied, skipping reboot"));
         }
         PostConfigAction::RestartCrio => {
-            env.log("Running update-ca-trust");
+            // update-ca-trust first, its failure failing the update (release-4.14
+            // update.go:116-121, release-4.16 update.go:307-313).
+            let out = env.host.update_ca_trust().await.map_err(degraded)?;
+            if out.exit_code != 0 {
+                return Err(degraded(format!(
+                    "error running update-ca-trust: {}: exit status {}",
+                    out.stderr.trim(),
+                    out.exit_code
+                )));
+            }
             systemctl(env, &["restart", "crio"]).await?;
             env.log_system(&format!("crio config restarted successfully! Desired config {desired} has been applied, skipping reboot"));
         }

@@ -32,8 +32,6 @@ pub struct FileTemplate {
     pub mode: String,
     /// The ControllerConfig spec field holding the contents (base64).
     pub from: String,
-    #[serde(default)]
-    pub when_set: bool,
     pub profiles: Vec<String>,
     pub source: String,
 }
@@ -102,9 +100,6 @@ pub fn template_machine_config(
     let mut files = Vec::new();
     for f in templates.files.iter().filter(|f| applies(&f.profiles)) {
         let contents = cc_spec.data(&f.from).unwrap_or_default();
-        if f.when_set && contents.is_empty() {
-            continue;
-        }
         files.push(json!({
             "path": f.path,
             "mode": u32::from_str_radix(&f.mode, 8).expect("checked on load"),
@@ -237,14 +232,19 @@ mod tests {
             file_contents(&old, "/etc/kubernetes/kubelet-ca.crt").unwrap(),
             b"bundle-1"
         );
-        assert!(
+        // Unset fields render empty files, as upstream's `inline: |` templates do.
+        assert_eq!(
             file_contents(
                 &old,
                 "/etc/kubernetes/static-pod-resources/configmaps/cloud-config/ca-bundle.pem"
             )
-            .is_none(),
-            "skipped when unset"
+            .unwrap(),
+            b""
         );
+        let user_ca = old
+            .file("/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt")
+            .expect("the user CA bundle is always rendered");
+        assert_eq!(user_ca.mode, Some(0o600));
         let new = MachineConfigSpec::of(&template_machine_config(
             &t,
             Profile::Ocp416,

@@ -301,6 +301,27 @@ async fn owner_and_mode(
     Ok(())
 }
 
+/// Every node has the file, and it is empty (0 bytes), as a template whose field is unset renders
+/// it.
+#[then(expr = "every node's {path} is empty")]
+async fn file_is_empty(world: &mut ConformanceWorld, path: NodePath) -> anyhow::Result<()> {
+    let NodePath(path) = path;
+    for node in &world.cluster()?.nodes {
+        let contents = node
+            .read(&path)
+            .await
+            .with_context(|| format!("{}: reading {path}", node.name()))?;
+        ensure!(
+            contents.is_empty(),
+            "{}: {path} holds {} byte(s), expected none: {:?}",
+            node.name(),
+            contents.len(),
+            String::from_utf8_lossy(&contents[..contents.len().min(200)])
+        );
+    }
+    Ok(())
+}
+
 /// The file a write step put on every node is still there, as written.
 #[then(regex = r"^every node still has the file (/\S+) as written$")]
 async fn still_has_written(world: &mut ConformanceWorld, path: String) -> anyhow::Result<()> {
