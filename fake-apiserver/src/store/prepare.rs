@@ -222,6 +222,28 @@ pub(super) fn normalise_string_maps(value: &mut Value) {
     }
 }
 
+/// A Secret's `stringData` is write-only: kube-apiserver merges each entry into `data`
+/// (base64 there; a key in both takes `stringData`'s value) as it converts the v1 object, and
+/// never stores or returns the field (k8s.io/kubernetes pkg/apis/core/v1 conversion.go,
+/// `Convert_v1_Secret_To_core_Secret`). Validation then sees the merged `data`.
+pub(super) fn merge_string_data(info: &ResourceInfo, value: &mut Value) {
+    if !(info.builtin && info.group.is_empty() && info.kind == "Secret") {
+        return;
+    }
+    let Some(Value::Object(map)) = value.as_object_mut().and_then(|o| o.remove("stringData")) else {
+        return;
+    };
+    use base64::Engine;
+    if !value["data"].is_object() {
+        value["data"] = json!({});
+    }
+    let data = value["data"].as_object_mut().expect("made an object above");
+    for (key, text) in map {
+        let text = text.as_str().unwrap_or("");
+        data.insert(key, json!(base64::engine::general_purpose::STANDARD.encode(text)));
+    }
+}
+
 pub(super) fn text_of(m: &Map<String, Value>, key: &str) -> String {
     m.get(key).and_then(Value::as_str).unwrap_or("").to_string()
 }
@@ -242,6 +264,7 @@ pub(super) fn prepare_update(
     check_kind(info, &mut new)?;
     check_namespace(info, ns, &mut new)?;
     normalise_string_maps(&mut new);
+    merge_string_data(info, &mut new);
     let body_name = text(&new, "/metadata/name").to_string();
     if body_name.is_empty() {
         meta(&mut new).insert("name".into(), json!(name));

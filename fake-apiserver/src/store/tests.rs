@@ -422,3 +422,37 @@ fn null_annotation_values_become_empty_strings() {
         ""
     );
 }
+
+/// A Secret's stringData lands in data, base64-encoded and over a key data already had, and is
+/// never stored: what kube-apiserver's v1 conversion does, so a reader of `data` (client-go's
+/// `Secret.Data`) sees what `kubectl create -f` with stringData wrote.
+#[test]
+fn a_secrets_string_data_is_merged_into_data_and_not_stored() {
+    let s = store();
+    let info = s.resolve("", "v1", "secrets").unwrap();
+    let secret = json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson",
+        "metadata": {"name": "pull-secret"},
+        "data": {"kept": "YQ==", ".dockerconfigjson": "b2xk"},
+        "stringData": {".dockerconfigjson": "{\"auths\":{}}"}});
+    let stored = s.create(&info, Some("default"), secret, false).unwrap();
+    assert_eq!(
+        stored.value["data"][".dockerconfigjson"],
+        json!("eyJhdXRocyI6e319")
+    );
+    assert_eq!(stored.value["data"]["kept"], json!("YQ=="));
+    assert!(stored.value.get("stringData").is_none(), "{}", stored.value);
+    let mut update = stored.value.clone();
+    update["stringData"] = json!({"new": "b"});
+    let updated = s
+        .update(
+            &info,
+            Some("default"),
+            "pull-secret",
+            update,
+            Subresource::Main,
+            false,
+        )
+        .unwrap();
+    assert_eq!(updated.value["data"]["new"], json!("Yg=="));
+    assert!(updated.value.get("stringData").is_none());
+}

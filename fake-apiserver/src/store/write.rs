@@ -16,8 +16,8 @@
 
 use super::prepare::{
     check_kind, check_namespace, crd_group_resource, crd_status, generated_name, has_finalizers, is_crd,
-    is_namespace, meta, normalise_string_maps, now_rfc3339, ns_resource, prepare_update, set_rv, text,
-    text_of,
+    is_namespace, merge_string_data, meta, normalise_string_maps, now_rfc3339, ns_resource, prepare_update,
+    set_rv, text, text_of,
 };
 use super::{Event, EventType, Objects, State, Store, StoredObject, not_found};
 use crate::error::ApiError;
@@ -103,6 +103,7 @@ impl Store {
         check_kind(info, &mut value)?;
         check_namespace(info, ns, &mut value)?;
         normalise_string_maps(&mut value);
+        merge_string_data(info, &mut value);
         let m = meta(&mut value);
         if text_of(m, "name").is_empty() && !text_of(m, "generateName").is_empty() {
             let name = generated_name(&text_of(m, "generateName"));
