@@ -17,19 +17,31 @@ use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchP
 use serde_json::{Value, json};
 use std::path::Path;
 
-/// The gates the upstream daemons ask about, as the Default feature set has them (openshift/api
-/// `features/features.go`). A gate asked about that neither list names makes library-go's
-/// reader panic (`feature "PinnedImages" is not registered in FeatureGates`), so every gate of
-/// every daemon release the suite runs is listed: main's (IrreconcilableMachineConfig,
-/// ImageModeStatusReporting) and release-4.16's (PinnedImages, MachineConfigNodes,
+/// The gates the upstream daemons and controllers ask about, as the Default feature set has them
+/// (openshift/api `features/features.go`). A gate asked about that neither list names makes
+/// library-go's reader panic (`feature "PinnedImages" is not registered in FeatureGates`), so every
+/// gate of every release the suite runs is listed: main's daemon (IrreconcilableMachineConfig,
+/// ImageModeStatusReporting); release-4.16's daemon (PinnedImages, MachineConfigNodes,
 /// NodeDisruptionPolicy: Tech Preview in 4.16, so off by default; start.go:220, daemon.go,
-/// drain.go). release-4.12's daemon reads no gates.
-const ENABLED_GATES: &[&str] = &["IrreconcilableMachineConfig"];
+/// drain.go) and its controller (the ExternalCloudProvider gates, Default in 4.16; ManagedBootImages,
+/// OnClusterBuild, SigstoreImageVerification, ValidatingAdmissionPolicy, Tech Preview: release-4.16
+/// pkg/controller, cmd/machine-config-controller/start.go). release-4.12's daemon reads no gates.
+const ENABLED_GATES: &[&str] = &[
+    "IrreconcilableMachineConfig",
+    "ExternalCloudProvider",
+    "ExternalCloudProviderAzure",
+    "ExternalCloudProviderExternal",
+    "ExternalCloudProviderGCP",
+];
 const DISABLED_GATES: &[&str] = &[
     "ImageModeStatusReporting",
     "PinnedImages",
     "MachineConfigNodes",
     "NodeDisruptionPolicy",
+    "ManagedBootImages",
+    "OnClusterBuild",
+    "SigstoreImageVerification",
+    "ValidatingAdmissionPolicy",
 ];
 
 const CLUSTER_ID: &str = "6d3f1c9e-0b1a-4c57-9d7e-000000000001";
