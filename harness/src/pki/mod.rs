@@ -57,7 +57,11 @@ pub struct ParsedCert {
     pub common_name: String,
     /// The whole subject, as `CN=...` text (what MCO matches signer names against).
     pub subject: String,
+    /// The issuer's common name (what library-go's rules and our messages name signers by).
     pub issuer: String,
+    /// The whole issuer, as `CN=...` text like `subject` (what MCO's template controller writes
+    /// as a certificate's `signer`: Go's `Issuer.String()`).
+    pub issuer_name: String,
     pub not_before: OffsetDateTime,
     pub not_after: OffsetDateTime,
     pub serial: u64,
@@ -85,6 +89,7 @@ pub fn parse_certs(bundle: &str) -> Result<Vec<ParsedCert>, PkiError> {
             common_name: cn(cert.subject()),
             subject: cert.subject().to_string(),
             issuer: cn(cert.issuer()),
+            issuer_name: cert.issuer().to_string(),
             not_before: time(cert.validity().not_before).map_err(|e| parse_err(e.to_string()))?,
             not_after: time(cert.validity().not_after).map_err(|e| parse_err(e.to_string()))?,
             serial,

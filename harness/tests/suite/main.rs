@@ -28,5 +28,6 @@ mod reference_daemon_binary;
 mod rotation_end_to_end;
 mod self_test;
 mod signer_rotation;
+mod upstream_controllers;
 mod upstream_daemons;
 mod upstream_start;

@@ -52,7 +52,9 @@ impl ApiView {
 }
 
 /// `status.controllerCertificates` entries for one bundle (base64 in the spec), with
-/// `notBefore`/`notAfter` where the release's entries carry them.
+/// `notBefore`/`notAfter` where the release's entries carry them; subject and signer are the
+/// whole names, `CN=…` (release-4.16 template_controller.go:503-507, `Subject.String()` and
+/// `Issuer.String()`).
 pub(super) fn certificate_entries(
     encoded: Option<&str>,
     bundle_file: &str,
@@ -72,7 +74,7 @@ pub(super) fn certificate_entries(
             not_before: dates.then(|| rfc3339(c.not_before)),
             not_after: dates.then(|| rfc3339(c.not_after)),
             subject: c.subject,
-            signer: c.issuer,
+            signer: c.issuer_name,
             bundle_file: bundle_file.to_string(),
             other: Default::default(),
         })

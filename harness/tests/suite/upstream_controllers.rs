@@ -1,0 +1,360 @@
+//! Each release's upstream machine-config-controller over the cluster the harness installs: the
+//! yardstick for the reference's template, render and certificate-status rules.
+//!
+//! The reference cluster side settles first (signers, operator, machine-config controller), so
+//! the ControllerConfig holds the CA bundles the operator writes and the reference has rendered
+//! `00-worker` and written `status.controllerCertificates`. Then upstream's controller starts on
+//! the same cluster, unmodified, with its own tree's `templates/`, the harness playing the
+//! operator of its build (the ControllerConfig's `generated-by-version` is the controller's own
+//! version, as release-4.16 render_controller.go:590-598 demands). The test judges:
+//! - upstream renders a config for every pool;
+//! - every file of the reference's `00-worker` (fixtures/templates.yaml) is in upstream's
+//!   rendered worker config with the same mode and contents, and every certificate file
+//!   (`*.crt`, `*.pem`) upstream renders is in the reference's;
+//! - upstream's `status.controllerCertificates` (4.14+) lists what the reference's did;
+//! - a forced kube-apiserver-to-kubelet-signer rotation renders a new worker config whose
+//!   kubelet-ca.crt is the new bundle on 4.12, and on 4.14/4.16 leaves `00-worker` and the
+//!   rendered configs as they were once the template controller has finished the new
+//!   ControllerConfig generation.
+//!
+//! Opt-in, as the upstream daemons are: `MCO_UPSTREAM_MCC_4_12`, `MCO_UPSTREAM_MCC_4_14` and
+//! `MCO_UPSTREAM_MCC_4_16` name controller binaries (`go build ./cmd/machine-config-controller`
+//! in a release branch's tree), `MCO_UPSTREAM_TEMPLATES_4_12` … that tree's `templates/`
+//! directory. Without them each test says `SKIP (opt-in)` and passes, in CI too, where nobody can
+//! fetch the upstream source.
+
+use crate::common::Controllers;
+use harness::Profile;
+use harness::cluster::operator::controller_configs;
+use harness::mco::api::{machine_config_pools, machine_configs};
+use harness::mco::machine_config::MachineConfigSpec;
+use harness::profile::KubeletCaSource;
+use harness::steps::oracle::ignition_file;
+use kube::api::{ListParams, Patch, PatchParams};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How long upstream's controller may take to take its lease, start its informers and render
+/// (its render controller waits 5 s for the template controller, node_controller.go:1012).
+const DEADLINE: Duration = Duration::from_secs(180);
+
+const GENERATED_BY_VERSION: &str = "machineconfiguration.openshift.io/generated-by-version";
+const GENERATED_BY_CONTROLLER: &str = "machineconfiguration.openshift.io/generated-by-controller-version";
+
+/// The binary and templates a release's variables name, or why the test skips.
+fn opt_in(release: &str) -> Option<(PathBuf, PathBuf)> {
+    let var = format!("MCO_UPSTREAM_MCC_{}", release.replace('.', "_"));
+    let templates_var = format!("MCO_UPSTREAM_TEMPLATES_{}", release.replace('.', "_"));
+    match (std::env::var(&var), std::env::var(&templates_var)) {
+        (Ok(binary), Ok(templates)) => Some((binary.into(), templates.into())),
+        _ => {
+            eprintln!(
+                "SKIP (opt-in): {var} and {templates_var} name a machine-config-controller built from \
+                 release-{release} and that tree's templates/ directory (docs: the upstream yardstick)"
+            );
+            None
+        }
+    }
+}
+
+/// The controller's `version.Raw`: `version` prints `MachineConfigController <Raw>-<Hash>`, the
+/// Hash a git commit (no dash) or, in a build without ldflags, `was-not-built-properly`.
+fn controller_version(binary: &Path) -> String {
+    let out = std::process::Command::new(binary)
+        .arg("version")
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e}", binary.display()));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let both = text
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or_else(|| panic!("{} version printed {text:?}", binary.display()));
+    both.strip_suffix("-was-not-built-properly")
+        .or_else(|| both.rsplit_once('-').map(|(raw, _)| raw))
+        .unwrap_or(both)
+        .to_string()
+}
+
+/// Upstream's controller, running until dropped, its log in `dir`.
+struct Upstream {
+    _child: tokio::process::Child,
+    log: PathBuf,
+}
+
+impl Upstream {
+    fn start(c: &Controllers, profile: Profile, binary: &Path, templates: &Path, dir: &Path) -> Self {
+        let kubeconfig = dir.join("kubeconfig");
+        std::fs::write(&kubeconfig, c.server.kubeconfig(c.server.admin_identity())).unwrap();
+        let help = std::process::Command::new(binary)
+            .args(["start", "--help"])
+            .output()
+            .unwrap();
+        let mut args: Vec<String> = [
+            "start",
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--templates",
+            templates.to_str().unwrap(),
+            "--resourcelock-namespace",
+            "openshift-machine-config-operator",
+            "--metrics-listen-address",
+            "127.0.0.1:0",
+            "-v",
+            "2",
+        ]
+        .map(String::from)
+        .into();
+        // release-4.12's controller reads no feature gates and has no such flag.
+        if String::from_utf8_lossy(&help.stdout).contains("--payload-version") {
+            args.extend([
+                "--payload-version".to_string(),
+                profile.payload_version().to_string(),
+            ]);
+        }
+        let log = dir.join("machine-config-controller.log");
+        let file = std::fs::File::create(&log).unwrap();
+        let child = tokio::process::Command::new(binary)
+            .args(&args)
+            .stdout(file.try_clone().unwrap())
+            .stderr(file)
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap_or_else(|e| panic!("{}: {e}", binary.display()));
+        Upstream { _child: child, log }
+    }
+
+    /// The log's last lines, for a failure message.
+    fn tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.starts_with(char::is_whitespace))
+            .collect();
+        lines[lines.len().saturating_sub(30)..].join("\n")
+    }
+}
+
+/// The MachineConfig's files as (mode, contents) by path, decoded by the oracle's reader.
+fn files(mc: &Value) -> BTreeMap<String, (u32, Vec<u8>)> {
+    let spec = MachineConfigSpec::of(mc).unwrap();
+    spec.files()
+        .iter()
+        .map(|f| {
+            let (path, contents, mode) = ignition_file(f).unwrap();
+            (path, (mode, contents))
+        })
+        .collect()
+}
+
+/// The rendered config the pool targets, once upstream's render controller has written it (its
+/// generated-by-controller-version is not the reference's).
+async fn upstream_rendered(c: &Controllers, pool: &str, not: &[String], up: &Upstream) -> (String, Value) {
+    let probe = || async {
+        let p = machine_config_pools(&c.client)
+            .get(pool)
+            .await
+            .map_err(|e| e.to_string())?;
+        let name = p.data["spec"]["configuration"]["name"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        if name.is_empty() || not.contains(&name) {
+            return Err(format!("pool {pool} targets {name:?}"));
+        }
+        let mc = machine_configs(&c.client)
+            .get(&name)
+            .await
+            .map_err(|e| e.to_string())?;
+        let by = mc
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(GENERATED_BY_CONTROLLER))
+            .cloned();
+        if by.as_deref() == Some(harness::cluster::render::CONTROLLER_VERSION) {
+            return Err(format!("pool {pool} targets the reference's {name}"));
+        }
+        Ok((name, serde_json::to_value(&mc).unwrap()))
+    };
+    harness::wait::eventually(DEADLINE, probe)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\nupstream's log:\n{}", up.tail()))
+}
+
+async fn rendered_names(c: &Controllers, pool: &str) -> Vec<String> {
+    let prefix = format!("rendered-{pool}-");
+    let mut names: Vec<String> = machine_configs(&c.client)
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|m| m.metadata.name)
+        .filter(|n| n.starts_with(&prefix))
+        .collect();
+    names.sort();
+    names
+}
+
+/// Signers and operator until quiet: the cluster side that is not the machine-config controller.
+async fn settle_operators(c: &Controllers) {
+    for _ in 0..20 {
+        let mut changed = !c.signers.reconcile().await.unwrap().is_empty();
+        changed |= c.operator.reconcile().await.unwrap();
+        if !changed {
+            return;
+        }
+    }
+    panic!("the signers and operator did not settle in 20 passes");
+}
+
+async fn judge(release: &str, profile: Profile) {
+    let Some((binary, templates)) = opt_in(release) else {
+        return;
+    };
+    let c = Controllers::start(profile, "fresh-install", true).await;
+    c.settle().await;
+    let reference_00 =
+        serde_json::to_value(machine_configs(&c.client).get("00-worker").await.unwrap()).unwrap();
+    let reference_rendered = rendered_names(&c, "worker").await;
+    let cc = controller_configs(&c.client)
+        .get("machine-config-controller")
+        .await
+        .unwrap();
+    let reference_certificates = cc.data["status"]["controllerCertificates"].clone();
+
+    // The harness as the operator of the controller's build.
+    let version = controller_version(&binary);
+    controller_configs(&c.client)
+        .patch(
+            "machine-config-controller",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {GENERATED_BY_VERSION: version}}})),
+        )
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let up = Upstream::start(&c, profile, &binary, &templates, dir.path());
+    for pool in ["master", "worker"] {
+        upstream_rendered(&c, pool, &[], &up).await;
+    }
+    let (first, rendered) = upstream_rendered(&c, "worker", &reference_rendered, &up).await;
+
+    // Every file the reference templates is upstream's, mode and contents alike.
+    let upstream_files = files(&rendered);
+    let mut differ = Vec::new();
+    for (path, (mode, contents)) in files(&reference_00) {
+        match upstream_files.get(&path) {
+            None => differ.push(format!("{path}: upstream renders no such file")),
+            Some((m, data)) if (*m, data) != (mode, &contents) => differ.push(format!(
+                "{path}: reference {mode:04o} {:?}, upstream {m:04o} {:?}",
+                String::from_utf8_lossy(&contents),
+                String::from_utf8_lossy(data)
+            )),
+            Some(_) => {}
+        }
+    }
+    // And every certificate file upstream's templates render, the reference's do.
+    let reference_files = files(&reference_00);
+    for path in upstream_files.keys() {
+        if (path.ends_with(".crt") || path.ends_with(".pem")) && !reference_files.contains_key(path) {
+            differ.push(format!("{path}: upstream renders it, the reference does not"));
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "{release}: the reference's templates differ from upstream's:\n{}",
+        differ.join("\n")
+    );
+
+    // The template controller's certificate status (4.14+), as the reference wrote it.
+    let status = || async {
+        let cc = controller_configs(&c.client)
+            .get("machine-config-controller")
+            .await
+            .map_err(|e| e.to_string())?;
+        let done = cc.data["status"]["observedGeneration"] == json!(cc.metadata.generation)
+            && cc.data["status"]["conditions"].as_array().is_some_and(|cs| {
+                cs.iter()
+                    .any(|c| c["type"] == "TemplateControllerCompleted" && c["status"] == "True")
+            });
+        if done {
+            Ok(cc)
+        } else {
+            Err(format!("status {}", cc.data["status"]))
+        }
+    };
+    let cc = harness::wait::eventually(DEADLINE, status)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\nupstream's log:\n{}", up.tail()));
+    assert_eq!(
+        cc.data["status"]["controllerCertificates"], reference_certificates,
+        "{release}: upstream's status.controllerCertificates (left) against the reference's (right)"
+    );
+
+    // A forced rotation of the kubelet signer, through the operator into ControllerConfig.
+    let zero_worker_rv = machine_configs(&c.client)
+        .get("00-worker")
+        .await
+        .unwrap()
+        .metadata
+        .resource_version;
+    c.force_kubelet_signer_rotation().await;
+    settle_operators(&c).await;
+    let cc = controller_configs(&c.client)
+        .get("machine-config-controller")
+        .await
+        .unwrap();
+    let new_bundle = harness::mco::controller_config::ControllerConfigSpec::of(&cc.data)
+        .unwrap()
+        .data("kubeAPIServerServingCAData")
+        .unwrap();
+    if matches!(profile.traits().kubelet_ca, KubeletCaSource::RenderedConfig) {
+        let mut seen = vec![first.clone()];
+        seen.extend(reference_rendered.iter().cloned());
+        let (second, rendered) = upstream_rendered(&c, "worker", &seen, &up).await;
+        let kubelet_ca = files(&rendered)
+            .remove("/etc/kubernetes/kubelet-ca.crt")
+            .map(|(_, data)| data);
+        assert_eq!(
+            kubelet_ca.as_deref(),
+            Some(new_bundle.as_slice()),
+            "{release}: {second}'s kubelet-ca.crt is not the ControllerConfig's new bundle"
+        );
+    } else {
+        harness::wait::eventually(DEADLINE, status)
+            .await
+            .unwrap_or_else(|e| panic!("{e}\nupstream's log:\n{}", up.tail()));
+        let now = machine_configs(&c.client)
+            .get("00-worker")
+            .await
+            .unwrap()
+            .metadata
+            .resource_version;
+        assert_eq!(now, zero_worker_rv, "{release}: the rotation rewrote 00-worker");
+        let mut expected = reference_rendered.clone();
+        expected.push(first.clone());
+        expected.sort();
+        assert_eq!(
+            rendered_names(&c, "worker").await,
+            expected,
+            "{release}: a rendered config came of the rotation"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_4_12() {
+    judge("4.12", Profile::Ocp412).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_4_14() {
+    judge("4.14", Profile::Ocp414).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_4_16() {
+    judge("4.16", Profile::Ocp416).await;
+}
