@@ -112,3 +112,20 @@ Feature: Registry trust written from ControllerConfig
     Then every node is Degraded with the reason "has no node-role.kubernetes.io label"
     When every node is labelled node-role.kubernetes.io/worker
     Then every node is Done
+
+  # The certificate writer syncs the OS image pull secrets first and returns on the missing role
+  # before it writes anything (release-4.16 certificate_writer.go:138-142 syncOSImagePullSecrets,
+  # :435-440): kubelet-ca.crt, the cloud CA and the kubeconfig keep what they held, and the node
+  # misses the rotation, not only goes Degraded. The writer's queue retries the ControllerConfig
+  # with backoff (handleControllerConfigErr: AddRateLimited, no retry limit), so the rotation
+  # lands once the role label is back.
+  @ocp-4.16
+  Scenario: On 4.16 a node with no role label misses a rotation until its label comes back
+    Given a fresh cluster with 1 worker node
+    When every node loses its node-role label
+    And the kube-apiserver-to-kubelet-signer is rotated by force
+    Then every node is Degraded with the reason "has no node-role.kubernetes.io label"
+    And every node's kubelet-ca.crt lacks the current kube-apiserver-to-kubelet-signer
+    When every node is labelled node-role.kubernetes.io/worker
+    Then every node is Done
+    And every node's kubelet-ca.crt lists the current kube-apiserver-to-kubelet-signer
