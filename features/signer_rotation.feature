@@ -181,3 +181,20 @@ Feature: kube-apiserver-to-kubelet-signer rotation
     Examples:
       | changes | rendered |
       | 10      | 1        |
+
+  # From 4.14 the template controller lists every certificate of the ControllerConfig's bundles
+  # in status.controllerCertificates, subject and signer as whole names (release-4.16
+  # template_controller.go:440-507, with notBefore/notAfter; release-4.14 without dates): the
+  # list openshift-docs' checking-mco-status-certs tells QE to read. The kubelet CA bundle keeps
+  # the old signer beside the new one until it expires (library-go's union drops a certificate
+  # once it is past its notAfter), so the list follows: both after the rotation, the old one gone
+  # a year later. Upstream's own list matches the reference's (the opt-in upstream controller test).
+  @ocp-4.14 @ocp-4.16
+  Scenario: The ControllerConfig's certificate status follows a kubelet signer rotation
+    Given a fresh cluster with 1 worker node
+    When the kube-apiserver-to-kubelet-signer is rotated by force
+    Then the ControllerConfig's status lists the current kube-apiserver-to-kubelet-signer
+    And the ControllerConfig's status lists the kube-apiserver-to-kubelet-signer it started with
+    When 366 days pass
+    Then the ControllerConfig's status lists the current kube-apiserver-to-kubelet-signer
+    And the ControllerConfig's status lacks the kube-apiserver-to-kubelet-signer it started with

@@ -1,7 +1,8 @@
 //! Signers: forcing a rotation, and whether one happened.
 
+use super::oracle;
 use super::params::SignerName;
-use anyhow::ensure;
+use anyhow::{Context, ensure};
 use cucumber::{then, when};
 use harness::world::ConformanceWorld;
 
@@ -82,6 +83,77 @@ async fn bundle_holds(world: &mut ConformanceWorld, signer: SignerName, count: u
         names.len() == count,
         "{namespace}/{bundle_name} holds {}: {names:?}",
         names.len()
+    );
+    Ok(())
+}
+
+/// The ControllerConfig's `status.controllerCertificates` (what `oc get controllerconfig` shows:
+/// the template controller's list of every certificate in its bundles) holds `cert` as an entry
+/// of the kubelet CA bundle: subject as Go prints it (`CN=…`) and, where the release writes
+/// dates, its notAfter.
+async fn controller_config_lists(world: &ConformanceWorld, cert_pem: &str) -> anyhow::Result<(bool, String)> {
+    let c = world.cluster()?;
+    let cert = oracle::certs(cert_pem.as_bytes())?
+        .into_iter()
+        .next()
+        .context("the signer's Secret holds no certificate")?;
+    let cc = harness::mco::api::controller_configs(&c.admin)
+        .get("machine-config-controller")
+        .await
+        .context("reading controllerconfig machine-config-controller")?;
+    let entries = cc.data["status"]["controllerCertificates"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let not_after = time::OffsetDateTime::from_unix_timestamp(cert.not_after)?
+        .format(&time::format_description::well_known::Rfc3339)?;
+    let lists = entries.iter().any(|e| {
+        e["bundleFile"] == "KubeAPIServerServingCAData"
+            && e["subject"] == cert.subject.as_str()
+            && (e["notAfter"].is_null() || e["notAfter"] == not_after.as_str())
+    });
+    let seen: Vec<String> = entries
+        .iter()
+        .map(|e| format!("{} {} until {}", e["bundleFile"], e["subject"], e["notAfter"]))
+        .collect();
+    Ok((
+        lists,
+        format!("{} (notAfter {not_after}); it lists {seen:?}", cert.subject),
+    ))
+}
+
+/// Whether the ControllerConfig's certificate status lists the signer's current certificate
+/// (release-4.14+ template controller, `status.controllerCertificates`).
+#[then(regex = r"^the ControllerConfig's status (lists|lacks) the current (\S+)$")]
+async fn controller_config_current(
+    world: &mut ConformanceWorld,
+    verdict: String,
+    signer: String,
+) -> anyhow::Result<()> {
+    let (now, _) = now_and_at_start(world, &signer).await?;
+    let (lists, what) = controller_config_lists(world, &now.pem).await?;
+    ensure!(
+        lists == (verdict == "lists"),
+        "the ControllerConfig's status {}: {what}",
+        if lists { "lists" } else { "lacks" }
+    );
+    Ok(())
+}
+
+/// Whether the ControllerConfig's certificate status lists the certificate the signer had
+/// when the cluster started.
+#[then(regex = r"^the ControllerConfig's status (lists|lacks) the (\S+) it started with$")]
+async fn controller_config_at_start(
+    world: &mut ConformanceWorld,
+    verdict: String,
+    signer: String,
+) -> anyhow::Result<()> {
+    let (_, before) = now_and_at_start(world, &signer).await?;
+    let (lists, what) = controller_config_lists(world, &before.pem).await?;
+    ensure!(
+        lists == (verdict == "lists"),
+        "the ControllerConfig's status {}: {what}",
+        if lists { "lists" } else { "lacks" }
     );
     Ok(())
 }
