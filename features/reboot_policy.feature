@@ -134,8 +134,8 @@ Feature: What a node does to apply a new config
   # anything: release-4.12 update.go:901 reconcilable → checkFIPS:942 ("detected change to FIPS
   # flag; refusing to modify FIPS on a running cluster"), wrapped as "can't reconcile config %s
   # with %s: %w" (:533) in an unreconcilableErr, which daemon.go:421 updateErrorState turns
-  # into the Unreconcilable state; release-4.16 update.go:1493, :1530, :854 and daemon.go:625
-  # alike. The nodes here run without FIPS.
+  # into the Unreconcilable state. The nodes run without FIPS. (4.16: at the end of this file.)
+  @ocp-4.12 @ocp-4.14
   Scenario: A config that turns FIPS on is refused as unreconcilable
     Given a fresh cluster with 1 worker node
     When a MachineConfig for the worker pool turns FIPS on
@@ -213,3 +213,20 @@ Feature: What a node does to apply a new config
       | update-ca-trust[         |
       | Stopping crio.service... |
       | Started crio.service.    |
+
+  # From 4.16 the render controller refuses the same config before any node sees it: it checks
+  # the generated config against the pool's current one with the daemon's rules
+  # (render_controller.go:667-694, IsRenderedConfigReconcilable; reconcile.go:125-131 for FIPS)
+  # and fails the render, RenderDegraded, so no rendered config is made and the nodes stay where
+  # they are. Found by running release-4.16's own controller under this scenario; the daemon
+  # keeps its own check (release-4.16 update.go:1493, :1530), unreached here.
+  @ocp-4.16
+  Scenario: On 4.16 a config that turns FIPS on is refused by the render controller
+    Given a fresh cluster with 1 worker node
+    When a MachineConfig for the worker pool turns FIPS on
+    Then the worker pool's RenderDegraded condition is True with a message that begins "Failed to render configuration for pool worker: could not generate rendered MachineConfig: render reconciliation error: new machineconfig "
+    And the worker pool's Degraded condition is True
+    And the worker pool has 1 rendered config
+    And every node runs the rendered config it started with
+    And every node is Done
+    And no node has rebooted

@@ -30,6 +30,65 @@ pub struct FieldSelector(Vec<(Field, bool, String)>);
 enum Field {
     Name,
     Namespace,
+    /// A field of the kind's own (`spec.nodeName` of a Pod), as a dotted path.
+    Own(&'static str),
+}
+
+/// The fields besides `metadata.name` and `metadata.namespace` that kube-apiserver selects on,
+/// per kind (each type's `AddFieldLabelConversionFunc` in k8s.io/kubernetes
+/// pkg/apis/core/v1/conversion.go: Pod, Node, Secret, Namespace, Event). A client-go drain,
+/// for one, lists the Pods of a node by `spec.nodeName`.
+fn own_fields(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "Pod" => &[
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "spec.hostNetwork",
+            "status.phase",
+            "status.podIP",
+            "status.nominatedNodeName",
+        ],
+        "Node" => &["spec.unschedulable"],
+        "Secret" => &["type"],
+        "Namespace" => &["status.phase"],
+        "Event" => &[
+            "involvedObject.kind",
+            "involvedObject.namespace",
+            "involvedObject.name",
+            "involvedObject.uid",
+            "involvedObject.apiVersion",
+            "involvedObject.resourceVersion",
+            "involvedObject.fieldPath",
+            "reason",
+            "reportingComponent",
+            "source",
+            "type",
+        ],
+        _ => &[],
+    }
+}
+
+/// A field's value as the selector compares it: a string as it is, a boolean as `true`/`false`
+/// (an unset boolean is false), anything else unset as "". An Event's `source` is its
+/// `source.component`.
+fn own_value(object: &Value, path: &str) -> String {
+    let path = if path == "source" {
+        "source.component"
+    } else {
+        path
+    };
+    let mut at = object;
+    for key in path.split('.') {
+        at = at.get(key).unwrap_or(&Value::Null);
+    }
+    match at {
+        Value::String(s) => s.clone(),
+        Value::Bool(b) => b.to_string(),
+        Value::Null if matches!(path, "spec.hostNetwork" | "spec.unschedulable") => "false".into(),
+        _ => String::new(),
+    }
 }
 
 /// Split on commas that are not inside parentheses.
@@ -174,6 +233,9 @@ impl FieldSelector {
             let field = match field.trim() {
                 "metadata.name" => Field::Name,
                 "metadata.namespace" => Field::Namespace,
+                other if own_fields(kind).contains(&other) => {
+                    Field::Own(own_fields(kind).iter().find(|f| **f == other).expect("contained"))
+                }
                 other => {
                     return Err(ApiError::BadRequest(format!(
                         "field label not supported: {other} (for {kind})"
@@ -197,17 +259,18 @@ impl FieldSelector {
                 .and_then(Value::as_str)
                 .unwrap_or("")
         };
-        self.matches_meta(meta("name"), meta("namespace"))
+        self.matches_meta(meta("name"), meta("namespace"), object)
     }
 
-    /// As [`matches`](Self::matches), given the object's name and namespace.
-    pub fn matches_meta(&self, name: &str, namespace: &str) -> bool {
+    /// As [`matches`](Self::matches), given the object's name and namespace read already.
+    pub fn matches_meta(&self, name: &str, namespace: &str, object: &Value) -> bool {
         self.0.iter().all(|(field, equal, value)| {
             let actual = match field {
-                Field::Name => name,
-                Field::Namespace => namespace,
+                Field::Name => std::borrow::Cow::Borrowed(name),
+                Field::Namespace => std::borrow::Cow::Borrowed(namespace),
+                Field::Own(path) => std::borrow::Cow::Owned(own_value(object, path)),
             };
-            (actual == value) == *equal
+            (actual == value.as_str()) == *equal
         })
     }
 
@@ -273,8 +336,28 @@ mod tests {
         assert!(s.matches(&o));
         assert_eq!(s.pinned_name(), Some("a"));
         assert!(!FieldSelector::parse("metadata.name==b", "x").unwrap().matches(&o));
-        let e = FieldSelector::parse("spec.nodeName=x", "Pod").unwrap_err();
+        let e = FieldSelector::parse("spec.nodeName=x", "ConfigMap").unwrap_err();
         assert_eq!(e.code(), 400);
         assert!(e.to_string().contains("field label not supported: spec.nodeName"));
+        // A Pod's own fields, as a drain lists a node's Pods.
+        let pod = json!({"metadata": {"name": "p", "namespace": "ns"}, "spec": {"nodeName": "worker-0"}, "status": {"phase": "Running"}});
+        let on = FieldSelector::parse("spec.nodeName=worker-0,status.phase!=Succeeded", "Pod").unwrap();
+        assert!(on.matches(&pod));
+        assert!(
+            !FieldSelector::parse("spec.nodeName=worker-1", "Pod")
+                .unwrap()
+                .matches(&pod)
+        );
+        assert!(
+            FieldSelector::parse("spec.hostNetwork=false", "Pod")
+                .unwrap()
+                .matches(&pod)
+        );
+        let event = json!({"metadata": {"name": "e"}, "involvedObject": {"kind": "Node", "name": "worker-0"}, "source": {"component": "machineconfigdaemon"}});
+        assert!(
+            FieldSelector::parse("involvedObject.kind=Node,source=machineconfigdaemon", "Event")
+                .unwrap()
+                .matches(&event)
+        );
     }
 }

@@ -36,6 +36,8 @@ pub struct ConformanceWorld {
     pub endpoint: crate::scenario::ClusterEndpoint,
     /// `--nudge-first-sync`.
     pub nudge_first_sync: bool,
+    /// `--controller-binary`: an upstream machine-config-controller in the reference's place.
+    pub controller: Option<crate::cluster::upstream::UpstreamController>,
     /// Per node: the rendered config it ran when the cluster was up.
     pub configs_at_start: BTreeMap<String, String>,
     /// The Node history's length when the last change step began (what a Then step judges).
@@ -86,6 +88,7 @@ impl ConformanceWorld {
             step_limit: DEFAULT_STEP_LIMIT,
             endpoint: crate::scenario::ClusterEndpoint::InProcess,
             nudge_first_sync: false,
+            controller: None,
             place: String::new(),
             progress: false,
             timeline: false,

@@ -143,7 +143,9 @@ impl Filter {
             .as_deref()
             .is_none_or(|ns| object.namespace() == ns)
             && self.labels.matches(&object.value)
-            && self.fields.matches_meta(object.name(), object.namespace())
+            && self
+                .fields
+                .matches_meta(object.name(), object.namespace(), &object.value)
     }
 }
 

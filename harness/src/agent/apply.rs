@@ -7,6 +7,7 @@
 use super::common::write_file_atomically;
 use super::update::{Failure, degraded};
 use super::{AgentEnv, Mutant};
+use crate::mco::UNIT_DIR;
 use crate::mco::machine_config::MachineConfigSpec;
 use crate::profile::UpdateFiles;
 
@@ -49,6 +50,20 @@ pub(super) async fn write_units(env: &AgentEnv, new: &MachineConfigSpec) -> Resu
     let mut enabled = Vec::new();
     for unit in new.units() {
         let name = unit.name.as_str();
+        // Drop-ins first: written when they have contents, removed when not (release-4.16
+        // file_writers.go:189-219 writeDropins).
+        for dropin in unit.dropins() {
+            let path = env.path(&unit.dropin_path(UNIT_DIR, &dropin));
+            match dropin.contents.as_deref().filter(|c| !c.is_empty()) {
+                Some(contents) => {
+                    env.log(&format!("Writing systemd unit dropin {:?}", dropin.name));
+                    write_file_atomically(&path, contents.as_bytes(), 0o644).map_err(degraded)?;
+                }
+                None => {
+                    let _ = std::fs::remove_file(&path);
+                }
+            }
+        }
         if let Some(contents) = &unit.contents {
             env.log(&format!("Writing systemd unit {name:?}"));
             write_file_atomically(

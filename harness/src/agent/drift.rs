@@ -20,8 +20,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use tokio::sync::mpsc;
 
-/// Where unit files live on the node.
-pub const UNIT_DIR: &str = "/etc/systemd/system";
+pub use crate::mco::UNIT_DIR;
 
 /// Files the drift check skips (`getFilesToIgnore`; the profile's `Traits::drift_ignores`).
 pub fn files_to_ignore(profile: Profile) -> &'static [&'static str] {
@@ -57,7 +56,17 @@ fn expected(profile: Profile, spec: &MachineConfigSpec) -> Vec<Expected> {
                 mode: 0o644,
             })
         });
-    files.chain(units).collect()
+    // Drop-ins with contents, as release-4.16 on_disk_validation.go checkV3Units checks them.
+    let dropins = spec.units().iter().filter(|u| !u.name.is_empty()).flat_map(|u| {
+        u.dropins().into_iter().filter_map(move |d| {
+            Some(Expected {
+                path: u.dropin_path(UNIT_DIR, &d),
+                contents: d.contents.clone().filter(|c| !c.is_empty())?.into_bytes(),
+                mode: 0o644,
+            })
+        })
+    });
+    files.chain(units).chain(dropins).collect()
 }
 
 /// The on-disk validation (`checkV3Files`, `checkV3Units`, `checkFileContentsAndMode`): the

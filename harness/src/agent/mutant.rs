@@ -45,6 +45,9 @@ pub enum Mutant {
 /// Every profile: the behaviour the mutant breaks is the same on each.
 const EVERY: &[Profile] = &Profile::ALL;
 const OCP_4_12: &[Profile] = &[Profile::Ocp412];
+/// The releases whose render controller lets a config through that the daemon must refuse
+/// (from 4.16 the render controller refuses it first: `Traits::render_checks_reconcilable`).
+const DAEMON_REFUSES: &[Profile] = &[Profile::Ocp412, Profile::Ocp414];
 /// The releases with a certificate writer: what the mutant breaks is in both writers.
 const WRITER: &[Profile] = &[Profile::Ocp414, Profile::Ocp416];
 /// 4.16 alone: the serving-CA/kubeconfig logic and the pull secret merge.
@@ -223,7 +226,7 @@ impl Mutant {
             Mutant::FipsChangeApplied => (
                 "fips-change-applied",
                 "applies a config whose FIPS mode differs from the node's kernel (with a reboot) instead of refusing it as unreconcilable",
-                EVERY,
+                DAEMON_REFUSES,
             ),
         }
     }

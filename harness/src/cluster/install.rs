@@ -47,15 +47,17 @@ const DISABLED_GATES: &[&str] = &[
 const CLUSTER_ID: &str = "6d3f1c9e-0b1a-4c57-9d7e-000000000001";
 const RELEASE_IMAGE: &str = "quay.io/openshift-release-dev/ocp-release@sha256:0000000000000000000000000000000000000000000000000000000000000000";
 
-/// Namespaces the reference cluster side writes into.
-pub const NAMESPACES: &[&str] = &[
-    "openshift-config",
-    "openshift-config-managed",
-    "openshift-kube-apiserver",
-    "openshift-kube-apiserver-operator",
-    "openshift-kube-controller-manager-operator",
-    "openshift-machine-config-operator",
-];
+/// The namespaces `fixtures/cluster` makes (`00-namespaces.yaml`): those the cluster side writes
+/// into.
+pub fn namespaces(fixtures: &Path) -> Result<Vec<String>, ClusterError> {
+    let loaded =
+        manifests::load(&[fixtures.join("cluster")]).map_err(|e| ClusterError::Fixture(e.to_string()))?;
+    Ok(loaded
+        .iter()
+        .filter(|m| m.object["kind"] == "Namespace" && m.object["apiVersion"] == "v1")
+        .filter_map(|m| m.object["metadata"]["name"].as_str().map(str::to_string))
+        .collect())
+}
 
 async fn apply(client: &kube::Client, object: &Value) -> Result<(), ClusterError> {
     let (api_version, kind) = (
@@ -123,7 +125,7 @@ fn minor(version: &str) -> &str {
     version.rsplit_once('.').map_or(version, |(minor, _)| minor)
 }
 
-/// Install: namespaces, `fixtures/crds`, `fixtures/cluster`, the payload's ClusterVersion and
+/// Install: `fixtures/crds`, `fixtures/cluster` (its namespaces first), the payload's ClusterVersion and
 /// FeatureGate, the starting state's signers and the initial bundle; the API server's serving CA as `kube-apiserver-server-ca` and its copy
 /// `kubeconfig-data` (what the nodes' kubeconfigs were made with); then mark bootstrap complete
 /// if asked.
@@ -136,13 +138,6 @@ pub async fn install(
     serving_ca: &str,
     bootstrap_complete: bool,
 ) -> Result<(), ClusterError> {
-    for ns in NAMESPACES {
-        apply(
-            client,
-            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
-        )
-        .await?;
-    }
     let loaded = manifests::load(&[fixtures.join("crds"), fixtures.join("cluster")])
         .map_err(|e| ClusterError::Fixture(e.to_string()))?;
     let (crds, rest): (Vec<_>, Vec<_>) = loaded
@@ -200,6 +195,7 @@ pub async fn clean(client: &kube::Client, fixtures: &Path) -> Result<(), Cluster
     use kube::api::{DeleteParams, ListParams};
     let loaded =
         manifests::load(&[fixtures.join("crds")]).map_err(|e| ClusterError::Fixture(e.to_string()))?;
+    let namespaces = namespaces(fixtures)?;
     let mut kinds: Vec<(ApiResource, bool)> = Vec::new();
     for m in loaded
         .iter()
@@ -260,7 +256,7 @@ pub async fn clean(client: &kube::Client, fixtures: &Path) -> Result<(), Cluster
     }
     for (resource, namespaced) in &kinds {
         let apis: Vec<Api<DynamicObject>> = if *namespaced {
-            NAMESPACES
+            namespaces
                 .iter()
                 .map(|ns| Api::namespaced_with(client.clone(), ns, resource))
                 .collect()

@@ -15,6 +15,8 @@
 //! - `node_cache`: every Node as a watch shows it, read by the controllers and the scenario.
 //! - `lifecycle`: the node lifecycle controller's Ready=Unknown for kubelets gone quiet.
 //! - `runner`: all of them running, triggered by watches; settled where the clock stops.
+//! - `upstream`: an upstream machine-config-controller in the reference's place, and whether it
+//!   has caught up.
 
 pub mod csr;
 pub mod install;
@@ -28,6 +30,7 @@ pub mod pools;
 pub mod render;
 pub mod runner;
 mod signers;
+pub mod upstream;
 
 pub use lifecycle::NodeLifecycle;
 pub use mcc::MachineConfigController;

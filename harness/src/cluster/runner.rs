@@ -20,7 +20,9 @@ use tokio_util::sync::CancellationToken;
 pub struct ClusterSide {
     pub signers: SignerRotation,
     pub operator: Operator,
-    pub mcc: MachineConfigController,
+    /// The reference's machine-config controller; `None` where an upstream one runs in its place
+    /// (`super::upstream`), on its own schedule.
+    pub mcc: Option<MachineConfigController>,
     pub lifecycle: NodeLifecycle,
     pub log: ClusterLog,
     pub clock: SimClock,
@@ -34,6 +36,15 @@ pub struct ClusterSide {
     client: kube::Client,
     /// Every Node as the watch shows it: the controllers read it, and its changes trigger them.
     pub nodes: NodeCache,
+}
+
+/// The controllers of a cluster side.
+pub struct Controllers {
+    pub signers: SignerRotation,
+    pub operator: Operator,
+    /// `None`: an upstream machine-config controller runs in the reference's place.
+    pub mcc: Option<MachineConfigController>,
+    pub lifecycle: NodeLifecycle,
 }
 
 /// Which controllers a settle runs: all of them, or those a Node change concerns.
@@ -55,15 +66,18 @@ pub const RESYNC: time::Duration = time::Duration::minutes(1);
 
 impl ClusterSide {
     pub fn new(
-        signers: SignerRotation,
-        operator: Operator,
-        mcc: MachineConfigController,
-        lifecycle: NodeLifecycle,
+        controllers: Controllers,
         log: ClusterLog,
         clock: SimClock,
         client: kube::Client,
+        nodes: NodeCache,
     ) -> Self {
-        let nodes = mcc.node_cache().clone();
+        let Controllers {
+            signers,
+            operator,
+            mcc,
+            lifecycle,
+        } = controllers;
         ClusterSide {
             signers,
             operator,
@@ -84,7 +98,9 @@ impl ClusterSide {
         let _one_at_a_time = self.passes.begin().await;
         let mut changed = !self.signers.reconcile().await?.is_empty();
         changed |= self.operator.reconcile().await?;
-        changed |= self.mcc.reconcile().await?;
+        if let Some(mcc) = &self.mcc {
+            changed |= mcc.reconcile().await?;
+        }
         changed |= self.lifecycle.reconcile().await?;
         Ok(changed)
     }
@@ -128,7 +144,10 @@ impl ClusterSide {
                 Scope::All => self.reconcile_once().await?,
                 Scope::Nodes => {
                     let _one_at_a_time = self.passes.begin().await;
-                    self.mcc.reconcile().await?
+                    match &self.mcc {
+                        Some(mcc) => mcc.reconcile().await?,
+                        None => false,
+                    }
                 }
             };
             if !changed {

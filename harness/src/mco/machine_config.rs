@@ -137,6 +137,34 @@ impl MachineConfigSpec {
     }
 }
 
+/// A unit's drop-in: `/etc/systemd/system/<unit>.d/<name>`, written when it has contents.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Dropin {
+    pub name: String,
+    pub contents: Option<String>,
+}
+
+impl Unit {
+    /// Its drop-ins (Ignition `dropins`: name and contents), in order.
+    pub fn dropins(&self) -> Vec<Dropin> {
+        self.other
+            .get("dropins")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|d| Dropin {
+                name: d["name"].as_str().unwrap_or("").to_string(),
+                contents: d["contents"].as_str().map(str::to_string),
+            })
+            .collect()
+    }
+
+    /// Where a drop-in of this unit lives under a systemd directory (`/etc/systemd/system`).
+    pub fn dropin_path(&self, systemd_dir: &str, dropin: &Dropin) -> String {
+        format!("{systemd_dir}/{}.d/{}", self.name, dropin.name)
+    }
+}
+
 impl File {
     /// The decoded contents (empty when there are none or the URL does not decode).
     pub fn data(&self) -> Vec<u8> {

@@ -82,6 +82,8 @@ pub const CURRENT_CONFIG_FILE: &str = "/etc/machine-config-daemon/currentconfig"
 pub const KUBELET_CA_PATH: &str = "/etc/kubernetes/kubelet-ca.crt";
 /// The cloud provider's CA bundle, written from ControllerConfig `cloudProviderCAData`.
 pub const CLOUD_CA_PATH: &str = "/etc/kubernetes/static-pod-resources/configmaps/cloud-config/ca-bundle.pem";
+/// Where systemd units and their drop-in directories live on a node.
+pub const UNIT_DIR: &str = "/etc/systemd/system";
 /// The user CA bundle (`openshift-config/user-ca-bundle`) as a trust anchor.
 pub const USER_CA_BUNDLE_PATH: &str = "/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt";
 /// Where the certificate writer puts the internal registry's pull secret (4.16).

@@ -53,13 +53,17 @@ struct Inner {
     /// never dials it, do without the socket).
     private_bus: std::sync::atomic::AtomicBool,
     /// The unit directory's mtime at the last scan of it, and when that scan began.
-    units_scanned: Mutex<Option<(std::time::SystemTime, std::time::SystemTime)>>,
+    /// Per unit directory (`UNIT_DIRS`), its mtime and when the scan that saw it began.
+    units_scanned: Mutex<[Option<(std::time::SystemTime, std::time::SystemTime)>; 2]>,
 }
 
 /// How long after the unit directory's last change a scan must have begun for the directory's
 /// unchanged mtime to mean "nothing new": more than the coarse clock the kernel stamps files
 /// with (a jiffy, at most 10 ms), so a file added during or after that scan moves the mtime.
 const UNIT_DIR_SLACK: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Where systemd reads unit files, under the node root: the admin's, then the OS's.
+const UNIT_DIRS: [&str; 2] = ["etc/systemd/system", "usr/lib/systemd/system"];
 
 /// A handle to an embedded node; clones share the node.
 #[derive(Clone)]
@@ -91,10 +95,20 @@ impl EmbeddedNode {
     /// its last change ([`UNIT_DIR_SLACK`]): the convergence check asks every node's service
     /// manager every second, and ten thousand directory reads a second were 7 % of a
     /// 10,000-node rotation.
+    ///
+    /// Both unit directories count: `/etc/systemd/system` (what agents and Ignition write) and
+    /// `/usr/lib/systemd/system` (the units the OS ships, laid down when the node is seeded).
     fn discover_written_units(&self) {
-        let dir = self.inner.root.join("etc/systemd/system");
+        for (index, dir) in UNIT_DIRS.iter().enumerate() {
+            self.discover_units_in(index, dir);
+        }
+    }
+
+    fn discover_units_in(&self, index: usize, dir: &str) {
+        let dir = self.inner.root.join(dir);
         let mtime = std::fs::metadata(&dir).and_then(|m| m.modified()).ok();
-        let mut scanned = lock(&self.inner.units_scanned);
+        let mut all_scanned = lock(&self.inner.units_scanned);
+        let scanned = &mut all_scanned[index];
         if let (Some(now), Some((then, began))) = (mtime, *scanned)
             && now == then
             && began.duration_since(then).is_ok_and(|d| d >= UNIT_DIR_SLACK)
@@ -199,7 +213,7 @@ impl EmbeddedNode {
                 kubelet_endpoint: Mutex::new(None),
                 bus: Mutex::new(None),
                 private_bus: std::sync::atomic::AtomicBool::new(true),
-                units_scanned: Mutex::new(None),
+                units_scanned: Mutex::new([None; 2]),
             }),
         }
     }

@@ -15,7 +15,6 @@
 
 use super::{Node, NodeError};
 use crate::mco::CURRENT_CONFIG_FILE;
-use crate::mco::REGISTRY_CA_DIR;
 use crate::mco::api::mco_api;
 use crate::mco::machine_config::MachineConfigSpec;
 use crate::mco::machine_config_node::MachineConfigNode;
@@ -23,6 +22,10 @@ use crate::mco::{
     CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, INITIAL_NODE_ANNOTATIONS, KUBELET_CA_PATH,
     LAST_APPLIED_DRAIN, STATE, STATE_DONE,
 };
+use crate::mco::{REGISTRY_CA_DIR, UNIT_DIR};
+
+/// Where the OS's own unit files are.
+const VENDOR_UNIT_DIR: &str = "/usr/lib/systemd/system";
 use fake_apiserver::ClientIdentity;
 use k8s_openapi::api::core::v1::Node as NodeObject;
 use kube::api::{Api, Patch, PatchParams};
@@ -86,6 +89,26 @@ pub async fn seed_node(admin: &kube::Client, node: &dyn Node, seed: &NodeSeed<'_
     for file in seed.rendered_spec.files() {
         node.write(&file.path, &file.data(), file.mode_or_default())
             .await?;
+    }
+    // Ignition writes every unit's contents and drop-ins too (upstream's templates carry both).
+    // A unit the config enables without contents is one the OS ships (openvswitch.service,
+    // rpm-ostreed.service on RHCOS): the node's OS has its file in /usr/lib/systemd/system.
+    for unit in seed.rendered_spec.units() {
+        if unit.contents.as_deref().is_none_or(str::is_empty) && unit.enabled == Some(true) {
+            let vendor = format!("{VENDOR_UNIT_DIR}/{}", unit.name);
+            let text = format!("[Unit]\nDescription={} (shipped with the OS)\n", unit.name);
+            node.write(&vendor, text.as_bytes(), 0o644).await?;
+        }
+        if let Some(contents) = unit.contents.as_deref().filter(|c| !c.is_empty()) {
+            node.write(&format!("{UNIT_DIR}/{}", unit.name), contents.as_bytes(), 0o644)
+                .await?;
+        }
+        for dropin in unit.dropins() {
+            if let Some(contents) = dropin.contents.as_deref().filter(|c| !c.is_empty()) {
+                node.write(&unit.dropin_path(UNIT_DIR, &dropin), contents.as_bytes(), 0o644)
+                    .await?;
+            }
+        }
     }
     node.write(KUBELET_CA_PATH, seed.kubelet_ca, 0o644).await?;
     // Present on an installed node; the 4.16 daemon writes registry CAs only where it exists.

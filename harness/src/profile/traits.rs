@@ -191,6 +191,11 @@ pub struct Traits {
     /// past boot: a config given to the node in that time waits for it.
     pub start_hold: Duration,
     pub update_files: UpdateFiles,
+    /// The render controller refuses a rendered config a node could not reconcile with the
+    /// pool's current one (a FIPS change): RenderDegraded, nothing rendered, so no node is given
+    /// it (release-4.16 render_controller.go:667-694, IsRenderedConfigReconcilable; release-4.12
+    /// and 4.14 leave that to the daemon).
+    pub render_checks_reconcilable: bool,
 }
 
 impl Traits {
@@ -237,6 +242,7 @@ pub const OCP_4_12: Traits = Traits {
         kept_when_stale: &[],
         kept_when_stale_under: &[],
     },
+    render_checks_reconcilable: false,
 };
 
 /// MCO release-4.14 (00b2e0b1c): between the two. The kubelet CA comes from a certificate
@@ -285,6 +291,7 @@ pub const OCP_4_14: Traits = Traits {
         kept_when_stale: &[USER_CA_BUNDLE_PATH, KUBELET_CA_PATH, CLOUD_CA_PATH],
         kept_when_stale_under: &[REGISTRY_CA_DIR],
     },
+    render_checks_reconcilable: false,
 };
 
 /// MCO release-4.16: the daemon's certificate writer writes the CA files from ControllerConfig
@@ -325,6 +332,7 @@ pub const OCP_4_16: Traits = Traits {
         kept_when_stale: &[USER_CA_BUNDLE_PATH, KUBELET_CA_PATH, CLOUD_CA_PATH],
         kept_when_stale_under: &[REGISTRY_CA_DIR],
     },
+    render_checks_reconcilable: true,
 };
 
 #[cfg(test)]

@@ -114,6 +114,8 @@ pub struct RunConfig {
     /// Touch the ControllerConfig until every agent's first sync (`--nudge-first-sync`;
     /// `scenario/nudge.rs`).
     pub nudge_first_sync: bool,
+    /// An upstream machine-config-controller in the reference's place (`--controller-binary`).
+    pub controller: Option<crate::cluster::upstream::UpstreamController>,
     /// Where the YAML conformance report goes, if anywhere.
     pub report: Option<PathBuf>,
     /// The command line to print in the report as the way to reproduce the run.
@@ -156,6 +158,7 @@ impl RunConfig {
             step_limit: watchdog::DEFAULT_STEP_LIMIT,
             endpoint: crate::scenario::ClusterEndpoint::InProcess,
             nudge_first_sync: false,
+            controller: None,
             report: None,
             command: String::new(),
             quiet: false,

@@ -74,6 +74,20 @@ pub struct RunOptions {
     /// that never syncs at start.
     #[arg(long)]
     pub nudge_first_sync: bool,
+    /// Run this upstream machine-config-controller (`machine-config-controller`, built from a
+    /// release branch) as the cluster's machine-config controller in place of the reference's:
+    /// `start --kubeconfig … --resourcelock-namespace openshift-machine-config-operator
+    /// --metrics-listen-address …` (and `--payload-version` where it has the flag), then every
+    /// --controller-arg; give it its tree's templates with `--controller-arg=--templates=DIR`.
+    #[arg(long, env = "MCO_CONFORMANCE_CONTROLLER_BINARY")]
+    pub controller_binary: Option<PathBuf>,
+    /// An argument for the controller binary (repeat for more).
+    #[arg(
+        long = "controller-arg",
+        allow_hyphen_values = true,
+        requires = "controller_binary"
+    )]
+    pub controller_args: Vec<String>,
     /// Write a YAML conformance report here (profile, agent and its sha256, every
     /// scenario's result, failures, the command to reproduce).
     #[arg(long)]
@@ -113,6 +127,8 @@ impl RunOptions {
             apiserver_client_ca,
             apiserver_client_ca_key,
             nudge_first_sync,
+            controller_binary,
+            controller_args,
             report,
             html,
             verbose,
@@ -197,6 +213,10 @@ impl RunOptions {
         config.step_limit = step_limit;
         config.endpoint = endpoint;
         config.nudge_first_sync = nudge_first_sync;
+        config.controller = controller_binary.map(|binary| crate::cluster::upstream::UpstreamController {
+            binary,
+            args: controller_args,
+        });
         config.report = report;
         config.verbose = verbose;
         config.html = html;

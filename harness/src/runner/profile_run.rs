@@ -198,6 +198,7 @@ pub(super) async fn run_profile(
     let steps = Arc::new(ConformanceWorld::collection());
     let (agent, agent_timeout, step_limit) = (config.agent.clone(), config.agent_timeout, config.step_limit);
     let nudge_first_sync = config.nudge_first_sync;
+    let controller = config.controller.clone();
     let (endpoint, real_apiserver) = (config.endpoint.clone(), config.real_apiserver());
     let vendor = !matches!(agent, AgentKind::Reference);
     let quiet = config.quiet;
@@ -238,6 +239,7 @@ pub(super) async fn run_profile(
                 world.step_limit = step_limit;
                 world.endpoint = endpoint.clone();
                 world.nudge_first_sync = nudge_first_sync;
+                world.controller = controller.clone();
                 Box::pin(async {})
             })
             .after({
@@ -392,6 +394,9 @@ pub(super) async fn keep_evidence(
         let _ = std::fs::write(dir.join(format!("{}.journal", node.name())), text);
     }
     let _ = std::fs::write(dir.join("cluster.log"), s.log.lines().join("\n"));
+    if let Some(controller) = s.upstream_controller() {
+        let _ = std::fs::copy(&controller.log, dir.join("machine-config-controller.log"));
+    }
     Some(dir)
 }
 

@@ -73,7 +73,7 @@ impl Scenario {
         spec: serde_json::Value,
     ) -> Result<String, ScenarioError> {
         let name = self.create_machine_config(pool, spec).await?;
-        self.side.settle().await?;
+        self.settle().await?;
         Ok(name)
     }
 
@@ -244,7 +244,7 @@ impl Scenario {
             .await
             .map_err(|e| ClusterError::kube("controllerconfig machine-config-controller".into(), e))?;
         let started = std::time::Instant::now();
-        self.side.settle().await?;
+        self.settle().await?;
         if self.options.profile.traits().certificate_writer().is_none() {
             return self.converge().await;
         }

@@ -191,7 +191,7 @@ impl Scenario {
         let node = start.start(&name, role, &rendered, &spec).await?;
         self.nodes.push(node);
         self.await_kubelets().await?;
-        self.side.settle().await?;
+        self.settle().await?;
         self.await_first_sync().await?;
         Ok(name)
     }

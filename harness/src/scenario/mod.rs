@@ -82,6 +82,9 @@ pub struct ScenarioOptions {
     pub nudge_first_sync: bool,
     /// The API server: the scenario's own fake, or a kube-apiserver given by kubeconfig.
     pub endpoint: ClusterEndpoint,
+    /// An upstream machine-config-controller in place of the reference's
+    /// (`crate::cluster::upstream`); `None` runs the reference.
+    pub controller: Option<crate::cluster::upstream::UpstreamController>,
 }
 
 /// Where a scenario's nodes run.
@@ -156,6 +159,7 @@ impl ScenarioOptions {
             timeline: false,
             nudge_first_sync: false,
             endpoint: ClusterEndpoint::InProcess,
+            controller: None,
         }
     }
 }
@@ -348,6 +352,9 @@ pub struct Scenario {
     timeline: Option<std::sync::Mutex<timeline::Timeline>>,
     /// The clients light nodes share; `None` for other backends.
     light: Option<LightClients>,
+    /// The upstream machine-config-controller, when one runs in the reference's place, and the
+    /// directory of its kubeconfig and log.
+    controller: Option<(crate::cluster::upstream::RunningController, tempfile::TempDir)>,
 }
 
 fn fixture_err(e: impl std::fmt::Display) -> ScenarioError {
@@ -417,27 +424,33 @@ impl Scenario {
         let stop = CancellationToken::new();
         let stop_on_failure = stop.clone().drop_guard();
         let node_cache = crate::cluster::NodeCache::spawn(admin.clone(), stop.clone());
-        let side = Arc::new(ClusterSide::new(
-            SignerRotation::new(
-                admin.clone(),
-                catalogue.clone(),
-                profile,
-                clock.clone(),
-                log.clone(),
-            ),
-            Operator::new(admin.clone(), profile, clock.clone(), log.clone()),
+        let mcc = options.controller.is_none().then(|| {
             MachineConfigController::new(
                 admin.clone(),
                 templates.clone(),
                 profile,
                 clock.clone(),
                 log.clone(),
-                node_cache,
-            ),
-            NodeLifecycle::new(admin.clone(), clock.clone(), log.clone()),
+                node_cache.clone(),
+            )
+        });
+        let side = Arc::new(ClusterSide::new(
+            crate::cluster::runner::Controllers {
+                signers: SignerRotation::new(
+                    admin.clone(),
+                    catalogue.clone(),
+                    profile,
+                    clock.clone(),
+                    log.clone(),
+                ),
+                operator: Operator::new(admin.clone(), profile, clock.clone(), log.clone()),
+                mcc,
+                lifecycle: NodeLifecycle::new(admin.clone(), clock.clone(), log.clone()),
+            },
             log.clone(),
             clock.clone(),
             admin.clone(),
+            node_cache,
         ));
         if server.is_real() {
             // What the scenario before made goes first (it had the server to itself).
@@ -460,6 +473,24 @@ impl Scenario {
             bootstrap_renders(&admin, &templates, profile, &side.operator).await?
         };
         side.settle().await?;
+        let controller = match &options.controller {
+            Some(upstream) => {
+                let dir = tempfile::tempdir().map_err(|e| ScenarioError::ApiServer(e.to_string()))?;
+                let running = upstream
+                    .start(&admin, &admin_kubeconfig, profile.payload_version(), dir.path())
+                    .await?;
+                eventually(options.deadline, || crate::cluster::upstream::caught_up(&admin))
+                    .await
+                    .map_err(|e| {
+                        ScenarioError::NotConverged(format!(
+                            "the upstream machine-config-controller: {e}\nits log:\n{}",
+                            running.tail(20)
+                        ))
+                    })?;
+                Some((running, dir))
+            }
+            None => None,
+        };
         let bundle = join::served_kubelet_ca(&admin).await?;
         let agent = join::agent_identity(&server)?;
         let light = match options.backend {
@@ -523,12 +554,18 @@ impl Scenario {
             stop.clone(),
         ));
         side.clone().spawn(stop.clone());
-        let metrics_addr = side
-            .mcc
-            .metrics()
-            .serve(stop.clone())
-            .await
-            .map_err(|e| ScenarioError::ApiServer(format!("serving the controller's metrics: {e}")))?;
+        let metrics_addr =
+            match (&side.mcc, &controller) {
+                (Some(mcc), _) => mcc.metrics().serve(stop.clone()).await.map_err(|e| {
+                    ScenarioError::ApiServer(format!("serving the controller's metrics: {e}"))
+                })?,
+                (None, Some((running, _))) => running.metrics,
+                (None, None) => {
+                    return Err(ScenarioError::ApiServer(
+                        "no machine-config controller runs".into(),
+                    ));
+                }
+            };
         let options_timeline = options.timeline;
         stop_on_failure.disarm();
         let scenario = Scenario {
@@ -555,6 +592,7 @@ impl Scenario {
             agent_trust: trusted,
             timeline: options_timeline.then(Default::default),
             light,
+            controller,
         };
         let ready = async {
             scenario.await_kubelets().await?;
@@ -574,6 +612,30 @@ impl Scenario {
             });
         }
         Ok(scenario)
+    }
+
+    /// Settle the cluster side, and wait for an upstream machine-config controller to act on
+    /// what it now holds (`crate::cluster::upstream::caught_up`), up to the deadline.
+    pub async fn settle(&self) -> Result<(), ScenarioError> {
+        self.side.settle().await?;
+        let Some(running) = self.upstream_controller() else {
+            return Ok(());
+        };
+        eventually(self.options.deadline, || {
+            crate::cluster::upstream::caught_up(&self.admin)
+        })
+        .await
+        .map_err(|e| {
+            ScenarioError::NotConverged(format!(
+                "the upstream machine-config-controller: {e}\nits log:\n{}",
+                running.tail(20)
+            ))
+        })
+    }
+
+    /// The upstream machine-config-controller running in the reference's place, if one does.
+    pub fn upstream_controller(&self) -> Option<&crate::cluster::upstream::RunningController> {
+        self.controller.as_ref().map(|(running, _)| running)
     }
 
     /// The last `lines` lines of each node's journal, each block headed by the node's name.

@@ -278,7 +278,10 @@ impl Scenario {
             std::sync::atomic::Ordering::Relaxed,
         );
         let bound = SYNC_BOUND + self.per_node_allowance();
-        if took <= bound {
+        // With an upstream machine-config controller the time includes its own schedule (its
+        // render controller waits 5 s, its node controller acts on its queue): not the agent's
+        // to answer for. Each node's start on a config it was given is still bound (`converge`).
+        if took <= bound || self.upstream_controller().is_some() {
             return Ok(());
         }
         Err(ScenarioError::NotConverged(format!(
@@ -406,6 +409,16 @@ impl Scenario {
     /// watch keeps; when that shows nothing pending, a list confirms it (the cache may not yet
     /// show a write the API server already has), so "caught up" is never a stale reading.
     async fn pending_noting(&self, unstarted: &mut Vec<Unstarted>) -> Option<Pending> {
+        // An upstream machine-config controller acts on its own schedule: nothing has converged
+        // until it has acted on what the API holds now.
+        if let Some(running) = self.upstream_controller()
+            && let Err(behind) = crate::cluster::upstream::caught_up(&self.admin).await
+        {
+            return Some(Pending::Waiting(format!(
+                "the upstream machine-config-controller: {behind} (its log: {})",
+                running.log.display()
+            )));
+        }
         // An API error is not "nothing pending": it is waited out like any other.
         let unreadable = |what: &str, e: kube::Error| Some(Pending::Waiting(format!("reading {what}: {e}")));
         let cc = match controller_configs(&self.admin)

@@ -260,7 +260,7 @@ async fn runs_config_at_start(world: &mut ConformanceWorld) -> anyhow::Result<()
 
 /// One of the pool's `status.conditions` (`Updated`, `Updating`, `NodeDegraded`,
 /// `RenderDegraded`, `Degraded`) has the status, and, where the step gives one, a message that
-/// begins with the text.
+/// begins with the text; waited for up to the deadline.
 #[then(
     regex = r#"^the (\w+) pool's (\w+) condition is (True|False)(?: with a message that begins "(.*)")?$"#
 )]
@@ -273,22 +273,31 @@ async fn pool_condition(
 ) -> anyhow::Result<()> {
     let c = world.cluster()?;
     c.require_pool(&pool).await?;
-    let pool_status = c.pool_status(&pool).await?;
-    let condition = pool_status.condition(&type_).with_context(|| {
-        format!(
-            "pool {pool} has no {type_} condition: {:?}",
-            pool_status.conditions
-        )
-    })?;
-    ensure!(
-        condition.status == status,
-        "pool {pool}'s {type_} condition is {}, not {status}: {condition:?}",
-        condition.status
-    );
-    ensure!(
-        condition.message.starts_with(&message),
-        "pool {pool}'s {type_} message does not begin {message:?}: {:?}",
-        condition.message
-    );
-    Ok(())
+    // Waited for, as `oc wait --for=condition=…` would: a controller sets pool conditions on
+    // its own schedule (upstream's node controller after its render controller).
+    let judge = || async {
+        let pool_status = c.pool_status(&pool).await.map_err(|e| e.to_string())?;
+        let Some(condition) = pool_status.condition(&type_) else {
+            return Err(format!(
+                "pool {pool} has no {type_} condition: {:?}",
+                pool_status.conditions
+            ));
+        };
+        if condition.status != status {
+            return Err(format!(
+                "pool {pool}'s {type_} condition is {}, not {status}: {condition:?}",
+                condition.status
+            ));
+        }
+        if !condition.message.starts_with(&message) {
+            return Err(format!(
+                "pool {pool}'s {type_} message does not begin {message:?}: {:?}",
+                condition.message
+            ));
+        }
+        Ok(())
+    };
+    harness::wait::eventually(c.options.deadline, judge)
+        .await
+        .map_err(anyhow::Error::msg)
 }

@@ -10,6 +10,7 @@
 mod view;
 
 pub use view::NODE_ANNOTATIONS_READ;
+pub(crate) use view::selects;
 
 use super::metrics::ControllerMetrics;
 use super::names::FIELD_MANAGER;
@@ -35,7 +36,7 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
 use std::sync::Arc;
-use view::{ApiView, cert_expirys, certificate_entries, node_view, selector_string, selects, selects_labels};
+use view::{ApiView, cert_expirys, certificate_entries, node_view, selector_string, selects_labels};
 
 fn to_value(object: &DynamicObject) -> Value {
     serde_json::to_value(object).expect("a DynamicObject serialises")
@@ -260,6 +261,24 @@ impl MachineConfigController {
             sources.sort_by(|a, b| a.name().cmp(b.name()));
             let spec = merge_machine_configs(&sources);
             let name = rendered_name(&pool_name, &spec);
+            // From 4.16 a config no node could reconcile with the pool's current one is not
+            // rendered (render_controller.go:667-694; reconcile.go:125-131 for FIPS). Upstream
+            // appends each MachineConfig's own errors ("; component errors: …").
+            let current = &pool.spec.configuration.name;
+            if self.profile.traits().render_checks_reconcilable
+                && !current.is_empty()
+                && *current != name
+                && view
+                    .machine_config(current)
+                    .is_some_and(|old| old.spec.fips != spec.fips)
+            {
+                let message = format!(
+                    "Failed to render configuration for pool {pool_name}: could not generate rendered MachineConfig: render reconciliation error: new machineconfig {current:?} is not reconcilable against {name:?}: detected change to FIPS flag; refusing to modify FIPS on a running cluster"
+                );
+                self.note(message.clone());
+                view.render_failures.insert(pool_name, message);
+                continue;
+            }
             if view.machine_config(&name).is_none() {
                 let rendered = json!({
                     "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",

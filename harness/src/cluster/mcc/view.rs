@@ -123,7 +123,7 @@ pub(super) fn node_view(node: &Node) -> NodeView<'_> {
 /// Whether a label selector holds for `labels`, as in Kubernetes: every `matchLabels` pair and
 /// every `matchExpressions` entry (In, NotIn, Exists, DoesNotExist); an empty selector selects
 /// everything and a missing one nothing.
-pub(super) fn selects(selector: &Value, labels: &Value) -> bool {
+pub(crate) fn selects(selector: &Value, labels: &Value) -> bool {
     selects_by(selector, |k| labels.get(k).and_then(Value::as_str))
 }
 
