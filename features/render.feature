@@ -14,7 +14,10 @@
 # found matching selector <selector>", the selector as apimachinery's labels.Selector prints it
 # (`machineconfiguration.openshift.io/role=infra`). A pool whose machineConfigSelector is the
 # empty selector (`{}`, which would select every MachineConfig) is not rendered at all: upstream
-# records a `SelectingAll` warning event and returns before any render or status.
+# records a `SelectingAll` warning event and returns before any render or status. Neither pool
+# gets a Degraded condition: the node controller computes a pool's status only once it targets a
+# rendered config (node_controller.go syncMachineConfigPool pauses "for the renderer" on an empty
+# spec.configuration.name), as release-4.16's own controller showed under these scenarios.
 @render
 Feature: A MachineConfig the render controller cannot render
   A MachineConfig whose config is not an Ignition config stops its pool's render: no new
@@ -39,7 +42,7 @@ Feature: A MachineConfig the render controller cannot render
     Given a fresh cluster with 1 worker node
     When a pool named infra is created that selects the MachineConfigs labelled machineconfiguration.openshift.io/role=infra
     Then the infra pool's RenderDegraded condition is True with a message that begins "Failed to render configuration for pool infra: no MachineConfigs found matching selector machineconfiguration.openshift.io/role=infra"
-    And the infra pool's Degraded condition is True
+    And the infra pool has no Degraded condition
     And the infra pool has 0 rendered configs
     And the worker pool's RenderDegraded condition is False
     And every node runs the rendered config it started with
@@ -48,7 +51,7 @@ Feature: A MachineConfig the render controller cannot render
     Given a fresh cluster with 1 worker node
     When a pool named infra is created whose machineConfigSelector is empty
     Then the infra pool has 0 rendered configs
-    And the infra pool's Degraded condition is False
+    And the infra pool has no Degraded condition
     And the worker pool has 1 rendered config
     And every node runs the rendered config it started with
 

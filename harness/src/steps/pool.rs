@@ -301,3 +301,22 @@ async fn pool_condition(
         .await
         .map_err(anyhow::Error::msg)
 }
+
+/// The pool's status has no condition of that type at all, as a pool the node controller never
+/// synced has none but what its render controller wrote (judged at once).
+#[then(regex = r"^the (\w+) pool has no (\w+) condition$")]
+async fn pool_lacks_condition(
+    world: &mut ConformanceWorld,
+    pool: String,
+    type_: String,
+) -> anyhow::Result<()> {
+    let c = world.cluster()?;
+    c.require_pool(&pool).await?;
+    let pool_status = c.pool_status(&pool).await?;
+    ensure!(
+        pool_status.condition(&type_).is_none(),
+        "pool {pool} has a {type_} condition: {:?}",
+        pool_status.condition(&type_)
+    );
+    Ok(())
+}
