@@ -358,3 +358,161 @@ async fn release_4_14() {
 async fn release_4_16() {
     judge("4.16", Profile::Ocp416).await;
 }
+
+/// `fixtures/upstream-controllers.yaml`: per controller, the scenarios of its profile it does
+/// not pass under the whole suite, and why.
+#[derive(Debug, serde::Deserialize)]
+struct Fixture {
+    controllers: Vec<Controller>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct Controller {
+    /// The branch it is built from (`release-4.16`).
+    name: String,
+    /// The commit it was measured at.
+    commit: String,
+    /// The release of its variables (`4.16`).
+    release: String,
+    profile: String,
+    #[serde(default)]
+    differences: Vec<Difference>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct Difference {
+    /// `file.feature: scenario name`
+    scenario: String,
+    reason: String,
+}
+
+fn fixture() -> Fixture {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/upstream-controllers.yaml");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The fixture reads, and names each difference once with a reason.
+#[test]
+fn the_upstream_controllers_fixture_reads() {
+    for c in fixture().controllers {
+        c.profile.parse::<Profile>().unwrap();
+        assert!(!c.commit.is_empty() && c.name.ends_with(&c.release), "{}", c.name);
+        let mut seen = std::collections::BTreeSet::new();
+        for d in &c.differences {
+            assert!(seen.insert(&d.scenario), "{}: {} twice", c.name, d.scenario);
+            assert!(
+                !d.reason.trim().is_empty(),
+                "{}: {} has no reason",
+                c.name,
+                d.scenario
+            );
+        }
+    }
+}
+
+/// Every feature of the profile with `controller` as the cluster's machine-config controller, on
+/// embedded nodes with the reference daemon: what passed, per `file: scenario`.
+async fn whole_suite(
+    controller: &Controller,
+    binary: PathBuf,
+    templates: PathBuf,
+) -> BTreeMap<String, (bool, String)> {
+    use harness::runner::report::read_results;
+    use harness::runner::{RunConfig, run};
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let profile: Profile = controller.profile.parse().unwrap();
+    let mut config = RunConfig::new(vec![root.join("features")], dir.path().to_path_buf());
+    config.profiles = vec![profile];
+    config.quiet = true;
+    // Most of a scenario's time is the controller's own schedule (its render controller waits
+    // 5 s), in wall time: more run at once than the CPUs alone would allow.
+    config.concurrency = 6;
+    config.agent_timeout = Duration::from_secs(90);
+    config.controller = Some(harness::cluster::upstream::UpstreamController {
+        binary,
+        args: vec![format!("--templates={}", templates.display())],
+    });
+    run(&config).await.expect("the run itself works");
+    let mut out = BTreeMap::new();
+    for feature in read_results(&dir.path().join(format!("{profile}.cucumber.json"))).unwrap() {
+        let file = Path::new(&feature.uri)
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        for s in feature.scenarios {
+            let why = s
+                .failure
+                .map(|f| format!("line {}: {}: {}", f.line, f.step, f.message))
+                .unwrap_or_default();
+            let entry = out
+                .entry(format!("{file}: {}", s.name))
+                .or_insert((true, String::new()));
+            if s.failed {
+                *entry = (false, why);
+            }
+        }
+    }
+    out
+}
+
+async fn judge_whole_suite(release: &str) {
+    let fixture = fixture();
+    let Some((binary, templates)) = opt_in(release) else {
+        return;
+    };
+    let Some(controller) = fixture.controllers.iter().find(|c| c.release == release) else {
+        eprintln!(
+            "SKIP: release-{release}'s controller has not been measured under the whole suite: \
+             run it with `mco-conformance run --controller-binary` and record its outcomes in \
+             fixtures/upstream-controllers.yaml"
+        );
+        return;
+    };
+    let seen = whole_suite(controller, binary, templates).await;
+    assert!(!seen.is_empty(), "the run judged no scenario");
+    let expected: BTreeMap<&str, &Difference> = controller
+        .differences
+        .iter()
+        .map(|d| (d.scenario.as_str(), d))
+        .collect();
+    let mut wrong = Vec::new();
+    for (scenario, (passed, why)) in &seen {
+        match (expected.get(scenario.as_str()), passed) {
+            (None, false) => wrong.push(format!("{scenario}: failed, expected to pass: {why}")),
+            (Some(d), true) => wrong.push(format!(
+                "{scenario}: passed, the fixture says it fails ({})",
+                d.reason
+            )),
+            _ => {}
+        }
+    }
+    for scenario in expected.keys() {
+        if !seen.contains_key(*scenario) {
+            wrong.push(format!("{scenario}: listed in the fixture, not run"));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} against fixtures/upstream-controllers.yaml:\n{}",
+        controller.name,
+        wrong.join("\n")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_4_16s_controller_runs_the_4_16_profile() {
+    judge_whole_suite("4.16").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_4_12s_controller_runs_the_4_12_profile() {
+    judge_whole_suite("4.12").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_4_14s_controller_runs_the_4_14_profile() {
+    judge_whole_suite("4.14").await;
+}
