@@ -142,8 +142,8 @@ impl UpstreamController {
 /// each pool's MachineConfigs — the pool targets a rendered config made from exactly the
 /// MachineConfigs its selector picks, whose files, units, kernel arguments, FIPS, kernel type and
 /// extensions are theirs merged in name order (a later MachineConfig's file replaces an
-/// earlier one's: release-4.16 pkg/controller/common/helpers.go MergeMachineConfigs), or the pool
-/// says the render failed (RenderDegraded). A pool with the empty selector is not rendered
+/// earlier one's: release-4.16 pkg/controller/common/helpers.go MergeMachineConfigs) and its node
+/// controller has synced the pool since, or the pool says the render failed (RenderDegraded). A pool with the empty selector is not rendered
 /// (render_controller.go, SelectingAll).
 pub async fn caught_up(client: &kube::Client) -> Result<(), String> {
     let cc = controller_configs(client)
@@ -209,6 +209,18 @@ pub async fn caught_up(client: &kube::Client) -> Result<(), String> {
             return Err(format!("pool {name} targets {target:?}, not yet rendered"));
         };
         merged_matches(name, target, &sources, rendered)?;
+        // The node controller has synced the pool since (its status carries the generation it
+        // saw; a paused pool's pending-file gauge is set in that same sync, release-4.12
+        // node_controller.go:778-787).
+        let (generation, observed) = (
+            pool.metadata.generation.unwrap_or(0),
+            pool.data["status"]["observedGeneration"].as_i64().unwrap_or(0),
+        );
+        if observed < generation {
+            return Err(format!(
+                "the node controller has not synced pool {name} generation {generation} (status has {observed})"
+            ));
+        }
     }
     Ok(())
 }
