@@ -156,6 +156,11 @@ Feature: kube-apiserver-to-kubelet-signer rotation
   #     kube-csr-signer is issued within 30 d of its signer's 60-day life, so it expires first.
   #   node-system-admin-signer (KAS-O, 365 d) is new at the start; the installer's kubelet-signer
   #     (24 h) expired 249 days before the window opens.
+  # The counts below belong to this fixture, not to every cluster 250 days old: KAS-O makes
+  # node-system-admin-signer at install (release-4.16 certrotationcontroller.go:785-796, 365 d,
+  # refresh 292 d), so on a real cluster of that age it would rotate near window day 42 in a sync
+  # of its own (an eleventh change); and days 10, 40 and 70 are one change each only because the
+  # fixture makes KAS-O's and KCM-O's rotations due in the same second.
   # 4.14 and 4.16 write kube-apiserver-client-ca, the union of all of these bundles (KAS-O
   # targetconfigcontroller.go ManageClientCABundle:284-316; csr-controller-ca is KCM-O's union of
   # csr-signer-ca and csr-controller-signer-ca, :694-710), so kubelet-ca.crt changes on days 10,
