@@ -64,15 +64,7 @@ impl UpstreamController {
             .output()
             .map_err(|e| format!("{} version: {e}", self.binary.display()))?;
         let text = String::from_utf8_lossy(&out.stdout);
-        let both = text
-            .split_whitespace()
-            .nth(1)
-            .ok_or_else(|| format!("{} version printed {text:?}", self.binary.display()))?;
-        Ok(both
-            .strip_suffix("-was-not-built-properly")
-            .or_else(|| both.rsplit_once('-').map(|(raw, _)| raw))
-            .unwrap_or(both)
-            .to_string())
+        raw_version(&text).ok_or_else(|| format!("{} version printed {text:?}", self.binary.display()))
     }
 
     /// Start it for one scenario: `kubeconfig` (the cluster's admin) written under `dir`, the
@@ -134,6 +126,17 @@ impl UpstreamController {
             log,
         })
     }
+}
+
+/// `version.Raw` of `MachineConfigController <Raw>-<Hash>` (cmd/machine-config-controller/version.go).
+fn raw_version(printed: &str) -> Option<String> {
+    let both = printed.split_whitespace().nth(1)?;
+    Some(
+        both.strip_suffix("-was-not-built-properly")
+            .or_else(|| both.rsplit_once('-').map(|(raw, _)| raw))
+            .unwrap_or(both)
+            .to_string(),
+    )
 }
 
 /// Whether the upstream controller has acted on what the API holds now, or what it has not yet
@@ -334,4 +337,68 @@ fn merged_matches(
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_raw_version_is_what_comes_before_the_hash() {
+        let raw = |t: &str| raw_version(t);
+        assert_eq!(
+            raw("MachineConfigController v0.0.0-was-not-built-properly-was-not-built-properly\n").as_deref(),
+            Some("v0.0.0-was-not-built-properly")
+        );
+        assert_eq!(
+            raw("MachineConfigController v4.16.0-202411-7327bb2").as_deref(),
+            Some("v4.16.0-202411")
+        );
+        assert_eq!(raw("nothing"), None);
+    }
+
+    fn mc(name: &str, files: &[(&str, &str)], kargs: &[&str]) -> Value {
+        let files: Vec<Value> = files
+            .iter()
+            .map(|(p, d)| json!({"path": p, "mode": 420, "contents": {"source": format!("data:,{d}")}}))
+            .collect();
+        json!({"metadata": {"name": name}, "spec": {
+            "config": {"ignition": {"version": "3.2.0"}, "storage": {"files": files}},
+            "kernelArguments": kargs, "fips": false}})
+    }
+
+    /// A rendered config matches its sources merged in name order (a later file wins), and any
+    /// difference a change can make — a file, a kernel argument — says the render is behind.
+    #[test]
+    fn a_rendered_config_is_caught_up_only_with_its_sources_merged() {
+        let (a, b) = ("00-worker".to_string(), "99-worker-0".to_string());
+        let base = mc(&a, &[("/etc/a", "1"), ("/etc/b", "1")], &[]);
+        let user = mc(&b, &[("/etc/b", "2")], &["nosmt"]);
+        let sources = [(&a, &base), (&b, &user)];
+        let merged = mc(
+            "rendered-worker-x",
+            &[("/etc/a", "1"), ("/etc/b", "2")],
+            &["nosmt"],
+        );
+        assert_eq!(
+            merged_matches("worker", "rendered-worker-x", &sources, &merged),
+            Ok(())
+        );
+        let stale_file = mc(
+            "rendered-worker-x",
+            &[("/etc/a", "1"), ("/etc/b", "1")],
+            &["nosmt"],
+        );
+        let e = merged_matches("worker", "rendered-worker-x", &sources, &stale_file).unwrap_err();
+        assert!(e.contains("/etc/b"), "{e}");
+        let no_kargs = mc("rendered-worker-x", &[("/etc/a", "1"), ("/etc/b", "2")], &[]);
+        let e = merged_matches("worker", "rendered-worker-x", &sources, &no_kargs).unwrap_err();
+        assert!(e.contains("kernel arguments"), "{e}");
+        let extra = mc(
+            "rendered-worker-x",
+            &[("/etc/a", "1"), ("/etc/b", "2"), ("/etc/gone", "x")],
+            &["nosmt"],
+        );
+        assert!(merged_matches("worker", "rendered-worker-x", &sources, &extra).is_err());
+    }
 }
