@@ -122,3 +122,33 @@ pub fn one_feature_with_agent(
     config.quiet = true;
     config
 }
+
+/// What a run's Cucumber JSON says per scenario, keyed `file.feature: scenario name` (an Outline's
+/// rows under one key, failed if any row failed): whether it passed, whether its verdict is
+/// reported apart (`@mco-logs`, `@beyond-upstream`), and the first failure's words.
+pub fn scenario_outcomes(
+    cucumber_json: &std::path::Path,
+) -> std::collections::BTreeMap<String, (bool, bool, String)> {
+    let mut out = std::collections::BTreeMap::new();
+    for feature in harness::runner::report::read_results(cucumber_json).unwrap() {
+        let file = std::path::Path::new(&feature.uri)
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        for s in feature.scenarios {
+            let apart = s.tags.iter().any(|t| t == "mco-logs" || t == "beyond-upstream");
+            let why = s
+                .failure
+                .map(|f| format!("line {}: {}: {}", f.line, f.step, f.message))
+                .unwrap_or_default();
+            let entry = out
+                .entry(format!("{file}: {}", s.name))
+                .or_insert((true, apart, String::new()));
+            if s.failed {
+                entry.0 = false;
+                entry.2 = why;
+            }
+        }
+    }
+    out
+}

@@ -26,11 +26,12 @@
 use crate::common::Controllers;
 use harness::Profile;
 use harness::cluster::operator::controller_configs;
+use harness::cluster::upstream::{RunningController, UpstreamController};
 use harness::mco::api::{machine_config_pools, machine_configs};
 use harness::mco::machine_config::MachineConfigSpec;
 use harness::profile::KubeletCaSource;
 use harness::steps::oracle::ignition_file;
-use kube::api::{ListParams, Patch, PatchParams};
+use kube::api::ListParams;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -40,7 +41,6 @@ use std::time::Duration;
 /// (its render controller waits 5 s for the template controller, node_controller.go:1012).
 const DEADLINE: Duration = Duration::from_secs(180);
 
-const GENERATED_BY_VERSION: &str = "machineconfiguration.openshift.io/generated-by-version";
 const GENERATED_BY_CONTROLLER: &str = "machineconfiguration.openshift.io/generated-by-controller-version";
 
 /// The binary and templates a release's variables name, or why the test skips.
@@ -59,83 +59,6 @@ fn opt_in(release: &str) -> Option<(PathBuf, PathBuf)> {
     }
 }
 
-/// The controller's `version.Raw`: `version` prints `MachineConfigController <Raw>-<Hash>`, the
-/// Hash a git commit (no dash) or, in a build without ldflags, `was-not-built-properly`.
-fn controller_version(binary: &Path) -> String {
-    let out = std::process::Command::new(binary)
-        .arg("version")
-        .output()
-        .unwrap_or_else(|e| panic!("{}: {e}", binary.display()));
-    let text = String::from_utf8_lossy(&out.stdout);
-    let both = text
-        .split_whitespace()
-        .nth(1)
-        .unwrap_or_else(|| panic!("{} version printed {text:?}", binary.display()));
-    both.strip_suffix("-was-not-built-properly")
-        .or_else(|| both.rsplit_once('-').map(|(raw, _)| raw))
-        .unwrap_or(both)
-        .to_string()
-}
-
-/// Upstream's controller, running until dropped, its log in `dir`.
-struct Upstream {
-    _child: tokio::process::Child,
-    log: PathBuf,
-}
-
-impl Upstream {
-    fn start(c: &Controllers, profile: Profile, binary: &Path, templates: &Path, dir: &Path) -> Self {
-        let kubeconfig = dir.join("kubeconfig");
-        std::fs::write(&kubeconfig, c.server.kubeconfig(c.server.admin_identity())).unwrap();
-        let help = std::process::Command::new(binary)
-            .args(["start", "--help"])
-            .output()
-            .unwrap();
-        let mut args: Vec<String> = [
-            "start",
-            "--kubeconfig",
-            kubeconfig.to_str().unwrap(),
-            "--templates",
-            templates.to_str().unwrap(),
-            "--resourcelock-namespace",
-            "openshift-machine-config-operator",
-            "--metrics-listen-address",
-            "127.0.0.1:0",
-            "-v",
-            "2",
-        ]
-        .map(String::from)
-        .into();
-        // release-4.12's controller reads no feature gates and has no such flag.
-        if String::from_utf8_lossy(&help.stdout).contains("--payload-version") {
-            args.extend([
-                "--payload-version".to_string(),
-                profile.payload_version().to_string(),
-            ]);
-        }
-        let log = dir.join("machine-config-controller.log");
-        let file = std::fs::File::create(&log).unwrap();
-        let child = tokio::process::Command::new(binary)
-            .args(&args)
-            .stdout(file.try_clone().unwrap())
-            .stderr(file)
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap_or_else(|e| panic!("{}: {e}", binary.display()));
-        Upstream { _child: child, log }
-    }
-
-    /// The log's last lines, for a failure message.
-    fn tail(&self) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let lines: Vec<&str> = text
-            .lines()
-            .filter(|l| !l.starts_with(char::is_whitespace))
-            .collect();
-        lines[lines.len().saturating_sub(30)..].join("\n")
-    }
-}
-
 /// The MachineConfig's files as (mode, contents) by path, decoded by the oracle's reader.
 fn files(mc: &Value) -> BTreeMap<String, (u32, Vec<u8>)> {
     let spec = MachineConfigSpec::of(mc).unwrap();
@@ -150,7 +73,12 @@ fn files(mc: &Value) -> BTreeMap<String, (u32, Vec<u8>)> {
 
 /// The rendered config the pool targets, once upstream's render controller has written it (its
 /// generated-by-controller-version is not the reference's).
-async fn upstream_rendered(c: &Controllers, pool: &str, not: &[String], up: &Upstream) -> (String, Value) {
+async fn upstream_rendered(
+    c: &Controllers,
+    pool: &str,
+    not: &[String],
+    up: &RunningController,
+) -> (String, Value) {
     let probe = || async {
         let p = machine_config_pools(&c.client)
             .get(pool)
@@ -180,7 +108,7 @@ async fn upstream_rendered(c: &Controllers, pool: &str, not: &[String], up: &Ups
     };
     harness::wait::eventually(DEADLINE, probe)
         .await
-        .unwrap_or_else(|e| panic!("{e}\nupstream's log:\n{}", up.tail()))
+        .unwrap_or_else(|e| panic!("{e}\nupstream's log:\n{}", up.tail(30)))
 }
 
 async fn rendered_names(c: &Controllers, pool: &str) -> Vec<String> {
@@ -224,18 +152,21 @@ async fn judge(release: &str, profile: Profile) {
         .unwrap();
     let reference_certificates = cc.data["status"]["controllerCertificates"].clone();
 
-    // The harness as the operator of the controller's build.
-    let version = controller_version(&binary);
-    controller_configs(&c.client)
-        .patch(
-            "machine-config-controller",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"annotations": {GENERATED_BY_VERSION: version}}})),
+    // The harness as the operator of the controller's build, as `--controller-binary` runs it.
+    let dir = tempfile::tempdir().unwrap();
+    let controller = UpstreamController {
+        binary,
+        args: vec![format!("--templates={}", templates.display())],
+    };
+    let up = controller
+        .start(
+            &c.client,
+            &c.server.kubeconfig(c.server.admin_identity()),
+            profile.payload_version(),
+            dir.path(),
         )
         .await
         .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let up = Upstream::start(&c, profile, &binary, &templates, dir.path());
     for pool in ["master", "worker"] {
         upstream_rendered(&c, pool, &[], &up).await;
     }
@@ -287,7 +218,7 @@ async fn judge(release: &str, profile: Profile) {
     };
     let cc = harness::wait::eventually(DEADLINE, status)
         .await
-        .unwrap_or_else(|e| panic!("{e}\nupstream's log:\n{}", up.tail()));
+        .unwrap_or_else(|e| panic!("{e}\nupstream's log:\n{}", up.tail(30)));
     assert_eq!(
         cc.data["status"]["controllerCertificates"], reference_certificates,
         "{release}: upstream's status.controllerCertificates (left) against the reference's (right)"
@@ -325,7 +256,7 @@ async fn judge(release: &str, profile: Profile) {
     } else {
         harness::wait::eventually(DEADLINE, status)
             .await
-            .unwrap_or_else(|e| panic!("{e}\nupstream's log:\n{}", up.tail()));
+            .unwrap_or_else(|e| panic!("{e}\nupstream's log:\n{}", up.tail(30)));
         let now = machine_configs(&c.client)
             .get("00-worker")
             .await
@@ -418,7 +349,6 @@ async fn whole_suite(
     binary: PathBuf,
     templates: PathBuf,
 ) -> BTreeMap<String, (bool, String)> {
-    use harness::runner::report::read_results;
     use harness::runner::{RunConfig, run};
     let _ = rustls::crypto::ring::default_provider().install_default();
     let dir = tempfile::tempdir().unwrap();
@@ -436,26 +366,10 @@ async fn whole_suite(
         args: vec![format!("--templates={}", templates.display())],
     });
     run(&config).await.expect("the run itself works");
-    let mut out = BTreeMap::new();
-    for feature in read_results(&dir.path().join(format!("{profile}.cucumber.json"))).unwrap() {
-        let file = Path::new(&feature.uri)
-            .file_name()
-            .map(|f| f.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        for s in feature.scenarios {
-            let why = s
-                .failure
-                .map(|f| format!("line {}: {}: {}", f.line, f.step, f.message))
-                .unwrap_or_default();
-            let entry = out
-                .entry(format!("{file}: {}", s.name))
-                .or_insert((true, String::new()));
-            if s.failed {
-                *entry = (false, why);
-            }
-        }
-    }
-    out
+    crate::common::scenario_outcomes(&dir.path().join(format!("{profile}.cucumber.json")))
+        .into_iter()
+        .map(|(scenario, (passed, _, why))| (scenario, (passed, why)))
+        .collect()
 }
 
 async fn judge_whole_suite(release: &str) {

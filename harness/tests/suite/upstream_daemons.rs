@@ -11,7 +11,6 @@
 //! build them). The README's table of differences is checked against the fixture in every run.
 
 use harness::Profile;
-use harness::runner::report::read_results;
 use harness::runner::{Nodes, RunConfig, run};
 use harness::scenario::AgentKind;
 use serde::Deserialize;
@@ -146,28 +145,7 @@ async fn outcomes(daemon: &Daemon, binary: PathBuf) -> BTreeMap<String, (bool, b
         node_tools: PathBuf::from(env!("CARGO_BIN_EXE_mco-node-tools")),
     };
     run(&config).await.expect("the run itself works");
-    let mut out = BTreeMap::new();
-    for feature in read_results(&dir.path().join(format!("{profile}.cucumber.json"))).unwrap() {
-        let file = Path::new(&feature.uri)
-            .file_name()
-            .map(|f| f.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        for s in feature.scenarios {
-            let apart = s.tags.iter().any(|t| t == "mco-logs" || t == "beyond-upstream");
-            let why = s
-                .failure
-                .map(|f| format!("line {}: {}: {}", f.line, f.step, f.message))
-                .unwrap_or_default();
-            let entry = out
-                .entry(format!("{file}: {}", s.name))
-                .or_insert((true, apart, String::new()));
-            if s.failed {
-                entry.0 = false;
-                entry.2 = why;
-            }
-        }
-    }
-    out
+    crate::common::scenario_outcomes(&dir.path().join(format!("{profile}.cucumber.json")))
 }
 
 async fn judge(name: &str) {
