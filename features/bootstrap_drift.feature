@@ -7,7 +7,7 @@
 # target.go, cabundle.go) as KCM-O runs it; MCO-499 (bundle churn in a new cluster's first
 # day); e2e-bootstrap (bootstrap name == in-cluster name). See shared/notes/mco-source.md §4, §5.
 # 4.14 takes its kubelet CA bundle as 4.16 does (release-4.14 sync.go:432-491: the same bootstrap
-# gate and source; harness/docs/ocp-4.14.md §2), so every 4.16 row below holds for it too.
+# gate and source; docs/ocp-4.14.md §2), so every 4.16 row below holds for it too.
 @bootstrap-drift
 Feature: From the bootstrap bundle to the in-cluster bundle
   Nodes boot with the configs the bootstrap MCO rendered. The in-cluster controller must render

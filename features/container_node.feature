@@ -1,4 +1,4 @@
-# What only a real container shows (issue 5; DESIGN.md, "The node, as steps see it"). On a
+# What only a real container shows (DESIGN.md, "The node, as steps see it"). On a
 # container node the node's own kernel decides files, modes and owners, and the agent runs there
 # as root, as the machine-config-daemon does with --root-mount=/. A reboot is the node's PID 1
 # (mco-node-init) stopping every service, emptying /run, writing a boot marker and starting the

@@ -7,7 +7,7 @@
 # templates/<role>/01-<role>-kubelet (kubelet-ca.crt is the kubelet's clientCAFile, which it
 # reloads from disk). See shared/notes/mco-source.md §1, §2. Release-4.14 has a certificate
 # writer without any of the kubeconfig block (no service-ca-rotate, kubeconfig-data or
-# lastObservedServerCAAnnotation anywhere in its pkg/ and cmd/; harness/docs/ocp-4.14.md §1, §2):
+# lastObservedServerCAAnnotation anywhere in its pkg/ and cmd/; docs/ocp-4.14.md §1, §2):
 # for a new kubelet CA it is 4.16, for a new serving CA it is 4.12.
 @kubelet-restart
 Feature: When the kubelet restarts

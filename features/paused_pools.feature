@@ -8,7 +8,7 @@
 # kube-apiserver's kubelet client certificate is re-issued). See shared/notes/mco-source.md §1–§3.
 # Release-4.14 has the certificate writer (certificate_writer.go never reads `paused` either) and
 # no gauge (removed by 28343237e in 4.13); its certExpirys carry no expiry (1b2393504 took the
-# dates out; types.go:338-346). harness/docs/ocp-4.14.md §1, §3.
+# dates out; types.go:338-346). docs/ocp-4.14.md §1, §3.
 @paused-pools
 Feature: A paused pool during a signer rotation
   Pausing a pool stops its nodes from moving to new rendered configs. On 4.12 the kubelet CA

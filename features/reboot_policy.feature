@@ -2,7 +2,7 @@
 # calculatePostConfigChangeActionFromFileDiffs, performPostConfigChangeAction) and release-4.16
 # pkg/daemon/update.go (calculatePostConfigChangeActionFromMCDiffs: its file and directory
 # lists, restart crio for the user CA bundle); pkg/daemon/drain.go isDrainRequired. See
-# shared/notes/mco-source.md §1–§2. Release-4.14 update.go:343-371 (harness/docs/ocp-4.14.md §5):
+# shared/notes/mco-source.md §1–§2. Release-4.14 update.go:343-371 (docs/ocp-4.14.md §5):
 # 4.12's lists plus a CRI-O restart for the user CA bundle (6e9755884), no directory lists, and
 # no "Don't override a restart" guard.
 @reboot-policy

@@ -6,7 +6,7 @@
 # TestInternalImageRegistryPullSecret. See shared/notes/mco-source.md §2. Release-4.14's writer
 # (certificate_writer.go:137-179) has the same registry CA block but for a missing
 # /etc/docker/certs.d, and no pull secret: on 4.14 that file is a template of the rendered config
-# (harness/docs/ocp-4.14.md §1, §12).
+# (docs/ocp-4.14.md §1, §12).
 @registry-trust
 Feature: Registry trust written from ControllerConfig
   On 4.14 and 4.16 the daemon's certificate writer also writes what the container runtime trusts

@@ -10,13 +10,13 @@
 #   #3787); every daemon's certificate writer writes the file from the one ControllerConfig update
 #   it watches (release-4.16 certificate_writer.go), so all 1,000 nodes follow at once and the
 #   pool keeps its one rendered config. 4.14 is the same path (release-4.14
-#   certificate_writer.go; harness/docs/ocp-4.14.md §1).
+#   certificate_writer.go; docs/ocp-4.14.md §1).
 # Both: a kubelet CA change is no reboot on either path.
 # Run with `--tags @scale`, best from a release build (`cargo run --release -p harness --bin
 # mco-conformance -- run --tags @scale features/scale.feature`): the 1,000-node scenarios run
 # embedded nodes, the 10,000-node ones light nodes (the reference daemon and each node's files
-# in this process, sharing connections; README, "Light nodes", says what they cannot show). The
-# README's scale benchmark has the times and memory.
+# in this process, sharing connections; docs/scale.md says what they cannot show). The
+# scale benchmark's times and memory are in docs/benchmarks.md.
 @scale
 Feature: A rotation across thousands of nodes
   An MCO developer sees the two paths' difference at scale: on 4.12 a rotation rolls out as a

@@ -2,7 +2,7 @@
 # cabundle.go), cluster-kube-apiserver-operator certrotationcontroller.go (release-4.12/4.14/4.16),
 # MCO release-4.12 pkg/operator/sync.go (mergeCertWithCABundle), release-4.14 and release-4.16
 # pkg/daemon/certificate_writer.go; MCO e2e TestMCDRotatesCerts. See shared/notes/mco-source.md
-# and, for 4.14, harness/docs/ocp-4.14.md.
+# and, for 4.14, docs/ocp-4.14.md.
 @signer-rotation
 Feature: kube-apiserver-to-kubelet-signer rotation
   The kube-apiserver reaches kubelets (oc logs, exec, attach) with a client certificate from

@@ -5,7 +5,7 @@
 //!
 //! The rows: `OCP_4_12` (MCO release-4.12, library-go d932feccfc56 in KAS-O/KCM-O),
 //! `OCP_4_14` (MCO release-4.14 at 00b2e0b1c, library-go 840298df1eee; every value with its
-//! upstream lines in `harness/docs/ocp-4.14.md`) and `OCP_4_16` (MCO release-4.16, library-go
+//! upstream lines in `docs/ocp-4.14.md`) and `OCP_4_16` (MCO release-4.16, library-go
 //! f5bf38712dca).
 
 use crate::mco::{
@@ -249,7 +249,7 @@ pub const OCP_4_12: Traits = Traits {
 /// writer as on 4.16, but an early one (no serving-CA or kubeconfig logic, no pull secret, the
 /// annotation only on a change, a missing certs.d created), the dates are out of
 /// `controllerCertificates`, and the bundle order, `logSystem` and start are still 4.12's.
-/// Every value: `harness/docs/ocp-4.14.md` (section numbers below).
+/// Every value: `docs/ocp-4.14.md` (section numbers below).
 pub const OCP_4_14: Traits = Traits {
     payload_version: "4.14.0",
     // KAS-O release-4.14 go.mod:26 k8s.io/api v0.27.4 (§11).

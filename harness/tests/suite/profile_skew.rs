@@ -1,7 +1,7 @@
 //! The suite tells the releases apart: the reference daemon run as an agent binary for one
 //! release under the cluster of its neighbour fails exactly the scenarios where upstream's two
 //! daemons differ, and passes every other one. The expected lists are written here from
-//! `harness/docs/ocp-4.14.md` (the release-4.14 source, section by section), not from a run.
+//! `docs/ocp-4.14.md` (the release-4.14 source, section by section), not from a run.
 
 use harness::Profile;
 use harness::runner::{RunConfig, run};
