@@ -14,8 +14,6 @@
 //! - `runner`: feature lint and the per-profile cucumber runs behind `cargo test` and the CLI.
 //! - `world`: the cucumber World around a scenario.
 //! - `steps`: the step definitions, registered with cucumber when the library is linked.
-//!
-//! The cluster side, nodes, the reference daemon, steps and the CLI follow (issue 3).
 
 // The step definitions name the library as `harness::…`, as a user's own steps would.
 extern crate self as harness;

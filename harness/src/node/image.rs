@@ -1,4 +1,4 @@
-//! The container node image, built by the harness itself with no registry (issue 5): a root
+//! The container node image, built by the harness itself with no registry: a root
 //! filesystem of our own binaries under `/usr/bin`, the shared libraries `ldd` lists for them,
 //! and busybox (Debian's `busybox-static`) as `/bin/sh` and the coreutils, imported with
 //! `docker import`. It is tagged by a hash of its content and reused while that is unchanged,

@@ -1,4 +1,4 @@
-//! A node seeded like a real one (issue 3, "Embedded nodes"): its kubeconfigs with current
+//! A node seeded like a real one: its kubeconfigs with current
 //! context and CA data, a non-CoreOS `/etc/os-release` (so upstream agents stay off
 //! rpm-ostree), the files of the config it was installed with (as Ignition wrote them), the
 //! kubelet CA, the current config on disk, and the Node object with `currentConfig` =

@@ -1,4 +1,4 @@
-//! Container nodes (issue 5): the node image's init as PID 1, the same `Node` trait as the
+//! Container nodes: the node image's init as PID 1, the same `Node` trait as the
 //! embedded backend, and the node's tools inside the container. Each test skips, saying why,
 //! without a Docker engine or a static busybox.
 
@@ -488,8 +488,8 @@ async fn a_node_whose_control_socket_is_gone_fails_every_observation_naming_it()
     s.shutdown().await;
 }
 
-/// What the upstream machine-config-daemon asks of an RHCOS node, inside a container node
-/// (issue 12): this boot's id where the kernel keeps it, in the agent's own mount namespace,
+/// What the upstream machine-config-daemon asks of an RHCOS node, inside a container node:
+/// this boot's id where the kernel keeps it, in the agent's own mount namespace,
 /// new after a reboot (release-4.12/4.16 `getBootID`); `mount --rbind /run/secrets` onto itself
 /// (release-4.12 start.go `bindPodMounts`); the `core` user with `runuser`, `usermod` and
 /// `getent`; journald fields written by `logger --journald` and read back by `journalctl -o json`

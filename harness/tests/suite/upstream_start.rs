@@ -1,5 +1,5 @@
 //! What the upstream machine-config-daemon asks of the cluster before it reaches its
-//! certificate path (issue 5), asked of a fresh scenario's cluster the way that daemon asks it
+//! certificate path, asked of a fresh scenario's cluster the way that daemon asks it
 //! (MCO main: `cmd/machine-config-daemon/start.go`, `pkg/daemon`, library-go's feature-gate
 //! reader): with the credentials of the node's own kubeconfigs, through streaming lists for
 //! every informer it starts, server-side apply of its MachineConfigNode's status, events as the
