@@ -17,7 +17,7 @@
 //! Run with `cargo bench -p fake-apiserver --bench fanout`; it prints a Markdown table. The
 //! fake runs in this process. With `APISERVER_KUBECONFIG` naming a kubeconfig (client
 //! certificate and CA inline or as files), the same measurement runs against that server too
-//! (a real kube-apiserver built as the README says). `FANOUT_SIZES=1000,10000` (default),
+//! (a real kube-apiserver built as `docs/real-apiserver.md` says). `FANOUT_SIZES=1000,10000` (default),
 //! `FANOUT_WORKERS=4`, `FANOUT_ROUNDS=5` change the shape, `FANOUT_CLIENT_NICE=19` (default)
 //! the client processes' priority, and `FANOUT_PER_ROUND=1` prints each change's spread.
 //!

@@ -1,7 +1,7 @@
 //! Query parameters of resource requests (ListOptions, WatchOptions, write options), parsed
 //! strictly: a malformed number or boolean is a 400 naming the parameter. Parameters this
 //! server accepts and ignores (`pretty`, `fieldValidation`, `force`, `propagationPolicy`,
-//! `gracePeriodSeconds`, `orphanDependents`) are listed so the README can say so.
+//! `gracePeriodSeconds`, `orphanDependents`) are listed so `fake-apiserver/README.md` can say so.
 
 use crate::error::ApiError;
 
@@ -21,7 +21,7 @@ pub struct Query {
     pub dry_run: bool,
 }
 
-/// Accepted and ignored, so the README can list them.
+/// Accepted and ignored, so `fake-apiserver/README.md` can list them.
 pub const IGNORED_PARAMETERS: &[&str] = &[
     "pretty",
     "fieldValidation",

@@ -5,7 +5,7 @@
 //
 // It works in a namespace of its own, deletes it at the end, prints "ok <check>" per check and
 // "PASS", or "FAIL <why>" and exits 1. It is built from a Kubernetes source tree (see
-// fake-apiserver/README.md); the opt-in test `clientgo::` runs it against the fake.
+// docs/real-apiserver.md, "client-go"); the opt-in test `clientgo::` runs it against the fake.
 //
 // Usage: mco-clientgo-check --kubeconfig PATH
 package main

@@ -1,6 +1,6 @@
 //! client-go's semantics, checked by the Go program in `tests/clientgo/` (an informer syncing
 //! by watch-list, server-side apply, 409 on a stale update, relist after 410 Gone). Opt-in: `MCO_CLIENTGO_CHECK` names the built program (client-go is in no registry CI
-//! reaches, so CI cannot build it; see the README). It runs against the fake, and against the
+//! reaches, so CI cannot build it; see `docs/real-apiserver.md`). It runs against the fake, and against the
 //! server `APISERVER_KUBECONFIG` names when that is set.
 
 use crate::common::init_crypto;
@@ -31,7 +31,7 @@ async fn client_go_informers_apply_conflicts_and_relists() {
     let Some(binary) = std::env::var_os("MCO_CLIENTGO_CHECK") else {
         // Not `testing::skip`, which fails under CI: CI cannot build the program at all.
         println!(
-            "SKIP client-go check: MCO_CLIENTGO_CHECK is unset (build tests/clientgo as the README says)"
+            "SKIP client-go check: MCO_CLIENTGO_CHECK is unset (build tests/clientgo as docs/real-apiserver.md says)"
         );
         return;
     };

@@ -244,7 +244,7 @@ async fn a_malformed_resource_version_is_400_on_get_as_on_list() {
         ("99999999999999999999999", "value out of range"),
     ];
     // A real 1.36 answers a GET with 500 InternalError here; the fake answers 400 as for a list,
-    // never a 5xx for a client's mistake (README, "Errors").
+    // never a 5xx for a client's mistake (fake-apiserver/README.md, "Errors").
     let real = c.server.is_none();
     for (rv, why) in cases {
         let get = format!("{cms}/my-cm?resourceVersion={rv}");

@@ -8,7 +8,7 @@
 //! - `mco-conformance node-image`: build (or reuse) the container node image and tag it for
 //!   agent images' `FROM` lines.
 //! - `mco-conformance steps [--markdown]`: every step phrase with its description and source.
-//! - `mco-conformance features [PATH…]`: the features table of the README, from the files.
+//! - `mco-conformance features [PATH…]`: the features table of `docs/features.md`, from the files.
 
 use clap::{Parser, Subcommand};
 use harness::runner::{RunError, run};
@@ -32,7 +32,7 @@ enum Command {
     /// Run features (default: every feature under ./features, every profile, embedded nodes).
     Run(harness::runner::options::RunOptions),
     /// The features table: per feature file, its scenarios and how many run on each profile,
-    /// as Markdown (the README's table is this output).
+    /// as Markdown (the table of docs/features.md is this output).
     Features {
         /// Feature files or directories.
         #[arg(default_value = "features")]
@@ -51,7 +51,7 @@ enum Command {
         /// List the catalogue (name, profiles, broken behaviour) and run nothing.
         #[arg(long)]
         list: bool,
-        /// Print the table as the README's Markdown.
+        /// Print the table as Markdown (the table of docs/self-test.md is this output).
         #[arg(long)]
         markdown: bool,
         /// Where each mutant's run reports go.
@@ -74,7 +74,7 @@ enum Command {
     },
     /// List every step phrase with its description and where it is defined.
     Steps {
-        /// As the README's Markdown table.
+        /// As a Markdown table (the table of docs/steps.md is this output).
         #[arg(long)]
         markdown: bool,
     },

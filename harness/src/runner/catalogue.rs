@@ -1,7 +1,7 @@
 //! The step catalogue: every step phrase with its description and where it is defined, read
 //! from the step sources themselves (`steps/`, with the doc comment above each definition). It
-//! serves `mco-conformance steps`, the README table, and the nearest phrases offered for an
-//! undefined step.
+//! serves `mco-conformance steps`, the table of `docs/steps.md`, and the nearest phrases offered
+//! for an undefined step.
 
 /// The step sources, for `mco-conformance steps` (phrases listed from the code itself).
 pub const SOURCES: &[(&str, &str)] = &[
@@ -102,8 +102,8 @@ pub fn catalogue() -> Vec<StepDoc> {
     out
 }
 
-/// The catalogue as the README's Markdown table, then the values each fixture-named parameter
-/// accepts.
+/// The catalogue as the Markdown table of `docs/steps.md`, then the values each fixture-named
+/// parameter accepts.
 pub fn catalogue_markdown() -> String {
     format!(
         "{}\nParameters that name something of the fixtures accept exactly these values (any other fails the step with this list):\n\n{}",
@@ -188,7 +188,7 @@ pub fn parameter_values() -> Vec<ParameterValues> {
     ]
 }
 
-/// The parameter values as the README's Markdown table.
+/// The parameter values as a Markdown table (the last of `docs/steps.md`).
 pub fn parameter_values_markdown() -> String {
     let mut out = String::from("| parameter | accepted values | taken by |\n|---|---|---|\n");
     for p in parameter_values() {

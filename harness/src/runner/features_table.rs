@@ -1,12 +1,12 @@
-//! The README's features table, generated from the feature files with the run's own selection
-//! rules, so it cannot go stale.
+//! The features table of `docs/features.md`, generated from the feature files with the run's own
+//! selection rules, so it cannot go stale.
 
 use super::{Nodes, Selection, expanded, lint, scenarios_of, select, tags_of};
 use crate::profile::Profile;
 use std::path::PathBuf;
 
-/// The features table of the README, generated from the feature files so it cannot go stale:
-/// per file its title, how many scenarios run on each profile (Outline rows counted, `@slow`
+/// The features table of `docs/features.md`, generated from the feature files so it cannot go
+/// stale: per file its title, how many scenarios run on each profile (Outline rows counted, `@slow`
 /// and `@container` ones included), and its scenarios' titles with the profiles they are for.
 pub fn features_markdown(paths: &[PathBuf]) -> Result<String, Vec<lint::LintError>> {
     let files = lint::feature_files(paths);

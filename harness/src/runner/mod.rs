@@ -10,7 +10,7 @@
 //! # Layout
 //! - `lint`: feature-file checks run before anything executes.
 //! - `report`: the YAML conformance report.
-//! - `features_table`: the README's features table, from the files.
+//! - `features_table`: the features table of `docs/features.md`, from the files.
 //! - `self_test`: every mutant of the reference daemon over the suite, and who rejected it.
 //! - `catalogue`: the step phrases, read from the step sources, and the nearest ones to a step
 //!   that matches none.

@@ -309,8 +309,8 @@ pub fn table_text(verdicts: &[Verdict]) -> String {
     out
 }
 
-/// The README's self-test table (markdown): mutant, profile, what it breaks, the first scenario
-/// and step that rejected it, and the message.
+/// The self-test table of `docs/self-test.md` (markdown): mutant, profile, what it breaks, the
+/// first scenario and step that rejected it, and the message.
 pub fn table_markdown(verdicts: &[Verdict]) -> String {
     let cell = |s: &str| s.replace('|', "\\|");
     let mut out = String::from(

@@ -4,8 +4,8 @@
 //! They are part of the harness library: cucumber registers each step through a linker
 //! section (`inventory`), and rustc keeps a linked rlib's `#[used]` registrations, so every
 //! binary that links the library (the `mco-conformance` CLI, `tests/conformance.rs`, the
-//! suite) sees them all. Their catalogue (`mco-conformance steps`, the README table, the
-//! nearest phrases an undefined step is offered) is read from these sources by
+//! suite) sees them all. Their catalogue (`mco-conformance steps`, the table of
+//! `docs/steps.md`, the nearest phrases an undefined step is offered) is read from these sources by
 //! `harness::runner::catalogue`, and a test holds it to exactly the steps cucumber registered
 //! (`harness/tests/suite/readme.rs`). Parameters that name something of the fixtures are
 //! parameter types of their own (`params`: `{signer}`, `{pool}`).

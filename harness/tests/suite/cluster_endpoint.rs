@@ -1,12 +1,12 @@
-//! Scenarios against an API server given by kubeconfig (`mco-conformance run --apiserver`,
-//! issue 16 #3): one at a time, each after deleting what the one before made, with the
+//! Scenarios against an API server given by kubeconfig (`mco-conformance run --apiserver`):
+//! one at a time, each after deleting what the one before made, with the
 //! scenarios only the in-process API server can run skipped, saying why.
 //!
 //! In CI the server given is a fake API server this test starts (the whole kubeconfig path runs:
 //! loading it, issuing the nodes' certificates from the given client CA, cleaning between
 //! scenarios). `real_kube_apiserver` runs every feature against a real kube-apiserver when
-//! `APISERVER_KUBECONFIG`, `APISERVER_CLIENT_CA` and `APISERVER_CLIENT_CA_KEY` name one (README,
-//! "Against a real kube-apiserver"; opt-in, since nobody can build one in CI).
+//! `APISERVER_KUBECONFIG`, `APISERVER_CLIENT_CA` and `APISERVER_CLIENT_CA_KEY` name one
+//! (`docs/real-apiserver.md`; opt-in, since nobody can build one in CI).
 
 use harness::runner::{RunConfig, Summary, run};
 use harness::scenario::{ClusterEndpoint, KubeconfigEndpoint};
@@ -91,7 +91,7 @@ async fn real_kube_apiserver() {
         .collect::<Result<Vec<_>, _>>()
     else {
         eprintln!(
-            "SKIP (opt-in): {} name a kube-apiserver's kubeconfig and the CA it trusts for client certificates (README, \"Against a real kube-apiserver\")",
+            "SKIP (opt-in): {} name a kube-apiserver's kubeconfig and the CA it trusts for client certificates (docs/real-apiserver.md)",
             vars.join(", ")
         );
         return;

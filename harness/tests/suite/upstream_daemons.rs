@@ -1,4 +1,4 @@
-//! The upstream machine-config-daemon of each release under the whole suite (issue 12): the
+//! The upstream machine-config-daemon of each release under the whole suite: the
 //! yardstick for a profile is its own release's daemon, unmodified, on container nodes.
 //! `fixtures/upstream-daemons.yaml` says, per daemon, which scenarios do not pass and why; every
 //! other scenario of its profile must pass. The release daemons may differ only on scenarios
@@ -7,8 +7,9 @@
 //!
 //! Opt-in: nobody can fetch and build the upstream source in CI, so each daemon runs only when
 //! its environment variable (`MCO_UPSTREAM_MCD_4_12`, `MCO_UPSTREAM_MCD_4_14`,
-//! `MCO_UPSTREAM_MCD_4_16`, `MCO_UPSTREAM_MCD_MAIN`) names its binary (README, "Running your own agent", says how to
-//! build them). The README's table of differences is checked against the fixture in every run.
+//! `MCO_UPSTREAM_MCD_4_16`, `MCO_UPSTREAM_MCD_MAIN`) names its binary (`docs/upstream.md` says
+//! how to build them). The table of differences in `docs/upstream.md` is checked against the
+//! fixture in every run.
 
 use harness::Profile;
 use harness::runner::{Nodes, RunConfig, run};
@@ -58,7 +59,7 @@ fn fixture() -> Fixture {
     serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// The README's table: one row per difference, and a row per daemon that has none.
+/// The table of `docs/upstream.md`: one row per difference, and a row per daemon that has none.
 fn table_markdown(fixture: &Fixture) -> String {
     let mut out = String::from("| daemon | profile | scenario | outcome | reason |\n|---|---|---|---|---|\n");
     for d in &fixture.daemons {
@@ -80,18 +81,18 @@ fn table_markdown(fixture: &Fixture) -> String {
 }
 
 #[test]
-fn the_readme_table_of_upstream_daemons_is_the_fixture() {
+fn the_docs_table_of_upstream_daemons_is_the_fixture() {
     let fixture = fixture();
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let table = readme
+    let doc = std::fs::read_to_string(root().join("docs/upstream.md")).unwrap();
+    let table = doc
         .split("<!-- upstream-daemons:begin -->\n")
         .nth(1)
         .and_then(|rest| rest.split("<!-- upstream-daemons:end -->").next())
-        .expect("README has the upstream-daemons markers");
+        .expect("docs/upstream.md has the upstream-daemons markers");
     assert_eq!(
         table,
         table_markdown(&fixture),
-        "the README's upstream daemon table is generated from fixtures/upstream-daemons.yaml"
+        "the upstream daemon table in docs/upstream.md is stale: it is generated from fixtures/upstream-daemons.yaml"
     );
     for d in &fixture.daemons {
         d.profile.parse::<Profile>().unwrap();
@@ -113,7 +114,7 @@ fn the_readme_table_of_upstream_daemons_is_the_fixture() {
             if d.name.starts_with("release-") {
                 assert_eq!(
                     diff.outcome, "fails apart",
-                    "{} must pass {} (issue 12: a release's daemon passes its profile)",
+                    "{} must pass {} (a release's daemon passes its profile)",
                     d.name, diff.scenario
                 );
             }
@@ -137,7 +138,7 @@ async fn outcomes(daemon: &Daemon, binary: PathBuf) -> BTreeMap<String, (bool, b
     config.agent_timeout = std::time::Duration::from_secs(180);
     // 4.16's daemon requeues a ControllerConfig that comes before its Node by a minute; the
     // nudge touches the ControllerConfig once each node's daemon has written its Node, so
-    // scenarios start in seconds. Every verdict here was first taken without it (stop 21).
+    // scenarios start in seconds. The fixture's verdicts were also taken without it.
     config.nudge_first_sync = true;
     config.agent = AgentKind::Binary {
         path: binary,
@@ -153,7 +154,7 @@ async fn judge(name: &str) {
     let daemon = fixture.daemons.iter().find(|d| d.name == name).unwrap();
     let Ok(binary) = std::env::var(&daemon.env) else {
         eprintln!(
-            "SKIP (opt-in): {} is not set; it names a machine-config-daemon built from {} (README, \"Running your own agent\")",
+            "SKIP (opt-in): {} is not set; it names a machine-config-daemon built from {} (docs/upstream.md says how to build one)",
             daemon.env, daemon.name
         );
         return;

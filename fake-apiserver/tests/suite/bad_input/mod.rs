@@ -322,7 +322,7 @@ async fn malformed_requests_get_the_right_status() {
     ];
     let mut cases = cases;
     // A real server decodes protobuf (this body is its magic and nothing: 400 "empty body").
-    let no_protobuf = "the fake serves no protobuf (README, \"Not served\")";
+    let no_protobuf = "the fake serves no protobuf (fake-apiserver/README.md, \"Not served\")";
     if c.fake_because("a protobuf body is 415", no_protobuf).is_some() {
         cases.push((
             "POST",
