@@ -9,6 +9,7 @@ mod architecture;
 mod cli;
 mod cluster_endpoint;
 mod container_nodes;
+mod docs;
 mod faulty_agent;
 mod html_report;
 mod interrupts;
