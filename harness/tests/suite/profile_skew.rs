@@ -136,6 +136,7 @@ async fn a_4_14_daemon_fails_on_4_16_exactly_where_release_4_16_adds() {
         "registry_trust.feature: On 4.16 a node with no role label gets an error, not a silent skip",
         "registry_trust.feature: On 4.16 a node that loses its role label after the last sync goes Degraded too",
         "registry_trust.feature: On 4.16 a node whose role label comes back is Done again",
+        "registry_trust.feature: On 4.16 a node with no role label misses a rotation until its label comes back",
     ]);
     assert_eq!(failed, expected);
     // "On 4.16 a new serving CA restarts the kubelet with the CA in its kubeconfig", in
