@@ -110,8 +110,23 @@ fn condition(type_: &str, on: bool, message: &str) -> PoolCondition {
     }
 }
 
-/// The pool's status: counts, the configuration all nodes reached, and conditions.
+/// The pool's status: counts, the configuration all nodes reached, and conditions. A pool the
+/// render controller never configured is not the node controller's: it "pauses for the renderer"
+/// and computes no status (release-4.12/4.16 node_controller.go syncMachineConfigPool,
+/// `Spec.Configuration.Name == ""`), so only the render controller's own RenderDegraded is there,
+/// if its render failed.
 pub fn pool_status(pool: &PoolView, nodes: &[NodeView], observed_generation: i64) -> MachineConfigPoolStatus {
+    if pool.target.is_empty() {
+        let conditions = pool
+            .render_failure
+            .as_deref()
+            .map(|failure| vec![condition("RenderDegraded", true, failure)])
+            .unwrap_or_default();
+        return MachineConfigPoolStatus {
+            conditions,
+            ..MachineConfigPoolStatus::default()
+        };
+    }
     let updated = nodes.iter().filter(|n| n.updated(&pool.target)).count();
     let degraded = nodes.iter().filter(|n| n.degraded()).count();
     let unavailable = nodes.iter().filter(|n| n.busy()).count();

@@ -228,6 +228,14 @@ pub async fn caught_up(client: &kube::Client) -> Result<(), String> {
     Ok(())
 }
 
+/// A JSON list of strings (a spec's kernel arguments, extensions), anything else as "".
+fn strings(list: &Value) -> impl Iterator<Item = String> + '_ {
+    list.as_array()
+        .into_iter()
+        .flatten()
+        .map(|v| v.as_str().unwrap_or("").to_string())
+}
+
 /// Whether `rendered` is `sources` merged, by what a change can touch.
 fn merged_matches(
     pool: &str,
@@ -259,9 +267,7 @@ fn merged_matches(
             units.insert(u.name.clone(), (u.enabled, u.contents.clone()));
         }
         let raw = &mc["spec"];
-        for a in raw["kernelArguments"].as_array().into_iter().flatten() {
-            kernel_arguments.insert(a.as_str().unwrap_or("").to_string());
-        }
+        kernel_arguments.extend(strings(&raw["kernelArguments"]));
         fips |= raw["fips"].as_bool().unwrap_or(false);
         if let Some(t) = raw["kernelType"].as_str().filter(|t| !t.is_empty()) {
             kernel_type = t.to_string();
@@ -269,9 +275,7 @@ fn merged_matches(
         if let Some(url) = raw["osImageURL"].as_str().filter(|u| !u.is_empty()) {
             os_image = url.to_string();
         }
-        for e in raw["extensions"].as_array().into_iter().flatten() {
-            extensions.insert(e.as_str().unwrap_or("").to_string());
-        }
+        extensions.extend(strings(&raw["extensions"]));
     }
     let r = spec(rendered)?;
     let rendered_files: BTreeMap<_, _> = r
@@ -301,12 +305,7 @@ fn merged_matches(
         return behind("units differ".into());
     }
     let raw = &rendered["spec"];
-    let rendered_args: BTreeSet<String> = raw["kernelArguments"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|a| a.as_str().unwrap_or("").to_string())
-        .collect();
+    let rendered_args: BTreeSet<String> = strings(&raw["kernelArguments"]).collect();
     if rendered_args != kernel_arguments {
         return behind(format!(
             "kernel arguments {rendered_args:?}, its sources {kernel_arguments:?}"
@@ -325,12 +324,7 @@ fn merged_matches(
             "kernel type {rendered_type:?}, its sources {kernel_type:?}"
         ));
     }
-    let rendered_extensions: BTreeSet<String> = raw["extensions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|e| e.as_str().unwrap_or("").to_string())
-        .collect();
+    let rendered_extensions: BTreeSet<String> = strings(&raw["extensions"]).collect();
     if rendered_extensions != extensions {
         return behind(format!(
             "extensions {rendered_extensions:?}, its sources {extensions:?}"

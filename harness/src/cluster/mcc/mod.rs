@@ -355,21 +355,8 @@ impl MachineConfigController {
             }
             let views: Vec<NodeView> = members.iter().map(|&i| node_view(&view.nodes[i])).collect();
             let mut status = pool_status(&pool_view, &views, pool.metadata.generation.unwrap_or(0));
-            // A pool the render controller never configured is not the node controller's: it
-            // "pauses for the renderer" and computes no status (release-4.12/4.16
-            // node_controller.go syncMachineConfigPool, `Spec.Configuration.Name == ""`). Only
-            // the render controller's own RenderDegraded, if its render failed, is there.
-            if pool_view.target.is_empty() {
-                let render_degraded: Vec<_> = status
-                    .conditions
-                    .into_iter()
-                    .filter(|c| c.type_ == "RenderDegraded" && pool_view.render_failure.is_some())
-                    .collect();
-                status = crate::mco::pool::MachineConfigPoolStatus {
-                    conditions: render_degraded,
-                    ..Default::default()
-                };
-            } else {
+            // The paused-pool signal is the node controller's, which an unconfigured pool skips.
+            if !pool_view.target.is_empty() {
                 match self.profile.traits().paused_pool_signal {
                     PausedPoolSignal::PendingFileGauge => self.pending_file_metrics(view, &pool_view),
                     PausedPoolSignal::CertExpirys => {
