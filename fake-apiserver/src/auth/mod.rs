@@ -167,24 +167,38 @@ impl Authenticator {
         }
     }
 
-    /// The identity behind a request: its bearer token if it sent one, else its connection's
-    /// certificate, else anonymous (if allowed).
+    /// The identity behind a request, as kube-apiserver's union authenticator finds it: the
+    /// connection's certificate, else the bearer token, the first that authenticates winning.
+    /// One that fails (an untrusted certificate, an unknown token) only says so when nothing
+    /// else authenticates; then it is a 401, anonymous access or not. An `Authorization`
+    /// header that holds no bearer token (`Basic …`, `Bearer` alone) is nobody's to judge.
     pub fn authenticate(&self, cert: &CertAuth, authorization: Option<&str>) -> Result<Identity, ApiError> {
-        if let Some(header) = authorization {
-            let token = header.strip_prefix("Bearer ").ok_or(ApiError::Unauthorized)?;
-            return self
-                .tokens
-                .get(token.trim())
-                .cloned()
-                .ok_or(ApiError::Unauthorized);
+        let mut refused = matches!(cert, CertAuth::Rejected(_));
+        if let CertAuth::Valid(id) = cert {
+            return Ok(id.clone());
         }
-        match cert {
-            CertAuth::Valid(id) => Ok(id.clone()),
-            CertAuth::Rejected(_) => Err(ApiError::Unauthorized),
-            CertAuth::None if self.anonymous => Ok(Identity::anonymous()),
-            CertAuth::None => Err(ApiError::Unauthorized),
+        if let Some(token) = authorization.and_then(bearer_token) {
+            match self.tokens.get(token) {
+                Some(id) => return Ok(id.clone()),
+                None => refused = true,
+            }
+        }
+        if self.anonymous && !refused {
+            Ok(Identity::anonymous())
+        } else {
+            Err(ApiError::Unauthorized)
         }
     }
+}
+
+/// The token of an `Authorization: Bearer <token>` header, as apiserver's `bearertoken`
+/// authenticator reads it: the scheme in any case, the token up to the next space, none when
+/// it is empty.
+fn bearer_token(header: &str) -> Option<&str> {
+    let mut parts = header.trim().splitn(3, ' ');
+    let scheme = parts.next()?;
+    let token = parts.next()?;
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
 /// CN and O of a certificate.
