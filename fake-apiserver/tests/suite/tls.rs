@@ -3,7 +3,7 @@
 //! serving-certificate swap that new clients of the new CA accept and clients of the old CA
 //! refuse.
 
-use crate::common::{init_crypto, skip_external, status_of};
+use crate::common::{init_crypto, send_with, skip_external, status_of};
 use fake_apiserver::{
     CertificateAuthority, ClientIdentity, FakeApiServer, Identity, ServingCert, client_from_kubeconfig,
 };
@@ -241,5 +241,81 @@ async fn client_cas_can_be_replaced_at_runtime() {
         list_namespaces(server.client(&identity).await.unwrap())
             .await
             .is_ok()
+    );
+}
+
+/// kube-apiserver's union authenticator asks the client certificate first and the bearer
+/// token next, and takes the first that authenticates: an `Authorization` header that is not a
+/// bearer token is nobody's business, and a bad one loses to a good certificate. A rejected
+/// certificate is no answer either: a good token still authenticates. With nothing
+/// authenticated and something refused, anonymous access does not apply.
+#[tokio::test]
+async fn a_certificate_and_a_token_are_tried_in_turn() {
+    if skip_external("a_certificate_and_a_token_are_tried_in_turn", FAKE_ONLY) {
+        return;
+    }
+    init_crypto();
+    let server = FakeApiServer::builder()
+        .anonymous(true)
+        .token("s3cret", Identity::new("token-user", &["system:masters"]))
+        .start()
+        .await
+        .unwrap();
+    let code = |client: kube::Client, authorization: &'static str| async move {
+        let headers: Vec<(&str, &str)> = if authorization.is_empty() {
+            Vec::new()
+        } else {
+            vec![("Authorization", authorization)]
+        };
+        send_with(&client, "GET", "/api/v1/namespaces", &headers, None, Vec::new())
+            .await
+            .code
+    };
+    let admin = server.admin_client().await.unwrap();
+    for authorization in [
+        "Bearer bogus",
+        "Basic Zm9vOmJhcg==",
+        "bearer bogus",
+        "Bearer",
+        "Negotiate abc",
+        "Bearer s3cret",
+    ] {
+        assert_eq!(
+            code(admin.clone(), authorization).await,
+            200,
+            "the admin certificate with {authorization:?}"
+        );
+    }
+    let stranger = CertificateAuthority::generate("someone-else")
+        .unwrap()
+        .issue_client("mallory", &["system:masters"])
+        .unwrap();
+    let stranger = server.client(&stranger).await.unwrap();
+    assert_eq!(code(stranger.clone(), "").await, 401, "an untrusted certificate");
+    assert_eq!(
+        code(stranger.clone(), "Bearer s3cret").await,
+        200,
+        "an untrusted certificate and a good token"
+    );
+    assert_eq!(
+        code(stranger, "Bearer bogus").await,
+        401,
+        "an untrusted certificate and a bad token"
+    );
+    let bare = client_from_kubeconfig(&bare_kubeconfig(server.url(), &server.ca_pem(), None))
+        .await
+        .unwrap();
+    // Not a bearer token and no certificate: nothing refused, so anonymous (whom only the
+    // authorizer turns away).
+    assert_eq!(code(bare.clone(), "Basic Zm9vOmJhcg==").await, 403, "anonymous");
+    assert_eq!(
+        code(bare.clone(), "bearer s3cret").await,
+        200,
+        "the scheme's case"
+    );
+    assert_eq!(
+        code(bare, "Bearer bogus").await,
+        401,
+        "a bad token is not anonymous"
     );
 }
