@@ -76,6 +76,9 @@ pub async fn handle(
     let ns = path.namespace.as_deref();
     let name = path.name.as_deref().unwrap_or("");
     let wants_table = table::wanted(req.headers());
+    if matches!(verb, "get" | "update" | "patch" | "delete") {
+        path_segment_name(name)?;
+    }
     match verb {
         "get" => {
             // Parsed only to refuse a malformed one, as a list does (the fake serves the
@@ -215,6 +218,27 @@ fn check_accept(headers: &http::HeaderMap, collection: bool) -> Result<(), ApiEr
     }
 }
 
+/// A name the storage keys an object by must be a path segment (the registry's key functions,
+/// apiserver `registry/generic/registry/store.go`, with apimachinery's `IsPathSegmentName`).
+fn path_segment_name(name: &str) -> Result<(), ApiError> {
+    let why = match name {
+        "." | ".." => vec![format!("may not be '{name}'")],
+        _ => ["/", "%"]
+            .iter()
+            .filter(|bad| name.contains(*bad))
+            .map(|bad| format!("may not contain '{bad}'"))
+            .collect(),
+    };
+    if why.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::BadRequest(format!(
+        "Name parameter invalid: {}: {}",
+        super::query::go_quote(name),
+        why.join(";")
+    )))
+}
+
 /// A store call that may clone or drop documents nested to `depth::MAX_DEPTH` (a delete keeps
 /// the object's last state; a namespace's delete takes its contents with it), on a deep stack.
 async fn deep<T: Send + 'static>(
@@ -295,6 +319,12 @@ fn too_large(rv: u64, current: u64) -> ApiError {
     }
 }
 
+/// The page size a `limit` asks for: none at zero or less (apiserver storage pages only
+/// when `Limit > 0`).
+fn page_size(limit: Option<i64>) -> Option<usize> {
+    limit.and_then(|l| usize::try_from(l).ok()).filter(|l| *l > 0)
+}
+
 fn list_now(
     shared: &Arc<Shared>,
     info: &ResourceInfo,
@@ -302,9 +332,12 @@ fn list_now(
     query: &Query,
     wants_table: bool,
 ) -> Result<Response<Body>, ApiError> {
-    let page = shared
-        .store
-        .list(info, filter, query.limit, query.continue_token.as_deref())?;
+    let page = shared.store.list(
+        info,
+        filter,
+        page_size(query.limit),
+        query.continue_token.as_deref(),
+    )?;
     if wants_table {
         return Ok(json_response(
             StatusCode::OK,

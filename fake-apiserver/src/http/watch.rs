@@ -65,6 +65,12 @@ pub fn start(
             Some(rv) => WatchFrom::After(rv),
         }
     };
+    let timeout = timeout(query.timeout_seconds);
+    if timeout.is_zero() {
+        // Its deadline passed before it began: 1.36's handler times it out before the first
+        // event.
+        return Ok(stream_response(futures::stream::empty()));
+    }
     let started = match shared.store.watch(info, &filter, from) {
         Ok(s) => s,
         Err(gone @ ApiError::Gone(_)) => {
@@ -73,11 +79,6 @@ pub fn start(
         }
         Err(e) => return Err(e),
     };
-    let timeout = query
-        .timeout_seconds
-        .filter(|s| *s > 0)
-        .map(Duration::from_secs)
-        .unwrap_or(DEFAULT_TIMEOUT);
     let start = tokio::time::Instant::now();
     let bookmark_every = shared.bookmark_interval;
     let first_bookmark =
@@ -94,12 +95,13 @@ pub fn start(
         began: 0,
         changed: 0,
         start,
-        deadline: Box::pin(tokio::time::sleep_until(start + timeout)),
+        deadline: Box::pin(tokio::time::sleep_until(later(start, timeout))),
         next_bookmark: first_bookmark,
         // With no bookmark to come it is never polled; its instant is then the deadline's.
-        bookmark_timer: Box::pin(tokio::time::sleep_until(
-            start + first_bookmark.unwrap_or(timeout),
-        )),
+        bookmark_timer: Box::pin(tokio::time::sleep_until(later(
+            start,
+            first_bookmark.unwrap_or(timeout),
+        ))),
         timeout,
         bookmark_every,
         closing: Box::pin(shared.watches_closing().cancelled_owned()),
@@ -134,6 +136,23 @@ pub fn start(
             Some((line, stream))
         },
     )))
+}
+
+/// How long a watch runs, as 1.36's `handleWatch` reckons it: `timeoutSeconds` times
+/// `time.Second` in Go's int64 nanoseconds (a product past its range wraps as Go's does; 1.36
+/// answers `timeoutSeconds=9223372036854775807` with a watch of -1 s), the server's default when
+/// that is zero, and zero (a deadline already past) when it is negative.
+pub(crate) fn timeout(seconds: Option<i64>) -> Duration {
+    match seconds.unwrap_or(0).wrapping_mul(1_000_000_000) {
+        0 => DEFAULT_TIMEOUT,
+        nanos => u64::try_from(nanos).map_or(Duration::ZERO, Duration::from_nanos),
+    }
+}
+
+/// `start + after`, or a moment no test outlives when that is past the clock's range.
+fn later(start: tokio::time::Instant, after: Duration) -> tokio::time::Instant {
+    const FAR: Duration = Duration::from_secs(30 * 365 * 86_400);
+    start.checked_add(after.min(FAR)).unwrap_or(start)
 }
 
 fn stream_response(lines: impl futures::Stream<Item = Bytes> + Send + 'static) -> Response<Body> {
@@ -199,8 +218,7 @@ impl Stream {
                 _ = self.bookmark_timer.as_mut(), if armed => {
                     self.next_bookmark = next_bookmark(self.start.elapsed(), self.timeout, self.bookmark_every);
                     if let Some(at) = self.next_bookmark {
-                        let when = self.start + at;
-                        self.bookmark_timer.as_mut().reset(when);
+                        self.bookmark_timer.as_mut().reset(later(self.start, at));
                     }
                     if self.changed > self.began {
                         return Some(self.bookmark_line(self.changed, false));
@@ -273,7 +291,7 @@ impl Stream {
 /// a watch of 2 s or less gets none.
 fn next_bookmark(elapsed: Duration, timeout: Duration, every: Duration) -> Option<Duration> {
     let before_deadline = timeout.checked_sub(BOOKMARK_BEFORE_DEADLINE)?;
-    let next = (elapsed + every).min(before_deadline);
+    let next = elapsed.saturating_add(every).min(before_deadline);
     (next > elapsed).then_some(next)
 }
 
@@ -281,8 +299,27 @@ const BOOKMARK_BEFORE_DEADLINE: Duration = Duration::from_secs(2);
 
 #[cfg(test)]
 mod tests {
-    use super::next_bookmark;
+    use super::{DEFAULT_TIMEOUT, next_bookmark, timeout};
     use std::time::Duration;
+
+    #[test]
+    fn a_timeout_is_go_nanoseconds_wrapping_as_go_does() {
+        let table = [
+            (None, DEFAULT_TIMEOUT),
+            (Some(0), DEFAULT_TIMEOUT),
+            (Some(290), Duration::from_secs(290)),
+            (Some(-1), Duration::ZERO),
+            // i64::MAX s is -1 s in Go's int64 nanoseconds; i64::MIN s is 0 (the default).
+            (Some(i64::MAX), Duration::ZERO),
+            (Some(i64::MIN), DEFAULT_TIMEOUT),
+            (Some(9_223_372_036), Duration::from_secs(9_223_372_036)),
+            (Some(9_223_372_037), Duration::ZERO),
+            (Some(-9_223_372_036_854_775_807), Duration::from_secs(1)),
+        ];
+        for (seconds, expected) in table {
+            assert_eq!(timeout(seconds), expected, "{seconds:?}");
+        }
+    }
 
     fn s(secs: u64) -> Duration {
         Duration::from_secs(secs)

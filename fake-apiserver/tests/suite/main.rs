@@ -22,5 +22,6 @@ mod namespaces;
 mod nesting;
 mod node_authorization;
 mod object_type;
+mod parameters;
 mod tls;
 mod watch;
