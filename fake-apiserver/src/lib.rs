@@ -26,6 +26,7 @@
 //! - `error`: every failure as a Kubernetes `Status`.
 
 pub mod auth;
+mod conn;
 pub mod csr;
 pub mod depth;
 pub mod error;

@@ -6,12 +6,14 @@
 //! the server down. Nothing here knows resource semantics; that is the store's.
 
 use crate::auth::{Authenticator, CertAuth, Identity, Policy};
+use crate::conn::{Activity, ConnIo, Held, Timeouts};
 use crate::error::ApiError;
 use crate::faults::{Fault, Faults};
 use crate::handle::ServerHandle;
 use crate::pki::{CertificateAuthority, DEFAULT_SERVING_HOSTS, PkiError, ServingCert};
 use crate::store::{Store, StoreConfig, Subresource};
 use crate::tls::{TlsError, server_config};
+use http_body_util::BodyExt as _;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use rustls::ServerConfig;
@@ -37,6 +39,7 @@ pub struct Shared {
     pub(crate) faults: Faults,
     pub(crate) body_limit: usize,
     pub(crate) bookmark_interval: Duration,
+    pub(crate) timeouts: Timeouts,
     pub(crate) log_requests: bool,
     pub(crate) addr: SocketAddr,
     pub(crate) authenticator: RwLock<Arc<Authenticator>>,
@@ -148,6 +151,7 @@ impl FakeApiServer {
             body_limit: DEFAULT_BODY_LIMIT,
             // apiserver storage/cacher/cacher.go defaultBookmarkFrequency
             bookmark_interval: Duration::from_secs(60),
+            timeouts: Timeouts::default(),
             policy: Policy::default(),
             log_requests: false,
             objects: Vec::new(),
@@ -166,6 +170,7 @@ pub struct FakeApiServerBuilder {
     store: StoreConfig,
     body_limit: usize,
     bookmark_interval: Duration,
+    timeouts: Timeouts,
     policy: Policy,
     log_requests: bool,
     objects: Vec<Value>,
@@ -234,6 +239,22 @@ impl FakeApiServerBuilder {
         self
     }
 
+    /// How long a connection has to deliver a request header: from its TLS handshake's start
+    /// (which it also bounds), from its handshake's end for its first request, and from the
+    /// first bytes of each later one. kube-apiserver's (Go `ReadHeaderTimeout`): 32 s.
+    pub fn read_header_timeout(mut self, timeout: Duration) -> Self {
+        self.timeouts.read_header = timeout;
+        self
+    }
+
+    /// How long a connection may sit with no request in flight and no byte of a next one
+    /// before it is closed (HTTP/1.1, and h2 with a GOAWAY). kube-apiserver's (Go
+    /// `IdleTimeout`, for both): 90 s.
+    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
+        self.timeouts.idle = timeout;
+        self
+    }
+
     pub fn authorizer(mut self, authorizer: Arc<dyn crate::auth::Authorizer>) -> Self {
         let selectors = self.policy.node_selectors;
         self.policy = Policy::new(authorizer);
@@ -296,6 +317,7 @@ impl FakeApiServerBuilder {
             faults: Faults::default(),
             body_limit: self.body_limit,
             bookmark_interval: self.bookmark_interval,
+            timeouts: self.timeouts,
             log_requests: self.log_requests,
             addr,
             authenticator: RwLock::new(Arc::new(authenticator)),
@@ -403,22 +425,39 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: Cancell
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
             let acceptor = TlsAcceptor::from(shared.tls_config());
-            let handshake = tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp));
+            let timeouts = shared.timeouts;
+            // Go bounds the handshake by the read-header timeout when no read or write
+            // timeout is set, as kube-apiserver sets none.
+            let handshake = tokio::time::timeout(timeouts.read_header, acceptor.accept(tcp));
             let Ok(Ok(tls)) = handshake.await else { return };
             let cert = match tls.get_ref().1.peer_certificates() {
                 Some(chain) => shared.authenticator().verify_chain(chain),
                 None => CertAuth::None,
             };
+            let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2".as_slice());
             let cert = Arc::new(cert);
-            let service =
-                hyper::service::service_fn(move |req| crate::http::serve(shared.clone(), cert.clone(), req));
+            let activity = Activity::new();
+            let requests = activity.clone();
+            let service = hyper::service::service_fn(move |req| {
+                let in_flight = requests.begin();
+                let answer = crate::http::serve(shared.clone(), cert.clone(), req);
+                async move {
+                    answer
+                        .await
+                        .map(|response| response.map(|body| Held::new(body, in_flight).boxed_unsync()))
+                }
+            });
             let builder = auto::Builder::new(TokioExecutor::new());
-            let connection = builder.serve_connection(TokioIo::new(tls), service);
+            let io = ConnIo::new(tls, activity.clone());
+            let connection = builder.serve_connection(TokioIo::new(io), service);
             tokio::pin!(connection);
             tokio::select! {
                 _ = connection.as_mut() => return,
                 _ = shutdown.cancelled() => return,
                 _ = dropped.cancelled() => {}
+                // HTTP/1.1 closes at once (Go gives no answer to a header that timed out);
+                // h2 says GOAWAY first.
+                _ = activity.expired(timeouts, h2) => if !h2 { return },
             }
             // As a terminating kube-apiserver does: GOAWAY on HTTP/2, close after the current
             // response on HTTP/1.1, so clients send no new request on this connection and lose

@@ -1,9 +1,11 @@
 //! The request body: read whole, under the size limit, by the handlers that take one; what no
 //! handler read is settled after the reply is decided, as Go's `net/http` server settles it for
 //! kube-apiserver: up to 256 KiB left unread is drained so the connection stays usable, more (or
-//! a body the client holds back behind `Expect: 100-continue`, or one that broke) closes the
-//! connection with `Connection: close`, so a client never sends its next request down a
-//! connection the server is about to drop.
+//! a body the client holds back behind `Expect: 100-continue`, or one that broke, or one whose
+//! declared length left to read is 256 KiB or more) closes the connection with `Connection:
+//! close`, so a client never sends its next request down a connection the server is about to
+//! drop; the close lingers (`crate::conn`) so the client reads the answer before it sees the
+//! end.
 
 use crate::error::ApiError;
 use bytes::{Bytes, BytesMut};
@@ -109,6 +111,11 @@ pub(crate) async fn settle(pending: &PendingBody, headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"));
     if expects_continue {
         // The client waits for a 100 Continue it will not get; its body never comes.
+        return false;
+    }
+    if body.size_hint().lower() >= DRAIN_LIMIT as u64 {
+        // Declared too large to be worth reading: Go does not start (`unreadDataSizeLocked() >=
+        // maxPostHandlerReadBytes`); the connection's lingering close reads it instead.
         return false;
     }
     let drain = async {

@@ -10,6 +10,7 @@ mod binary;
 mod body_shapes;
 mod built_in_types;
 mod clientgo;
+mod connections;
 mod crd_rules;
 mod crd_schema;
 mod csr;
