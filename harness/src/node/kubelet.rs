@@ -2,12 +2,10 @@
 //! `exec`, `attach`), and so the ground truth the scenarios check.
 //!
 //! It serves HTTPS on loopback (port 0) and requires a client certificate, verified against its
-//! clientCAFile `/etc/kubernetes/kubelet-ca.crt` at the **simulated** instant. It watches the
-//! file's directory (atomic renames replace the inode) and reloads the bundle when the content
-//! changes, logging the upstream line `"Loaded a new CA Bundle and Verifier"
-//! name="client-ca-bundle::/etc/kubernetes/kubelet-ca.crt"`. A rejected client certificate is
-//! logged with the evidence (simulated time, validity, issuer). `probe` is the kube-apiserver's
-//! side of that handshake.
+//! clientCAFile `/etc/kubernetes/kubelet-ca.crt` at the **simulated** instant. It reloads the
+//! bundle when the file changes and logs what the real kubelet's watch logs (`CaFileWatch`). A
+//! rejected client certificate is logged with the evidence (simulated time, validity, issuer).
+//! `probe` is the kube-apiserver's side of that handshake.
 
 use super::embedded::{Service, ServiceContext};
 use crate::mco::KUBELET_CA_PATH;
@@ -26,6 +24,13 @@ use tokio::net::TcpListener;
 /// `dynamic_cafile_content.go`).
 pub const CA_RELOAD_LOG: &str =
     r#""Loaded a new CA Bundle and Verifier" name="client-ca-bundle::/etc/kubernetes/kubelet-ca.crt""#;
+
+/// The line the kubelet logs when the file it watches was replaced (renamed over) or removed:
+/// its watch went with the old inode, so removing it fails before the kubelet watches the new
+/// one (upstream `dynamic_cafile_content.go` `handleWatchEvent`; the seeds' 4.12 node log shows
+/// it right before `CA_RELOAD_LOG`).
+pub const WATCH_GONE_LOG: &str =
+    r#""Failed to remove file watch, it may have been deleted" file="/etc/kubernetes/kubelet-ca.crt""#;
 
 /// The bundle the kubelet verifies with, shared with its verifier.
 type Bundle = Arc<RwLock<String>>;
@@ -95,14 +100,94 @@ impl ClientCertVerifier for SimTimeVerifier {
 /// The kubelet service of a node.
 pub struct FakeKubelet;
 
-impl FakeKubelet {
-    fn load(ctx: &ServiceContext, bundle: &Bundle, announce: bool) {
-        let text = std::fs::read_to_string(ctx.node.root().join(KUBELET_CA_PATH.trim_start_matches('/')))
-            .unwrap_or_default();
-        let mut current = bundle.write().unwrap_or_else(|p| p.into_inner());
-        if *current != text || announce {
+/// What happened to the watched file, as an inotify watch on the file itself tells it
+/// (upstream watches `kubelet-ca.crt`, not its directory): written in place (the same inode), or
+/// gone from under the watch (renamed over or removed: another inode, or none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FileEvent {
+    Written,
+    Replaced,
+}
+
+/// The event the kubelet's watch reports for the file now at `now` (its inode, if any) when it
+/// watched `watched`; `None` when it watched nothing (the file was missing, and the kubelet
+/// watches it again once it is back).
+fn file_event(watched: Option<u64>, now: Option<u64>) -> Option<FileEvent> {
+    match watched {
+        None => None,
+        Some(w) if Some(w) == now => Some(FileEvent::Written),
+        Some(_) => Some(FileEvent::Replaced),
+    }
+}
+
+/// The kubelet's client CA file and its watch (upstream `DynamicFileCAContent`, Kubernetes
+/// 1.25–1.29): every event reloads the file; a replaced or removed file first logs
+/// `WATCH_GONE_LOG` and is watched again. A load logs `CA_RELOAD_LOG` only when the content
+/// changed; an empty or missing file is an error that keeps the bundle it had. Line numbers are
+/// those of the seeds' 4.12 node log where it shows the line.
+struct CaFileWatch {
+    bundle: Bundle,
+    watched: Option<u64>,
+}
+
+impl CaFileWatch {
+    fn inode(ctx: &ServiceContext) -> Option<u64> {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(Self::path(ctx)).ok().map(|m| m.ino())
+    }
+
+    fn path(ctx: &ServiceContext) -> std::path::PathBuf {
+        ctx.node.root().join(KUBELET_CA_PATH.trim_start_matches('/'))
+    }
+
+    /// The first load, at start: logged whatever it holds.
+    fn start(ctx: &ServiceContext, bundle: Bundle) -> Self {
+        let text = std::fs::read_to_string(Self::path(ctx)).unwrap_or_default();
+        *bundle.write().unwrap_or_else(|p| p.into_inner()) = text;
+        ctx.log(&format!("I0000 dynamic_cafile_content.go:119] {CA_RELOAD_LOG}"));
+        CaFileWatch {
+            bundle,
+            watched: Self::inode(ctx),
+        }
+    }
+
+    /// Something happened in the file's directory to `kubelet-ca.crt`.
+    fn changed(&mut self, ctx: &ServiceContext) {
+        let now = Self::inode(ctx);
+        if file_event(self.watched, now) == Some(FileEvent::Replaced) {
+            ctx.log(&format!(
+                "I0000 dynamic_cafile_content.go:211] {WATCH_GONE_LOG} err=\"can't remove non-existent inotify watch for: {KUBELET_CA_PATH}\""
+            ));
+            if now.is_none() {
+                ctx.log(&format!(
+                    "E0000 dynamic_cafile_content.go] \"Failed to watch CA file, will retry later\" err=\"error adding watch for file {KUBELET_CA_PATH}: no such file or directory\""
+                ));
+            }
+        }
+        self.watched = now;
+        let name = format!("client-ca-bundle::{KUBELET_CA_PATH}");
+        let text = match std::fs::read_to_string(Self::path(ctx)) {
+            Ok(text) if text.is_empty() => {
+                return ctx.log(&format!(
+                    "E0000 dynamic_cafile_content.go] {name} failed with : missing content for CA bundle \"{name}\""
+                ));
+            }
+            Ok(text) => text,
+            Err(e) => {
+                // As Go words the error.
+                let why = match e.kind() {
+                    std::io::ErrorKind::NotFound => "no such file or directory".to_string(),
+                    _ => e.to_string(),
+                };
+                return ctx.log(&format!(
+                    "E0000 dynamic_cafile_content.go] {name} failed with : open {KUBELET_CA_PATH}: {why}"
+                ));
+            }
+        };
+        let mut current = self.bundle.write().unwrap_or_else(|p| p.into_inner());
+        if *current != text {
             *current = text;
-            ctx.log(&format!("I0000 dynamic_cafile_content.go:161] {CA_RELOAD_LOG}"));
+            ctx.log(&format!("I0000 dynamic_cafile_content.go:119] {CA_RELOAD_LOG}"));
         }
     }
 }
@@ -122,8 +207,8 @@ impl Service for FakeKubelet {
             }
         }
         let bundle: Bundle = Arc::default();
-        Self::load(&ctx, &bundle, true);
-        // Watch the directory: writers replace the file by renaming a new one over it.
+        let mut ca_file = CaFileWatch::start(&ctx, bundle.clone());
+        // Watch the directory, and tell from the file's inode what a watch on the file saw.
         let (changed_tx, mut changed) = tokio::sync::mpsc::unbounded_channel();
         let dir = ctx.node.root().join("etc/kubernetes");
         let _ = std::fs::create_dir_all(&dir);
@@ -174,7 +259,7 @@ impl Service for FakeKubelet {
             tokio::select! {
                 _ = ctx.stop.cancelled() => break,
                 () = &mut status, if !status_ended => status_ended = true,
-                Some(()) = changed.recv() => Self::load(&ctx, &bundle, false),
+                Some(()) = changed.recv() => ca_file.changed(&ctx),
                 Some(rejected) = rejections.recv() => ctx.log(&format!(
                     "E0000 authentication.go:73] \"Unable to authenticate the request\" err=\"verifying certificate: {rejected}\""
                 )),
@@ -482,6 +567,102 @@ mod tests {
             .unwrap()
             .expect("the rejection logged");
         assert!(logged.contains("(sim), not valid after"), "{logged}");
+        node.shutdown().await;
+    }
+
+    /// What the watch on the file itself reports, from the inode it watched and the one there now.
+    #[test]
+    fn a_new_inode_is_a_replaced_file_and_the_same_one_a_write() {
+        let table = [
+            (Some(7), Some(7), Some(FileEvent::Written)),
+            (Some(7), Some(8), Some(FileEvent::Replaced)),
+            (Some(7), None, Some(FileEvent::Replaced)),
+            (None, Some(8), None),
+            (None, None, None),
+        ];
+        for (watched, now, expected) in table {
+            assert_eq!(file_event(watched, now), expected, "{watched:?} -> {now:?}");
+        }
+    }
+
+    /// The seeds' 4.12 node log: a kubelet-ca.crt renamed over the old one makes the kubelet log
+    /// that its watch is gone, then that it loaded the new bundle; a write in place only the
+    /// load; an emptied file an error, keeping the bundle it had.
+    #[tokio::test]
+    async fn a_rename_and_a_write_in_place_log_what_the_kubelet_logs() {
+        let node = kubelet_node().await;
+        let now = node.clock().now();
+        let issue = |serial| Signer::issue("ns", "signer", now, time::Duration::days(365), serial).unwrap();
+        let (first, second, third) = (issue(1), issue(2), issue(3));
+        node.write(KUBELET_CA_PATH, first.cert.pem.as_bytes(), 0o644)
+            .await
+            .unwrap();
+        node.boot().await;
+        let addr = endpoint(&node).await;
+        let relevant = |lines: Vec<String>| -> Vec<String> {
+            lines
+                .into_iter()
+                .filter(|l| l.contains("dynamic_cafile_content.go"))
+                .map(|l| l.split_once("] ").map(|(_, m)| m.to_string()).unwrap_or(l))
+                .collect()
+        };
+
+        let mark = node.journal_mark().await.unwrap();
+        replace_atomically(&node, &second.cert.pem);
+        node.wait_for_journal(mark, CA_RELOAD_LOG, WAIT)
+            .await
+            .unwrap()
+            .expect("reloaded");
+        let lines = relevant(node.journal_since(mark).await.unwrap());
+        assert_eq!(
+            lines,
+            [
+                format!(
+                    "{WATCH_GONE_LOG} err=\"can't remove non-existent inotify watch for: {KUBELET_CA_PATH}\""
+                ),
+                CA_RELOAD_LOG.to_string()
+            ],
+            "after a rename"
+        );
+
+        // In place: the same inode, written again.
+        let mark = node.journal_mark().await.unwrap();
+        let path = node.root().join("etc/kubernetes/kubelet-ca.crt");
+        std::fs::write(&path, &third.cert.pem).unwrap();
+        node.wait_for_journal(mark, CA_RELOAD_LOG, WAIT)
+            .await
+            .unwrap()
+            .expect("reloaded");
+        let lines = relevant(node.journal_since(mark).await.unwrap());
+        assert!(
+            !lines.is_empty() && lines.iter().all(|l| l == CA_RELOAD_LOG),
+            "after a write in place: {lines:?}"
+        );
+
+        // Emptied in place: an error, and the bundle it had still verifies.
+        let mark = node.journal_mark().await.unwrap();
+        std::fs::write(&path, "").unwrap();
+        let error = node
+            .wait_for_journal(mark, "missing content for CA bundle", WAIT)
+            .await
+            .unwrap()
+            .expect("the empty file is an error");
+        assert!(
+            error.contains("client-ca-bundle::/etc/kubernetes/kubelet-ca.crt failed with"),
+            "{error}"
+        );
+        let client = third
+            .issue_client(
+                "system:kube-apiserver",
+                &["kube-master"],
+                now,
+                time::Duration::days(30),
+                4,
+            )
+            .unwrap();
+        probe(addr, &client.pem, &client.key_pem)
+            .await
+            .expect("the bundle it had is kept");
         node.shutdown().await;
     }
 }
