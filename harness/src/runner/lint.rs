@@ -39,9 +39,6 @@ pub struct LintError {
 }
 
 /// Every `.feature` file under `paths` (files, or directories searched recursively), sorted.
-/// The steps only the in-process API server can take, by how they begin.
-const IN_PROCESS_STEPS: &[&str] = &["the kube-apiserver serves a certificate from"];
-
 pub fn feature_files(paths: &[PathBuf]) -> Vec<PathBuf> {
     let mut out = Vec::new();
     fn walk(p: &Path, out: &mut Vec<PathBuf>) {
@@ -204,32 +201,6 @@ pub fn lint(files: &[PathBuf]) -> Result<Vec<Feature>, Vec<LintError>> {
                 }
             }
         }
-        // A step only the in-process API server can take needs the tag that skips its scenario
-        // against a kube-apiserver given by kubeconfig (`--apiserver`).
-        let in_process = crate::scenario::endpoint::IN_PROCESS_TAG;
-        let tagged_in_process = |tags: &[String]| tags.iter().any(|t| t == in_process);
-        let in_rules = feature
-            .rules
-            .iter()
-            .flat_map(|r| r.scenarios.iter().map(move |s| (tagged_in_process(&r.tags), s)));
-        for (rule_tagged, scenario) in feature.scenarios.iter().map(|s| (false, s)).chain(in_rules) {
-            if rule_tagged || tagged_in_process(&feature.tags) || tagged_in_process(&scenario.tags) {
-                continue;
-            }
-            if let Some(step) = scenario
-                .steps
-                .iter()
-                .find(|s| IN_PROCESS_STEPS.iter().any(|p| s.value.starts_with(p)))
-            {
-                errors.push(err(
-                    step.position.line,
-                    format!(
-                        "`{}` swaps the API server's serving certificate, which only the in-process API server can do: tag Scenario {:?} @{in_process} (it is then skipped, saying why, against --apiserver)",
-                        step.value, scenario.name
-                    ),
-                ));
-            }
-        }
         features.push(feature);
     }
     if errors.is_empty() {
@@ -386,13 +357,9 @@ mod tests {
         let e = lint_text(&mixed).unwrap_err();
         assert!(e[0].message.starts_with("untagged Examples"), "{e:?}");
         assert!(e[0].to_string().contains("x.feature:10:"), "{}", e[0]);
+        // The in-process tag is optional: the runner infers it (`select::tags_of`).
         let swap = "Feature: f\n  Scenario: s\n    Given x\n    When the kube-apiserver serves a certificate from its new CA\n";
-        let e = lint_text(swap).unwrap_err();
-        assert_eq!(e[0].line, 4, "{e:?}");
-        assert!(
-            e[0].message.contains("tag Scenario \"s\" @in-process-apiserver"),
-            "{e:?}"
-        );
+        assert!(lint_text(swap).is_ok());
         assert!(lint_text(&swap.replace("  Scenario", "  @in-process-apiserver\n  Scenario")).is_ok());
         let broken = lint_text("Scenario: no feature\n    Given x\n").unwrap_err();
         assert!(broken[0].message.starts_with("does not parse"), "{broken:?}");

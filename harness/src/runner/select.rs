@@ -118,14 +118,41 @@ pub(super) fn scenarios_of(feature: &Feature) -> impl Iterator<Item = (Option<&R
     )
 }
 
+/// A scenario's tags: the feature's, the rule's and its own, and `@in-process-apiserver` where
+/// a step of it (or of a Background it runs) needs the in-process API server, whether the
+/// feature says so or not.
 pub(super) fn tags_of(feature: &Feature, rule: Option<&Rule>, scenario: &Scenario) -> Vec<String> {
-    feature
+    let mut tags: Vec<String> = feature
         .tags
         .iter()
         .chain(rule.iter().flat_map(|r| r.tags.iter()))
         .chain(scenario.tags.iter())
         .cloned()
-        .collect()
+        .collect();
+    if !tags.iter().any(|t| t == IN_PROCESS_TAG) && in_process_step(feature, rule, scenario).is_some() {
+        tags.push(IN_PROCESS_TAG.to_string());
+    }
+    tags
+}
+
+/// The steps only the in-process API server can take (they swap its serving certificate), by
+/// how they begin.
+const IN_PROCESS_STEPS: &[&str] = &["the kube-apiserver serves a certificate from"];
+
+/// The first step the scenario runs (Backgrounds first) that only the in-process API server
+/// can take.
+pub(super) fn in_process_step<'a>(
+    feature: &'a Feature,
+    rule: Option<&'a Rule>,
+    scenario: &'a Scenario,
+) -> Option<&'a cucumber::gherkin::Step> {
+    feature
+        .background
+        .iter()
+        .chain(rule.and_then(|r| r.background.as_ref()))
+        .flat_map(|b| b.steps.iter())
+        .chain(scenario.steps.iter())
+        .find(|s| IN_PROCESS_STEPS.iter().any(|p| s.value.starts_with(p)))
 }
 
 /// A scenario's name, the extra tags of each row it expands to, and the line cucumber gives it
@@ -162,4 +189,49 @@ pub fn scenario_at(arg: &std::path::Path) -> Option<(PathBuf, u64)> {
     let line = line.parse::<u64>().ok().filter(|l| *l > 0)?;
     let file = PathBuf::from(file);
     file.is_file().then_some((file, line))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(text: &str) -> Feature {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("swap.feature");
+        std::fs::write(&file, text).unwrap();
+        lint::lint(&[file]).unwrap().remove(0)
+    }
+
+    /// A scenario that swaps the API server's serving certificate, in its own steps or its
+    /// Background's, runs in process without the tag and is skipped, saying why, against
+    /// `--apiserver`; one that does not is left alone.
+    #[test]
+    fn a_serving_certificate_swap_needs_no_tag_to_run_in_process_only() {
+        let feature = parsed(
+            "Feature: f\n  Scenario: untagged swap\n    Given a fresh cluster with 1 worker node\n    When the kube-apiserver serves a certificate from its new CA\n\n  Scenario: no swap\n    Given a fresh cluster with 1 worker node\n\n  Rule: r\n    Background:\n      Given a fresh cluster with 1 worker node\n      When the kube-apiserver serves a certificate from its new CA\n\n    Scenario: swapped by the background\n      Then every node is Ready\n",
+        );
+        let p = Profile::Ocp416;
+        let verdicts: Vec<(String, Selection, Selection)> = scenarios_of(&feature)
+            .map(|(rule, scenario)| {
+                let tags = tags_of(&feature, rule, scenario);
+                (
+                    scenario.name.clone(),
+                    select_for_agent(p, Nodes::Embedded, None, &tags, true, false),
+                    select_for_agent(p, Nodes::Embedded, None, &tags, true, true),
+                )
+            })
+            .collect();
+        let skipped = Selection::Skip(format!("@{IN_PROCESS_TAG}: {IN_PROCESS_REASON}"));
+        assert_eq!(
+            verdicts,
+            [
+                ("untagged swap".to_string(), Selection::Run, skipped.clone()),
+                ("no swap".to_string(), Selection::Run, Selection::Run),
+                ("swapped by the background".to_string(), Selection::Run, skipped),
+            ]
+        );
+        // A tag filter sees the inferred tag as a written one.
+        let (rule, scenario) = scenarios_of(&feature).next().unwrap();
+        assert!(tags_of(&feature, rule, scenario).contains(&IN_PROCESS_TAG.to_string()));
+    }
 }
