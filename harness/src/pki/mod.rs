@@ -9,6 +9,7 @@ mod bundle;
 mod catalogue;
 mod clock;
 pub mod duration;
+mod names;
 mod signer;
 mod verify;
 
@@ -21,6 +22,7 @@ pub use catalogue::{
 };
 pub use clock::{Clock, SIMULATION_EPOCH, SimClock, WallClock};
 pub use duration::{DurationError, format_duration, parse_duration};
+pub use names::{CertificateName, CommonName, Role, UnknownName};
 pub use signer::{
     ISSUER, IssuedCert, LIBRARY_GO_BACKDATE, MANAGED_TYPE_LABEL, NOT_AFTER, NOT_BEFORE, RotationPolicy,
     RotationReason, Signer, TargetContext, signer_deadline, signer_rotation, target_deadline,

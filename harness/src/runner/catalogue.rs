@@ -132,12 +132,17 @@ fn steps_markdown() -> String {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParameterValues {
     pub kind: &'static str,
-    pub used_by: &'static str,
+    pub used_by: String,
     pub values: Vec<String>,
 }
 
+/// The one step that takes a starting state, as the catalogue reads it.
+pub const STARTING_STATE_STEP: &str = "a cluster in the starting state \"<text>\" with <n> worker node(s)";
+
 /// Every fixture-named parameter with the values it accepts; a step given another name fails
-/// with this list.
+/// with this list. Each is taken by the steps whose phrase shows its slot (`<signer>`,
+/// `<pool>`; a starting state by `STARTING_STATE_STEP`), which `harness/tests/suite/vocabulary.rs`
+/// walks with every value.
 pub fn parameter_values() -> Vec<ParameterValues> {
     use crate::pki::{Catalogue, StartingState};
     use std::path::Path;
@@ -145,10 +150,11 @@ pub fn parameter_values() -> Vec<ParameterValues> {
         Path::new("fixtures/signers.yaml"),
         include_str!("../../../fixtures/signers.yaml"),
     );
-    let (signers, targets, states) = match &catalogue {
+    let (signers, targets, common_names, states) = match &catalogue {
         Ok(c) => (
             c.signers.iter().map(|s| s.name.clone()).collect(),
             c.targets.iter().map(|t| t.name.clone()).collect(),
+            c.common_names(),
             StartingState::parse_all(
                 Path::new("fixtures/starting-states.yaml"),
                 include_str!("../../../fixtures/starting-states.yaml"),
@@ -157,8 +163,12 @@ pub fn parameter_values() -> Vec<ParameterValues> {
             .map(|all| all.into_iter().map(|s| s.name).collect())
             .unwrap_or_default(),
         ),
-        Err(_) => (Vec::new(), Vec::new(), Vec::new()),
+        Err(_) => (Vec::new(), Vec::new(), Vec::new(), Vec::new()),
     };
+    let mapping: Vec<String> = common_names
+        .iter()
+        .map(|n| format!("`{}` is {}", n.common_name, n.why))
+        .collect();
     let pools = include_str!("../../../fixtures/cluster/machineconfigpools.yaml")
         .split("\n---")
         .filter_map(|doc| serde_yaml::from_str::<serde_yaml::Value>(doc).ok())
@@ -167,22 +177,30 @@ pub fn parameter_values() -> Vec<ParameterValues> {
     vec![
         ParameterValues {
             kind: "signer",
-            used_by: "every step with a `{signer}`: `the {signer} is rotated by force`, `the {signer} has rotated`, `the {signer} bundle holds {int} signer(s)`, …; and `every node's kubelet-ca.crt lists the current (\\S+)`",
+            used_by: "every step with a `<signer>`".into(),
             values: signers,
         },
         ParameterValues {
             kind: "target (a certificate a signer issues)",
-            used_by: "the `{signer}` steps that judge a certificate rather than a bundle: `the {signer} is rotated by force`, `every node's kubelet-ca.crt lists the current (\\S+)`",
+            used_by: "every step with a `<signer>`: a target \"has rotated\" when it was re-issued; `kubelet-client`, a client certificate, has no bundle and signs nothing, so `the <signer> bundle holds <n> signer(s)` and `[every|no] kubelet accepts a client certificate from the current <signer>` refuse it, naming its signer".into(),
             values: targets,
         },
         ParameterValues {
+            kind: "certificate name (names the Secret it lives in)",
+            used_by: format!(
+                "every step with a `<signer>`: {}; so does `<CN>_@<unix>` for a target that is a CA (`kube-csr-signer_@1675718562`), and an operator's name for what it issues, `<operator namespace>_<signer>@<unix>` (`openshift-kube-controller-manager-operator_csr-signer-signer@1675718562`)",
+                mapping.join(", ")
+            ),
+            values: common_names.into_iter().map(|n| n.common_name).collect(),
+        },
+        ParameterValues {
             kind: "pool",
-            used_by: "every step with a `{pool}`: `the {pool} pool has {int} rendered config(s)`, `the {pool} pool updated at most {int} node(s) at once`; and `the newest rendered config of the (\\w+) pool …` and every other step naming a pool",
+            used_by: "every step with a `<pool>`".into(),
             values: pools,
         },
         ParameterValues {
             kind: "starting state",
-            used_by: "`a cluster in the starting state {string} with {int} worker node(s)`",
+            used_by: STARTING_STATE_STEP.into(),
             values: states,
         },
     ]
@@ -204,7 +222,7 @@ pub fn parameter_values_markdown() -> String {
 }
 
 /// How to read the phrases `human` writes.
-pub const NOTATION: &str = "<n> is a number, <name> a name (a signer, a pool, an annotation), <path> an absolute path, <mode> an octal mode such as 0644, <duration> a whole number of days, hours, minutes or seconds (292 days, 1 hour), <text> any text (inside quotes where the phrase shows them); [a|b] is one of the choices; (s) and (es) are optional endings: write node or nodes, not node(s).";
+pub const NOTATION: &str = "<n> is a number, <signer> a signer or a certificate one issues and <pool> a pool (the values listed under the steps), <name> any other name (an annotation, a condition, a label), <path> an absolute path, <mode> an octal mode such as 0644, <duration> a whole number of days, hours, minutes or seconds (292 days, 1 hour), <text> any text (inside quotes where the phrase shows them); [a|b] is one of the choices; (s) and (es) are optional endings: write node or nodes, not node(s).";
 
 /// A phrase as QE reads it: regex and expression syntax turned into words. Parameters become
 /// `<n>`, `<name>`, `<path>`, `<mode>` or `<text>`; a choice becomes `[a|b]`; an optional plural
@@ -308,6 +326,17 @@ fn human_into(chars: &[char], out: &mut String) {
             '(' => {
                 let end = group_end(chars, i + 1);
                 let mut inner = &chars[i + 1..end.min(chars.len())];
+                // A named group (`(?P<signer>\S+)`) takes what its name says: it reads as the
+                // parameter types do (`<signer>`, `<pool>`).
+                if inner.starts_with(&['?', 'P', '<'])
+                    && let Some(close) = inner.iter().position(|c| *c == '>')
+                {
+                    out.push('<');
+                    out.extend(&inner[3..close]);
+                    out.push('>');
+                    i = end + 1;
+                    continue;
+                }
                 if inner.starts_with(&['?', ':']) {
                     inner = &inner[2..];
                 }
@@ -522,6 +551,10 @@ mod tests {
                 "the {pool} pool has {int} rendered config(s)",
                 "the <pool> pool has <n> rendered config(s)",
             ),
+            (
+                r"^the (?P<pool>\w+) pool's certExpirys list the current (?P<signer>\S+) (with its expiry|without an expiry)$",
+                "the <pool> pool's certExpirys list the current <signer> [with its expiry|without an expiry]",
+            ),
         ];
         for (phrase, read) in cases {
             assert_eq!(human(phrase), read, "{phrase}");
@@ -557,7 +590,7 @@ mod tests {
         assert!(
             offered
                 .iter()
-                .any(|p| p == "Then every node's kubelet-ca.crt [lists|lacks] the current <name>"),
+                .any(|p| p == "Then every node's kubelet-ca.crt [lists|lacks] the current <signer>"),
             "{offered:?}"
         );
         assert!(nearest("the moon is made of cheese and nothing else", &all).is_empty());

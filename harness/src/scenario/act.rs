@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::node::seed::AGENT_KUBECONFIG;
+use crate::pki::{CertificateName, Role};
 
 /// Which CA `Scenario::publish_serving_ca` adds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -287,47 +288,38 @@ impl Scenario {
             .map_err(|e| unreadable("controllerconfig machine-config-controller spec".into(), e))
     }
 
-    /// The `(namespace, name)` of the ConfigMap whose `ca-bundle.crt` carries signer `name`
-    /// (`fixtures/signers.yaml`); an unknown signer is an error listing the known ones.
-    pub fn signer_bundle(&self, name: &str) -> Result<(String, String), ScenarioError> {
-        self.secret_namespace(name)?;
-        let spec = self.catalogue.signer(name).ok_or_else(|| {
-            let signers: Vec<&str> = self.catalogue.signers.iter().map(|s| s.name.as_str()).collect();
+    /// The `(namespace, name)` of the ConfigMap whose `ca-bundle.crt` carries the certificate a
+    /// scenario named (a signer's `bundle`, or the one that collects a signer-kind target such
+    /// as KCM-O's `csr-signer-ca`); a client certificate has none, and the error says whose
+    /// bundle to ask for instead.
+    pub fn signer_bundle(&self, written: &str) -> Result<(String, String), ScenarioError> {
+        let name = self.certificate_name(written)?;
+        let bundle = match name.role {
+            Role::Signer => self.catalogue.signer(&name.name).map(|s| s.bundle.clone()),
+            Role::Target { .. } => self.catalogue.target(&name.name).and_then(|t| t.bundle.clone()),
+        };
+        let bundle = bundle.ok_or_else(|| {
             fixture_err(format!(
-                "{name:?} is a target, not a signer: it has no CA bundle; signers: {}",
-                signers.join(", ")
+                "{} is a client certificate, not a CA: it has no bundle; its signer's is \"the {} bundle\"",
+                name.described(),
+                name.issued_by.as_deref().unwrap_or_default()
             ))
         })?;
-        let (namespace, bundle) = spec.bundle.split_once('/').ok_or_else(|| {
+        let (namespace, bundle) = bundle.split_once('/').ok_or_else(|| {
             fixture_err(format!(
-                "fixtures/signers.yaml: {name}'s bundle {:?} is not namespace/name",
-                spec.bundle
+                "fixtures/signers.yaml: {}'s bundle {bundle:?} is not namespace/name",
+                name.name
             ))
         })?;
         Ok((namespace.to_string(), bundle.to_string()))
     }
 
-    /// The namespace of the Secret that holds a signer or target of the catalogue
-    /// (`fixtures/signers.yaml`); an unknown name is an error that lists the known ones.
-    pub fn secret_namespace(&self, name: &str) -> Result<String, ScenarioError> {
-        if let Some(s) = self.catalogue.signer(name) {
-            return Ok(s.namespace.clone());
-        }
-        if let Some(t) = self.catalogue.target(name) {
-            return Ok(t.namespace.clone());
-        }
-        let mut known: Vec<&str> = self
-            .catalogue
-            .signers
-            .iter()
-            .map(|s| s.name.as_str())
-            .chain(self.catalogue.targets.iter().map(|t| t.name.as_str()))
-            .collect();
-        known.sort();
-        Err(fixture_err(format!(
-            "no signer or target {name:?} in fixtures/signers.yaml; known: {}",
-            known.join(", ")
-        )))
+    /// The signer or target of the catalogue (`fixtures/signers.yaml`) a name a scenario wrote
+    /// stands for: its Secret's name, a CN it was issued under (`kubelet-signer`,
+    /// `kube-csr-signer`), or an operator's name for it (`pki::names`); an unknown name is an
+    /// error that lists every accepted one.
+    pub fn certificate_name(&self, written: &str) -> Result<CertificateName, ScenarioError> {
+        self.catalogue.resolve(written).map_err(fixture_err)
     }
 
     /// Every signer of the catalogue: (name, the namespace of its Secret).
@@ -336,6 +328,17 @@ impl Scenario {
             .signers
             .iter()
             .map(|s| (s.name.clone(), s.namespace.clone()))
+            .collect()
+    }
+
+    /// Every signer and target of the catalogue: (name, the namespace of its Secret), what a
+    /// scenario's "has (not) rotated" compares with the start.
+    pub fn catalogue_certificates(&self) -> Vec<(String, String)> {
+        self.catalogue
+            .targets
+            .iter()
+            .map(|t| (t.name.clone(), t.namespace.clone()))
+            .chain(self.catalogue_signers())
             .collect()
     }
 

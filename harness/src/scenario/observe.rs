@@ -54,6 +54,16 @@ impl Scenario {
         })
     }
 
+    /// The certificate a scenario named (`certificate_name`) as its Secret holds it now.
+    pub async fn named_certificate(
+        &self,
+        written: &str,
+    ) -> Result<(crate::pki::CertificateName, IssuedCert), ScenarioError> {
+        let name = self.certificate_name(written)?;
+        let cert = self.certificate(&name.namespace, &name.name).await?;
+        Ok((name, cert))
+    }
+
     /// Names of a pool's rendered configs.
     pub async fn rendered_configs(&self, pool: &str) -> Result<Vec<String>, ScenarioError> {
         let prefix = format!("rendered-{pool}-");

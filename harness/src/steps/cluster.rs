@@ -27,8 +27,8 @@ async fn start_with(world: &mut ConformanceWorld, mut options: ScenarioOptions) 
     for node in &scenario.nodes {
         record_node_start(world, &scenario, node.as_ref()).await?;
     }
-    // Every signer's certificate as the cluster started, for "has (not) rotated".
-    for (name, namespace) in scenario.catalogue_signers() {
+    // Every signer's and target's certificate as the cluster started, for "has (not) rotated".
+    for (name, namespace) in scenario.catalogue_certificates() {
         let cert = scenario.certificate(&namespace, &name).await?;
         world.signers_at_start.insert(name, cert);
     }

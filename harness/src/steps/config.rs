@@ -116,7 +116,7 @@ fn merge_spec(spec: &mut Value, more: Value) {
 /// type realtime", "the extension usbguard", "the OS image", "the SSH keys"), or several at
 /// once joined by "and" ("the file /etc/foo and the kernel argument nosmt"); the step ends when
 /// every node of the pool runs the new rendered config.
-#[when(regex = r"^a MachineConfig for the (\w+) pool changes (.+)$")]
+#[when(regex = r"^a MachineConfig for the (?P<pool>\w+) pool changes (.+)$")]
 async fn machine_config_changes(
     world: &mut ConformanceWorld,
     pool: String,
@@ -131,7 +131,7 @@ async fn machine_config_changes(
 
 /// The MachineConfig a step added last for the pool is deleted; the step ends when every node
 /// of the pool runs the config rendered without it.
-#[when(regex = r"^the newest MachineConfig for the (\w+) pool is deleted$")]
+#[when(regex = r"^the newest MachineConfig for the (?P<pool>\w+) pool is deleted$")]
 async fn newest_machine_config_deleted(world: &mut ConformanceWorld, pool: String) -> anyhow::Result<()> {
     world.cluster()?.require_pool(&pool).await?;
     world.history_mark = world.cluster()?.node_history.mark();
@@ -142,7 +142,7 @@ async fn newest_machine_config_deleted(world: &mut ConformanceWorld, pool: Strin
 /// A new MachineConfig for the pool with `fips: true`, which a running node may not apply
 /// (FIPS is chosen at install). The step ends once the cluster has rendered it and given it to
 /// the pool's nodes; what they do with it is for the next steps.
-#[when(regex = r"^a MachineConfig for the (\w+) pool turns FIPS on$")]
+#[when(regex = r"^a MachineConfig for the (?P<pool>\w+) pool turns FIPS on$")]
 async fn machine_config_turns_fips_on(world: &mut ConformanceWorld, pool: String) -> anyhow::Result<()> {
     world.cluster()?.require_pool(&pool).await?;
     world.history_mark = world.cluster()?.node_history.mark();
@@ -156,7 +156,7 @@ async fn machine_config_turns_fips_on(world: &mut ConformanceWorld, pool: String
 /// A new MachineConfig for the pool whose config is not an Ignition config: `storage.files` is
 /// a string where Ignition has a list (the CRD keeps `spec.config` open, so the API server
 /// stores it). The step ends once the cluster side has settled; it renders nothing from it.
-#[when(regex = r"^a MachineConfig for the (\w+) pool holds a config that is not Ignition$")]
+#[when(regex = r"^a MachineConfig for the (?P<pool>\w+) pool holds a config that is not Ignition$")]
 async fn machine_config_not_ignition(world: &mut ConformanceWorld, pool: String) -> anyhow::Result<()> {
     world.cluster()?.require_pool(&pool).await?;
     world.history_mark = world.cluster()?.node_history.mark();
@@ -257,6 +257,23 @@ async fn has_file(world: &mut ConformanceWorld, path: String) -> anyhow::Result<
             node.name(),
             String::from_utf8_lossy(&contents)
         );
+    }
+    Ok(())
+}
+
+/// No node has the file (nothing at the path at all), as after a MachineConfig that gave it is
+/// deleted. Judged at once: put it after a step that waits for the nodes to have followed.
+#[then(regex = r"^every node lacks the file (/\S+)$")]
+async fn lacks_file(world: &mut ConformanceWorld, path: String) -> anyhow::Result<()> {
+    for node in &world.cluster()?.nodes {
+        if let Some(stat) = node.stat(&path).await? {
+            anyhow::bail!(
+                "{}: has {path} ({} bytes, mode {:04o})",
+                node.name(),
+                stat.size,
+                stat.mode
+            );
+        }
     }
     Ok(())
 }

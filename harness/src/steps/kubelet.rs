@@ -96,6 +96,26 @@ async fn kubelet_ca_loads(world: &mut ConformanceWorld, expected: usize) -> anyh
     Ok(())
 }
 
+/// A kubelet client certificate for `system:kube-apiserver`, issued now by the named
+/// certificate's current one (which must be a CA).
+async fn client_from(c: &Scenario, signer: &str) -> anyhow::Result<harness::pki::IssuedCert> {
+    let (name, cert) = c.named_certificate(signer).await?;
+    ensure!(
+        name.is_ca(),
+        "{} is a client certificate, not a CA: it signs nothing; write its signer, {}",
+        name.described(),
+        name.issued_by.as_deref().unwrap_or("its signer")
+    );
+    let client = Signer { cert }.issue_client(
+        "system:kube-apiserver",
+        &["kube-master"],
+        c.clock.now(),
+        time::Duration::days(30),
+        9999,
+    )?;
+    Ok(client)
+}
+
 /// A kubelet client certificate from the signer's current certificate (what the
 /// kube-apiserver holds once its certificate is re-issued, or, from kube-csr-signer's
 /// `csr-signer`, a client certificate the CSR API signs) is accepted by every kubelet. Any
@@ -103,18 +123,23 @@ async fn kubelet_ca_loads(world: &mut ConformanceWorld, expected: usize) -> anyh
 #[then(expr = "every kubelet accepts a client certificate from the current {signer}")]
 async fn kubelets_accept(world: &mut ConformanceWorld, signer: SignerName) -> anyhow::Result<()> {
     let c = world.cluster()?;
-    let namespace = c.secret_namespace(&signer)?;
-    let issuer = Signer {
-        cert: c.certificate(&namespace, &signer).await?,
-    };
-    let client = issuer.issue_client(
-        "system:kube-apiserver",
-        &["kube-master"],
-        c.clock.now(),
-        time::Duration::days(30),
-        9999,
-    )?;
+    let client = client_from(c, &signer).await?;
     every_kubelet_accepts(c, &client.pem, &client.key_pem).await
+}
+
+/// Every kubelet refuses a kubelet client certificate from the signer's current certificate
+/// (its kubelet-ca.crt does not list that signer), each with the TLS error it gave; a kubelet
+/// that is not serving judged nothing and fails the step.
+#[then(expr = "no kubelet accepts a client certificate from the current {signer}")]
+async fn kubelets_refuse(world: &mut ConformanceWorld, signer: SignerName) -> anyhow::Result<()> {
+    let c = world.cluster()?;
+    let client = client_from(c, &signer).await?;
+    every_kubelet_refuses(
+        c,
+        &client,
+        &format!("a client certificate from the current {signer}"),
+    )
+    .await
 }
 
 /// The kube-apiserver's own kubelet client certificate is accepted by every kubelet.
@@ -134,11 +159,12 @@ async fn client_from_current(world: &ConformanceWorld, signer: &str) -> anyhow::
     let client = c
         .certificate("openshift-kube-apiserver", "kubelet-client")
         .await?;
-    let current = c.certificate(&c.secret_namespace(signer)?, signer).await?;
+    let (name, current) = c.named_certificate(signer).await?;
     let said = format!(
-        "the kubelet client certificate (since {}) is issued by {}; the current {signer} is {}",
+        "the kubelet client certificate (since {}) is issued by {}; the current {} is {}",
         harness::pki::rfc3339(client.not_before),
         client.issuer_common_name,
+        name.described(),
         current.common_name
     );
     Ok((client.issuer_common_name == current.common_name, said))
@@ -169,13 +195,22 @@ async fn kubelets_refuse_kube_apiserver(world: &mut ConformanceWorld) -> anyhow:
     let client = c
         .certificate("openshift-kube-apiserver", "kubelet-client")
         .await?;
+    every_kubelet_refuses(c, &client, "the kube-apiserver's kubelet client certificate").await
+}
+
+/// Every kubelet refuses `client`. Only a refusal counts: a kubelet that is not serving judged
+/// nothing.
+async fn every_kubelet_refuses(
+    c: &Scenario,
+    client: &harness::pki::IssuedCert,
+    what: &str,
+) -> anyhow::Result<()> {
     for node in &c.nodes {
         let addr = c.kubelet_address(node.name()).await?;
-        // Only a refusal counts: a kubelet that is not serving judged nothing.
         match probe(addr, &client.pem, &client.key_pem).await {
             Err(harness::node::kubelet::ProbeError::Rejected { .. }) => {}
             Ok(()) => anyhow::bail!(
-                "{} accepts the kube-apiserver's kubelet client certificate (issued by {})",
+                "{} accepts {what} (issued by {})",
                 node.name(),
                 client.issuer_common_name
             ),

@@ -137,14 +137,14 @@ async fn journal_shows(world: &mut ConformanceWorld, text: String) -> anyhow::Re
 
 /// Whether every node's `/etc/kubernetes/kubelet-ca.crt` lists the signer's current
 /// certificate (as the API server holds it now).
-#[then(regex = r"^every node's kubelet-ca\.crt (lists|lacks) the current (\S+)$")]
+#[then(regex = r"^every node's kubelet-ca\.crt (lists|lacks) the current (?P<signer>\S+)$")]
 async fn kubelet_ca_lists(
     world: &mut ConformanceWorld,
     verdict: String,
     signer: String,
 ) -> anyhow::Result<()> {
     let c = world.cluster()?;
-    let current = c.certificate(&c.secret_namespace(&signer)?, &signer).await?;
+    let (_, current) = c.named_certificate(&signer).await?;
     for node in &c.nodes {
         let names = oracle::names(&node.read(KUBELET_CA_PATH).await?)
             .with_context(|| format!("{}: {KUBELET_CA_PATH}", node.name()))?;
@@ -322,6 +322,21 @@ async fn file_is_empty(world: &mut ConformanceWorld, path: NodePath) -> anyhow::
     Ok(())
 }
 
+/// Every node has the file, and it holds something (1 byte or more), as a template whose field
+/// is set renders it.
+#[then(expr = "every node's {path} is not empty")]
+async fn file_is_not_empty(world: &mut ConformanceWorld, path: NodePath) -> anyhow::Result<()> {
+    let NodePath(path) = path;
+    for node in &world.cluster()?.nodes {
+        let contents = node
+            .read(&path)
+            .await
+            .with_context(|| format!("{}: reading {path}", node.name()))?;
+        ensure!(!contents.is_empty(), "{}: {path} is empty", node.name());
+    }
+    Ok(())
+}
+
 /// The file a write step put on every node is still there, as written.
 #[then(regex = r"^every node still has the file (/\S+) as written$")]
 async fn still_has_written(world: &mut ConformanceWorld, path: String) -> anyhow::Result<()> {
@@ -425,6 +440,30 @@ async fn no_node_has_annotation(world: &mut ConformanceWorld, key: String) -> an
         if let Some(value) = annotations.get(&key) {
             anyhow::bail!("{}: has {key}={value:?}", node.name());
         }
+    }
+    Ok(())
+}
+
+/// Every node carries the annotation, with any value. Waits until each does, since agents
+/// annotate after they act.
+#[then(regex = r"^every node has the annotation (\S+)$")]
+async fn every_node_has_annotation(world: &mut ConformanceWorld, key: String) -> anyhow::Result<()> {
+    let c = world.cluster()?;
+    for node in &c.nodes {
+        eventually(world.deadline, || async {
+            let annotations = c.node_annotations(node.name()).await.map_err(|e| e.to_string())?;
+            if annotations.contains_key(&key) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{}: no {key}; its annotations: {:?}",
+                    node.name(),
+                    annotations.keys().collect::<Vec<_>>()
+                ))
+            }
+        })
+        .await
+        .map_err(anyhow::Error::msg)?;
     }
     Ok(())
 }

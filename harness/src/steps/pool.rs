@@ -24,7 +24,7 @@ async fn rendered_configs(world: &mut ConformanceWorld, pool: PoolName, count: u
 
 /// The pool's newest rendered config (the one its `spec.configuration` names, which the
 /// controller sets to each config it renders) lists the file among its Ignition files, or not.
-#[then(regex = r"^the newest rendered config of the (\w+) pool (has|lacks) the file (/\S+)$")]
+#[then(regex = r"^the newest rendered config of the (?P<pool>\w+) pool (has|lacks) the file (/\S+)$")]
 async fn newest_rendered_has_file(
     world: &mut ConformanceWorld,
     pool: String,
@@ -54,7 +54,7 @@ async fn newest_rendered_has_file(
 }
 
 /// The pool's `spec.paused` is true before anything else happens.
-#[given(regex = r"^the (\w+) pool is paused$")]
+#[given(regex = r"^the (?P<pool>\w+) pool is paused$")]
 async fn pool_is_paused(world: &mut ConformanceWorld, pool: String) -> anyhow::Result<()> {
     world.cluster()?.require_pool(&pool).await?;
     world.cluster()?.set_paused(&pool, true).await?;
@@ -87,7 +87,7 @@ async fn pool_created_selecting_all(world: &mut ConformanceWorld, pool: String) 
 
 /// The pool's `spec.maxUnavailable`: a number of nodes, or a percentage of the pool's nodes
 /// (`10%`), as `oc patch mcp/worker --type merge -p '{"spec":{"maxUnavailable":…}}'` sets it.
-#[given(regex = r"^the (\w+) pool's maxUnavailable is (\d+%?)$")]
+#[given(regex = r"^the (?P<pool>\w+) pool's maxUnavailable is (\d+%?)$")]
 async fn pool_max_unavailable(
     world: &mut ConformanceWorld,
     pool: String,
@@ -121,7 +121,7 @@ async fn updated_at_most_at_once(
 
 /// Pause or unpause the pool (`spec.paused`); the step ends when the cluster and the nodes
 /// have followed (an unpaused pool's nodes run its newest rendered config).
-#[when(regex = r"^the (\w+) pool is (paused|unpaused)$")]
+#[when(regex = r"^the (?P<pool>\w+) pool is (paused|unpaused)$")]
 async fn pool_pauses(world: &mut ConformanceWorld, pool: String, what: String) -> anyhow::Result<()> {
     world.cluster()?.require_pool(&pool).await?;
     world.cluster()?.set_paused(&pool, what == "paused").await?;
@@ -132,7 +132,7 @@ async fn pool_pauses(world: &mut ConformanceWorld, pool: String, what: String) -
 /// controller's `/metrics` page (fetched over HTTP): 0, or the NotAfter in unix seconds of the
 /// signer's certificate when the cluster started (the one the paused pool's nodes still trust).
 #[then(
-    regex = r"^the controller's paused-pool kubelet CA metric for the (\w+) pool is (0|the expiry of the (\S+) the cluster started with)$"
+    regex = r"^the controller's paused-pool kubelet CA metric for the (?P<pool>\w+) pool is (0|the expiry of the (?P<signer>\S+) the cluster started with)$"
 )]
 async fn paused_pool_metric(
     world: &mut ConformanceWorld,
@@ -146,10 +146,13 @@ async fn paused_pool_metric(
     let expected = if what == "0" {
         0.0
     } else {
-        let at_start = world
-            .signers_at_start
-            .get(&signer)
-            .with_context(|| format!("no certificate of {signer} was recorded when the cluster started"))?;
+        let name = c.certificate_name(&signer)?;
+        let at_start = world.signers_at_start.get(&name.name).with_context(|| {
+            format!(
+                "no certificate of {} was recorded when the cluster started",
+                name.described()
+            )
+        })?;
         at_start.not_after.unix_timestamp() as f64
     };
     let seen = sample(&page, PAUSED_POOL_KUBELET_CA, ("pool", &pool));
@@ -179,7 +182,7 @@ async fn no_paused_pool_metric(world: &mut ConformanceWorld) -> anyhow::Result<(
 /// stop recorded: warning when the gauge is above 0, critical when under 14 days remain, each
 /// `for: 60m` (inactive, pending, then firing).
 #[then(
-    regex = r"^the (warning|critical) alert MachineConfigControllerPausedPoolKubeletCA for the (\w+) pool is (inactive|pending|firing)$"
+    regex = r"^the (warning|critical) alert MachineConfigControllerPausedPoolKubeletCA for the (?P<pool>\w+) pool is (inactive|pending|firing)$"
 )]
 async fn paused_pool_alert(
     world: &mut ConformanceWorld,
@@ -205,7 +208,9 @@ async fn paused_pool_alert(
 /// The pool's `status.certExpirys` (4.14+) lists the signer's current certificate: with its
 /// notAfter as `expiry` (4.16), or with no `expiry` at all (4.14, whose `CertExpiry` is
 /// `{bundle, subject}`: release-4.14 types.go:338-346).
-#[then(regex = r"^the (\w+) pool's certExpirys list the current (\S+) (with its expiry|without an expiry)$")]
+#[then(
+    regex = r"^the (?P<pool>\w+) pool's certExpirys list the current (?P<signer>\S+) (with its expiry|without an expiry)$"
+)]
 async fn cert_expirys(
     world: &mut ConformanceWorld,
     pool: String,
@@ -214,7 +219,7 @@ async fn cert_expirys(
 ) -> anyhow::Result<()> {
     let c = world.cluster()?;
     c.require_pool(&pool).await?;
-    let current = c.certificate(&c.secret_namespace(&signer)?, &signer).await?;
+    let (_, current) = c.named_certificate(&signer).await?;
     let status = c.pool_status(&pool).await?;
     let listed = status.cert_expirys.unwrap_or_default();
     let names_it = |e: &CertExpiry| e.subject.contains(&current.common_name);
@@ -262,7 +267,7 @@ async fn runs_config_at_start(world: &mut ConformanceWorld) -> anyhow::Result<()
 /// `RenderDegraded`, `Degraded`) has the status, and, where the step gives one, a message that
 /// begins with the text; waited for up to the deadline.
 #[then(
-    regex = r#"^the (\w+) pool's (\w+) condition is (True|False)(?: with a message that begins "(.*)")?$"#
+    regex = r#"^the (?P<pool>\w+) pool's (\w+) condition is (True|False)(?: with a message that begins "(.*)")?$"#
 )]
 async fn pool_condition(
     world: &mut ConformanceWorld,
@@ -304,7 +309,7 @@ async fn pool_condition(
 
 /// The pool's status has no condition of that type at all, as a pool the node controller never
 /// synced has none but what its render controller wrote (judged at once).
-#[then(regex = r"^the (\w+) pool has no (\w+) condition$")]
+#[then(regex = r"^the (?P<pool>\w+) pool has no (\w+) condition$")]
 async fn pool_lacks_condition(
     world: &mut ConformanceWorld,
     pool: String,

@@ -121,6 +121,24 @@ async fn pull_secret_has(
     Ok(())
 }
 
+/// Every node's `/etc/mco/internal-registry-pull-secret.json` has no credentials for the
+/// registry, from either source. Judged at once, on a file that must be there and be JSON.
+#[then(regex = r#"^every node's internal registry pull secret has no credentials for "(.+)"$"#)]
+async fn pull_secret_lacks(world: &mut ConformanceWorld, registry: String) -> anyhow::Result<()> {
+    for node in &world.cluster()?.nodes {
+        let text = node.read(INTERNAL_REGISTRY_PULL_SECRET).await?;
+        let secret: Value = serde_json::from_slice(&text)
+            .with_context(|| format!("{}: {INTERNAL_REGISTRY_PULL_SECRET} is not JSON", node.name()))?;
+        ensure!(
+            secret["auths"].get(&registry).is_none(),
+            "{}: {INTERNAL_REGISTRY_PULL_SECRET} has {} for {registry}",
+            node.name(),
+            secret["auths"][&registry]
+        );
+    }
+    Ok(())
+}
+
 /// Every node's file holds the CA published for that registry file name.
 #[then(regex = r#"^every node has the registry CA "(.+)" in (/\S+)$"#)]
 async fn has_registry_ca(world: &mut ConformanceWorld, file: String, path: String) -> anyhow::Result<()> {
@@ -163,6 +181,15 @@ async fn has_registry_ca(world: &mut ConformanceWorld, file: String, path: Strin
 async fn no_path(world: &mut ConformanceWorld, path: String) -> anyhow::Result<()> {
     for node in &world.cluster()?.nodes {
         ensure!(node.stat(&path).await?.is_none(), "{} has {path}", node.name());
+    }
+    Ok(())
+}
+
+/// Every node has something at the path (file or directory).
+#[then(regex = r"^every node has the path (/\S+)$")]
+async fn every_node_has_path(world: &mut ConformanceWorld, path: String) -> anyhow::Result<()> {
+    for node in &world.cluster()?.nodes {
+        ensure!(node.stat(&path).await?.is_some(), "{} has no {path}", node.name());
     }
     Ok(())
 }

@@ -1,23 +1,27 @@
-//! Signers: forcing a rotation, and whether one happened.
+//! Signers and the certificates they issue: forcing a rotation, and whether one happened. A
+//! `{signer}` is any name `harness::pki::names` accepts: a Secret's name, a CN a certificate
+//! was issued under (`kubelet-signer`, `kube-csr-signer`) or an operator's name for it.
 
 use super::oracle;
 use super::params::SignerName;
 use anyhow::{Context, ensure};
 use cucumber::{then, when};
+use harness::pki::{CertificateName, IssuedCert};
 use harness::world::ConformanceWorld;
 
 /// MCO's e2e way: a JSON patch nulling `auth.openshift.io/certificate-not-after`.
 #[when(expr = "the {signer} is rotated by force")]
 async fn rotate_by_force(world: &mut ConformanceWorld, signer: SignerName) -> anyhow::Result<()> {
     let c = world.cluster()?;
-    c.force_rotation(&c.secret_namespace(&signer)?, &signer).await?;
+    let name = c.certificate_name(&signer)?;
+    c.force_rotation(&name.namespace, &name.name).await?;
     Ok(())
 }
 
 /// The slide's way: remove one of the signer Secret's `auth.openshift.io/` annotations
 /// (`certificate-not-after`, `certificate-not-before` or `certificate-issuer`) with a JSON patch.
 #[when(
-    regex = r"^the (\S+)'s (certificate-not-after|certificate-not-before|certificate-issuer) annotation is removed$"
+    regex = r"^the (?P<signer>\S+)'s (certificate-not-after|certificate-not-before|certificate-issuer) annotation is removed$"
 )]
 async fn remove_annotation(
     world: &mut ConformanceWorld,
@@ -25,55 +29,60 @@ async fn remove_annotation(
     annotation: String,
 ) -> anyhow::Result<()> {
     let c = world.cluster()?;
-    c.remove_signer_annotation(&c.secret_namespace(&signer)?, &signer, &annotation)
+    let name = c.certificate_name(&signer)?;
+    c.remove_signer_annotation(&name.namespace, &name.name, &annotation)
         .await?;
     Ok(())
 }
 
-/// A signer's certificate now and when the cluster started; an unknown signer is an error
-/// listing the known ones.
+/// A signer's or target's certificate now and when the cluster started, with what the name
+/// the scenario wrote stands for; an unknown name is an error listing the known ones.
 async fn now_and_at_start(
     world: &ConformanceWorld,
-    signer: &str,
-) -> anyhow::Result<(harness::pki::IssuedCert, harness::pki::IssuedCert)> {
-    let c = world.cluster()?;
-    let namespace = c.secret_namespace(signer)?;
-    let before = world.signers_at_start.get(signer).cloned().ok_or_else(|| {
-        anyhow::anyhow!(
-            "{signer} is not a signer of fixtures/signers.yaml (a target has no rotation of its own to judge); signers: {}",
-            world.signers_at_start.keys().cloned().collect::<Vec<_>>().join(", ")
+    written: &str,
+) -> anyhow::Result<(CertificateName, IssuedCert, IssuedCert)> {
+    let (name, now) = world.cluster()?.named_certificate(written).await?;
+    let before = world.signers_at_start.get(&name.name).cloned().with_context(|| {
+        format!(
+            "no certificate of {} was recorded when the cluster started",
+            name.described()
         )
     })?;
-    Ok((c.certificate(&namespace, signer).await?, before))
+    Ok((name, now, before))
 }
 
-/// The signer is another certificate than when the cluster started.
+/// The signer is another certificate than when the cluster started; a target (`csr-signer`,
+/// `kubelet-client`) has rotated when it was re-issued.
 #[then(expr = "the {signer} has rotated")]
 async fn has_rotated(world: &mut ConformanceWorld, signer: SignerName) -> anyhow::Result<()> {
-    let (now, before) = now_and_at_start(world, &signer).await?;
+    let (name, now, before) = now_and_at_start(world, &signer).await?;
     ensure!(
         now.pem != before.pem,
-        "{signer} is still {} (since {})",
+        "{} is still {} (since {})",
+        name.described(),
         now.common_name,
         harness::pki::rfc3339(now.not_before)
     );
     Ok(())
 }
 
-/// The signer is the certificate the cluster started with.
+/// The signer (or target) is the certificate the cluster started with.
 #[then(expr = "the {signer} has not rotated")]
 async fn has_not_rotated(world: &mut ConformanceWorld, signer: SignerName) -> anyhow::Result<()> {
-    let (now, before) = now_and_at_start(world, &signer).await?;
+    let (name, now, before) = now_and_at_start(world, &signer).await?;
     ensure!(
         now.pem == before.pem,
-        "{signer} rotated: now {} (since {})",
+        "{} rotated: now {} (since {}), at the start {}",
+        name.described(),
         now.common_name,
-        harness::pki::rfc3339(now.not_before)
+        harness::pki::rfc3339(now.not_before),
+        before.common_name
     );
     Ok(())
 }
 
-/// The signer's CA bundle (its `bundle` in fixtures/signers.yaml) lists that many certificates.
+/// The signer's CA bundle (its `bundle` in fixtures/signers.yaml, or for `csr-signer` the
+/// `csr-signer-ca` that collects it) lists that many certificates.
 #[then(expr = "the {signer} bundle holds {int} signer(s)")]
 async fn bundle_holds(world: &mut ConformanceWorld, signer: SignerName, count: usize) -> anyhow::Result<()> {
     let c = world.cluster()?;
@@ -124,13 +133,13 @@ async fn controller_config_lists(world: &ConformanceWorld, cert_pem: &str) -> an
 
 /// Whether the ControllerConfig's certificate status lists the signer's current certificate
 /// (release-4.14+ template controller, `status.controllerCertificates`).
-#[then(regex = r"^the ControllerConfig's status (lists|lacks) the current (\S+)$")]
+#[then(regex = r"^the ControllerConfig's status (lists|lacks) the current (?P<signer>\S+)$")]
 async fn controller_config_current(
     world: &mut ConformanceWorld,
     verdict: String,
     signer: String,
 ) -> anyhow::Result<()> {
-    let (now, _) = now_and_at_start(world, &signer).await?;
+    let (_, now, _) = now_and_at_start(world, &signer).await?;
     let (lists, what) = controller_config_lists(world, &now.pem).await?;
     ensure!(
         lists == (verdict == "lists"),
@@ -142,13 +151,13 @@ async fn controller_config_current(
 
 /// Whether the ControllerConfig's certificate status lists the certificate the signer had
 /// when the cluster started.
-#[then(regex = r"^the ControllerConfig's status (lists|lacks) the (\S+) it started with$")]
+#[then(regex = r"^the ControllerConfig's status (lists|lacks) the (?P<signer>\S+) it started with$")]
 async fn controller_config_at_start(
     world: &mut ConformanceWorld,
     verdict: String,
     signer: String,
 ) -> anyhow::Result<()> {
-    let (_, before) = now_and_at_start(world, &signer).await?;
+    let (_, _, before) = now_and_at_start(world, &signer).await?;
     let (lists, what) = controller_config_lists(world, &before.pem).await?;
     ensure!(
         lists == (verdict == "lists"),

@@ -32,3 +32,4 @@ mod signer_rotation;
 mod upstream_controllers;
 mod upstream_daemons;
 mod upstream_start;
+mod vocabulary;
