@@ -122,6 +122,58 @@ const QUERY_VALUES: &[&str] = &[
     "a,b,,c",
     "(",
 ];
+/// The query parameters a client gives as numbers (a resourceVersion is one too, to the
+/// storage): each is sent at the edges of every integer type a server might read it into,
+/// past them, signed, padded and in other notations.
+pub(super) const NUMERIC_KEYS: &[&str] =
+    &["limit", "timeoutSeconds", "gracePeriodSeconds", "resourceVersion"];
+pub(super) const EXTREMES: &[&str] = &[
+    "9223372036854775807",
+    "9223372036854775808",
+    "-9223372036854775808",
+    "-9223372036854775809",
+    "18446744073709551615",
+    "18446744073709551616",
+    "99999999999999999999999999999999",
+    "2147483647",
+    "2147483648",
+    "-2147483649",
+    "4294967296",
+    // Seconds whose nanoseconds just fit, or just do not, in an int64.
+    "9223372036",
+    "9223372037",
+    "-9223372037",
+    "-1",
+    "-0",
+    "%2B1",
+    "0000000000000000000001",
+    "1e18",
+    "0x10",
+    "%201",
+    "1%00",
+];
+/// Continue tokens: the server's own shape with numbers at their extremes, and worse.
+const CONTINUE_TOKENS: &[&str] = &[
+    // {"v":"meta.k8s.io/v1","rv":18446744073709551615,"snapshot":18446744073709551615}
+    "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MTg0NDY3NDQwNzM3MDk1NTE2MTUsInNuYXBzaG90IjoxODQ0Njc0NDA3MzcwOTU1MTYxNX0=",
+    // {"v":"meta.k8s.io/v1","rv":-1,"snapshot":-9223372036854775808}
+    "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6LTEsInNuYXBzaG90IjotOTIyMzM3MjAzNjg1NDc3NTgwOH0=",
+    // {"v":"meta.k8s.io/v1","rv":1e400,"snapshot":0}
+    "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MWU0MDAsInNuYXBzaG90IjowfQ==",
+    // {"v":"meta.k8s.io/v1","rv":0,"snapshot":0}
+    "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MCwic25hcHNob3QiOjB9",
+    "%3D%3D%3D%3D",
+    "bm90IGpzb24",
+];
+/// Content-Length values at the edges (the body sent is the generator's, shorter or longer).
+const CONTENT_LENGTHS: &[&str] = &[
+    "18446744073709551615",
+    "18446744073709551616",
+    "9223372036854775807",
+    "4294967296",
+    "-1",
+    "3145729",
+];
 const CONTENT_TYPES: &[&str] = &[
     "application/json",
     "application/merge-patch+json",
@@ -334,8 +386,52 @@ fn route_segments(rng: &mut Rng) -> Vec<&'static str> {
     out
 }
 
+/// Collections and an object of served resources, where every numeric parameter is read.
+const PROBED: &[&str] = &[
+    "/api/v1/namespaces/default/configmaps",
+    "/api/v1/nodes",
+    "/api/v1/namespaces",
+    "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases",
+    "/apis/machineconfiguration.openshift.io/v1/machineconfigs",
+    "/api/v1/namespaces/default/configmaps/new",
+];
+
+/// A well-formed, authenticated list, watch, get or delete of a served resource with one or
+/// two numbers at their extremes: where the server turns them into deadlines, page sizes,
+/// versions and grace periods.
+fn number_probe(rng: &mut Rng) -> (Vec<u8>, String) {
+    let method = if rng.chance(80) { "GET" } else { "DELETE" };
+    let path = rng.pick(PROBED);
+    let mut query: Vec<String> = (0..1 + rng.below(2))
+        .map(|_| format!("{}={}", rng.pick(NUMERIC_KEYS), rng.pick(EXTREMES)))
+        .collect();
+    if rng.chance(50) {
+        query.push("watch=true".into());
+    }
+    let raw = format!(
+        "{method} {path}?{} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: 0\r\n\r\n",
+        query.join("&")
+    );
+    (raw.into_bytes(), format!("{method} {path}"))
+}
+
+/// A value for `key`: numbers at their extremes half the time for the numeric keys, crafted
+/// tokens for `continue`, anything from the list otherwise.
+pub(super) fn query_value(rng: &mut Rng, key: &str) -> &'static str {
+    if NUMERIC_KEYS.contains(&key) && rng.chance(50) {
+        rng.pick(EXTREMES)
+    } else if key == "continue" && rng.chance(60) {
+        rng.pick(CONTINUE_TOKENS)
+    } else {
+        rng.pick(QUERY_VALUES)
+    }
+}
+
 /// One raw HTTP/1.1 request, and the route it aimed at (method and path, without the query).
 pub(super) fn request(rng: &mut Rng) -> (Vec<u8>, String) {
+    if rng.chance(25) {
+        return number_probe(rng);
+    }
     let method = rng.pick(METHODS);
     let mut segments = route_segments(rng);
     // Now and then a segment the grammar would not give.
@@ -347,7 +443,10 @@ pub(super) fn request(rng: &mut Rng) -> (Vec<u8>, String) {
     let mut path = format!("/{}", segments.join("/"));
     if rng.chance(60) {
         let query: Vec<String> = (0..1 + rng.below(4))
-            .map(|_| format!("{}={}", rng.pick(QUERY_KEYS), rng.pick(QUERY_VALUES)))
+            .map(|_| {
+                let key = rng.pick(QUERY_KEYS);
+                format!("{key}={}", query_value(rng, key))
+            })
             .collect();
         path = format!("{path}?{}", query.join("&"));
     }
@@ -397,6 +496,11 @@ pub(super) fn request(rng: &mut Rng) -> (Vec<u8>, String) {
             rest = &rest[n..];
         }
         out.extend_from_slice(b"0\r\n\r\n");
+    } else if rng.chance(3) {
+        // A length at its extremes: far more than is sent (or unreadable as a number).
+        head.push_str(&format!("Content-Length: {}\r\n\r\n", rng.pick(CONTENT_LENGTHS)));
+        out = head.into_bytes();
+        out.extend_from_slice(&body);
     } else {
         head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
         out = head.into_bytes();
