@@ -31,8 +31,16 @@ pub(super) fn media_type(content_type: Option<&str>) -> String {
 
 /// An object body (create, update) in JSON or YAML, typed as the URL's resource. `null` is an
 /// empty object (Go leaves the zero value); a body that is not an object fails the version/kind
-/// sniff; a field of the wrong type fails the typed decode.
-pub(super) fn object(info: &ResourceInfo, body: &RequestBody) -> Result<Value, ApiError> {
+/// sniff; a field of the wrong type fails the typed decode. A built-in object's fields its type
+/// does not declare are dropped as the typed decode drops them, and handled as `fieldValidation`
+/// asks (apiserver `handlers/create.go`, `update.go`): `Strict` fails the request (after any
+/// type error) in the strict decoder's words, `Ignore` says nothing, and `Warn` (the default)
+/// returns them for the reply's `Warning` headers.
+pub(super) fn object(
+    info: &ResourceInfo,
+    body: &RequestBody,
+    validation: Option<&str>,
+) -> Result<(Value, Vec<String>), ApiError> {
     let unrecognized = |why: String| {
         ApiError::BadRequest(format!(
             "the object provided is unrecognized (must be of type {}): couldn't get version/kind; {why} ({})",
@@ -69,14 +77,28 @@ pub(super) fn object(info: &ResourceInfo, body: &RequestBody) -> Result<Value, A
             )));
         }
     };
-    typed(info, &mut value).map_err(|why| {
+    let named = value.get("kind").and_then(Value::as_str).unwrap_or("");
+    let unknown = if info.builtin && (named.is_empty() || named == info.kind) {
+        typecheck::take_unknown_fields(&info.group, &info.kind, &mut value)
+    } else {
+        Vec::new()
+    };
+    let cannot = |why: &str| {
         ApiError::BadRequest(format!(
             "{kind} in version {version:?} cannot be handled as a {kind}: {why}",
             kind = info.kind,
             version = info.version
         ))
-    })?;
-    Ok(value)
+    };
+    typed(info, &mut value).map_err(|why| cannot(&why))?;
+    let unknown: Vec<String> = unknown.iter().map(|f| format!("unknown field {f:?}")).collect();
+    match validation {
+        Some("Strict") if !unknown.is_empty() => {
+            Err(cannot(&format!("strict decoding error: {}", unknown.join(", "))))
+        }
+        Some("Ignore") => Ok((value, Vec::new())),
+        _ => Ok((value, unknown)),
+    }
 }
 
 /// Decode `value` as the URL's type: a built-in kind's Go types (when the body does not name

@@ -5,9 +5,8 @@
 //! `strconv.ParseInt(s, 10, 64)`, whose failure is a 400 in its own words. Numbers keep their
 //! sign and full range here: a `limit` of zero or less asks for no paging, and what a watch
 //! makes of any `timeoutSeconds` is `watch::timeout`'s. Parameters this server accepts and
-//! ignores (`pretty`, `fieldValidation`, `force`, `propagationPolicy`, `orphanDependents`) are
-//! listed so `fake-apiserver/README.md` can say so; `gracePeriodSeconds` is only checked to be a
-//! number.
+//! ignores (`pretty`, `force`, `propagationPolicy`, `orphanDependents`) are listed so
+//! `fake-apiserver/README.md` can say so; `gracePeriodSeconds` is only checked to be a number.
 
 use crate::error::ApiError;
 
@@ -26,13 +25,14 @@ pub struct Query {
     pub timeout_seconds: Option<i64>,
     pub send_initial_events: bool,
     pub field_manager: Option<String>,
+    /// `Strict`, `Warn` or `Ignore` for a write's unknown fields (unset is `Warn`).
+    pub field_validation: Option<String>,
     pub dry_run: bool,
 }
 
 /// Accepted and ignored, so `fake-apiserver/README.md` can list them.
 pub const IGNORED_PARAMETERS: &[&str] = &[
     "pretty",
-    "fieldValidation",
     "force",
     "propagationPolicy",
     "gracePeriodSeconds",
@@ -109,6 +109,7 @@ impl Query {
                     int64(value)?;
                 }
                 "fieldManager" => q.field_manager = text(),
+                "fieldValidation" => q.field_validation = text(),
                 "dryRun" => match value {
                     "All" => q.dry_run = true,
                     "" => {}

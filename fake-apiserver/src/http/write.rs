@@ -47,7 +47,8 @@ impl Write {
     }
 
     pub fn create(self) -> Result<Response<Body>, ApiError> {
-        let mut value = decode::object(&self.info, &self.body)?;
+        let (mut value, warnings) =
+            decode::object(&self.info, &self.body, self.query.field_validation.as_deref())?;
         self.admit(Operation::Create, None, &value)?;
         if crate::csr::is_csr(&self.info) {
             crate::csr::prepare_create(&self.who, &mut value)?;
@@ -56,11 +57,15 @@ impl Write {
             .shared
             .store
             .create(&self.info, self.ns(), value, self.query.dry_run)?;
-        Ok(json_response(StatusCode::CREATED, object.json.clone()))
+        Ok(warned(
+            json_response(StatusCode::CREATED, object.json.clone()),
+            &warnings,
+        ))
     }
 
     pub fn update(self) -> Result<Response<Body>, ApiError> {
-        let value = decode::object(&self.info, &self.body)?;
+        let (value, warnings) =
+            decode::object(&self.info, &self.body, self.query.field_validation.as_deref())?;
         // apiserver `endpoints/handlers/rest.go`, `checkName`: a PUT names its object twice.
         let body_name = value
             .pointer("/metadata/name")
@@ -90,7 +95,10 @@ impl Write {
                 Ok(value)
             },
         )?;
-        Ok(json_response(StatusCode::OK, object.json.clone()))
+        Ok(warned(
+            json_response(StatusCode::OK, object.json.clone()),
+            &warnings,
+        ))
     }
 
     pub fn patch(self) -> Result<Response<Body>, ApiError> {
@@ -194,6 +202,18 @@ impl Write {
             Err(e) => Err(e),
         }
     }
+}
+
+/// `response` with a `Warning` header per warning, as apiserver's `warning.AddWarning` writes
+/// them: `299 - "<text>"`, the text quoted as Go quotes it.
+fn warned(mut response: Response<Body>, warnings: &[String]) -> Response<Body> {
+    for text in warnings {
+        let value = format!("299 - {}", super::query::go_quote(text));
+        if let Ok(value) = http::HeaderValue::from_str(&value) {
+            response.headers_mut().append(http::header::WARNING, value);
+        }
+    }
+    response
 }
 
 fn patch_error(e: PatchError) -> ApiError {

@@ -13,7 +13,7 @@ mod types;
 
 use base64::Engine;
 use serde_json::{Map, Value};
-use types::{KINDS, OBJECT_META, OWNER_REFERENCE, Ty};
+use types::{KINDS, OBJECT_META, OWNER_REFERENCE, TOP_LEVEL, Ty};
 
 /// A field whose JSON type contradicts its Go type; `Display` is Go's message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -172,6 +172,36 @@ pub fn coerce_custom_metadata(object: &mut Value) -> Result<(), String> {
         Some(e) => Err(e.message),
         None => Ok(()),
     }
+}
+
+/// The fields of a built-in object (of `group` and `kind`) its Go type does not declare, at the
+/// top level and in `metadata`, as a strict decode names them (`foo`, `metadata.foo`), in the
+/// order of their names; removed from `object`, as the typed decode drops them. Kinds not in
+/// the table keep everything.
+pub fn take_unknown_fields(group: &str, kind: &str, object: &mut Value) -> Vec<String> {
+    let Some((_, _, fields)) = TOP_LEVEL.iter().find(|(g, k, _)| *g == group && *k == kind) else {
+        return Vec::new();
+    };
+    let Value::Object(map) = object else {
+        return Vec::new();
+    };
+    let mut unknown = Vec::new();
+    map.retain(|key, _| {
+        let known = matches!(key.as_str(), "apiVersion" | "kind") || fields.contains(&key.as_str());
+        if !known {
+            unknown.push(key.clone());
+        }
+        known
+    });
+    if let Some(Value::Object(meta)) = map.get("metadata") {
+        unknown.extend(
+            meta.keys()
+                .filter(|key| !OBJECT_META.fields.iter().any(|(name, _)| name == key))
+                .map(|key| format!("metadata.{key}")),
+        );
+    }
+    unknown.sort();
+    unknown
 }
 
 /// Keep only what `metav1.ObjectMeta` (and each `OwnerReference` in it) declares: the typed

@@ -231,3 +231,80 @@ pub(super) const KINDS: &[(&str, &[(&str, Ty)])] = &[
         ],
     ),
 ];
+
+/// Every top-level field of each built-in kind's Go type (k8s.io/api at 1.36), by group: what
+/// a typed decode keeps. `apiVersion` and `kind` are every kind's.
+pub(super) const TOP_LEVEL: &[(&str, &str, &[&str])] = &[
+    ("", "ConfigMap", &["metadata", "data", "binaryData", "immutable"]),
+    (
+        "",
+        "Secret",
+        &["metadata", "data", "stringData", "type", "immutable"],
+    ),
+    ("", "Namespace", &["metadata", "spec", "status"]),
+    ("", "Node", &["metadata", "spec", "status"]),
+    ("", "Pod", &["metadata", "spec", "status"]),
+    (
+        "",
+        "ServiceAccount",
+        &[
+            "metadata",
+            "secrets",
+            "imagePullSecrets",
+            "automountServiceAccountToken",
+        ],
+    ),
+    (
+        "",
+        "Event",
+        &[
+            "metadata",
+            "involvedObject",
+            "reason",
+            "message",
+            "source",
+            "firstTimestamp",
+            "lastTimestamp",
+            "count",
+            "type",
+            "eventTime",
+            "series",
+            "action",
+            "related",
+            "reportingComponent",
+            "reportingInstance",
+        ],
+    ),
+    (
+        "events.k8s.io",
+        "Event",
+        &[
+            "metadata",
+            "eventTime",
+            "series",
+            "reportingController",
+            "reportingInstance",
+            "action",
+            "reason",
+            "regarding",
+            "related",
+            "note",
+            "type",
+            "deprecatedSource",
+            "deprecatedFirstTimestamp",
+            "deprecatedLastTimestamp",
+            "deprecatedCount",
+        ],
+    ),
+    ("coordination.k8s.io", "Lease", &["metadata", "spec"]),
+    (
+        "certificates.k8s.io",
+        "CertificateSigningRequest",
+        &["metadata", "spec", "status"],
+    ),
+    (
+        "apiextensions.k8s.io",
+        "CustomResourceDefinition",
+        &["metadata", "spec", "status"],
+    ),
+];

@@ -277,3 +277,98 @@ async fn metadata_keeps_only_what_object_meta_declares() {
     assert!(r.body["metadata"].get("extra").is_none());
     c.cleanup().await;
 }
+
+/// Send `body` as JSON; the code, the `Warning` headers and the body.
+async fn send_warned(
+    client: &kube::Client,
+    method: &str,
+    path: &str,
+    body: Value,
+) -> (u16, Vec<String>, Value) {
+    let req = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("content-type", "application/json")
+        .body(kube::client::Body::from(body.to_string().into_bytes()))
+        .unwrap();
+    let response = client.send(req).await.expect("an answer");
+    let code = response.status().as_u16();
+    let warnings = response
+        .headers()
+        .get_all("warning")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_string())
+        .collect();
+    let bytes = http_body_util::BodyExt::collect(response.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    (
+        code,
+        warnings,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+#[tokio::test]
+async fn unknown_fields_are_dropped_with_a_warning_or_refused_when_strict() {
+    let (c, cms, _) = seeded().await;
+    let client = &c.client;
+    let body = |name: &str| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "colour": "red"},
+               "data": {"a": "b"}, "spec": {"x": 1}})
+    };
+    let expected = [
+        r#"299 - "unknown field \"metadata.colour\"""#.to_string(),
+        r#"299 - "unknown field \"spec\"""#.to_string(),
+    ];
+    // Unset is Warn: stored without them, one warning each.
+    let (code, warnings, created) = send_warned(client, "POST", &cms, body("warned")).await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(warnings, expected);
+    assert_eq!(created.get("spec"), None);
+    assert_eq!(created["data"], json!({"a": "b"}));
+    let mut again = body("warned");
+    again["metadata"]["resourceVersion"] = created["metadata"]["resourceVersion"].clone();
+    let (code, warnings, _) = send_warned(client, "PUT", &format!("{cms}/warned"), again).await;
+    assert_eq!(
+        (code, warnings),
+        (200, expected.to_vec()),
+        "an update warns alike"
+    );
+    let (code, warnings, _) = send_warned(
+        client,
+        "POST",
+        &format!("{cms}?fieldValidation=Ignore"),
+        body("ignored"),
+    )
+    .await;
+    assert_eq!((code, warnings), (201, Vec::new()));
+    let (code, _, refused) = send_warned(
+        client,
+        "POST",
+        &format!("{cms}?fieldValidation=Strict"),
+        body("strict"),
+    )
+    .await;
+    assert_eq!(code, 400, "{refused}");
+    assert_eq!(
+        refused["message"],
+        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: unknown field \"metadata.colour\", unknown field \"spec\""
+    );
+    // A field of the wrong type is reported first, as the typed decode fails before the strict
+    // check.
+    let mut mistyped = body("mistyped");
+    mistyped["data"] = json!({"a": 1});
+    let (code, _, refused) =
+        send_warned(client, "POST", &format!("{cms}?fieldValidation=Strict"), mistyped).await;
+    assert_eq!(code, 400);
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("json: cannot unmarshal number"),
+        "{refused}"
+    );
+    c.cleanup().await;
+}
