@@ -96,6 +96,9 @@ pub(crate) async fn serve(
         Ok(r) => r,
         Err(e) => status_response(&e),
     };
+    if yaml_negotiated(&headers) {
+        response = as_yaml(response).await;
+    }
     let keep_alive = body::settle(&pending, &headers).await;
     if !keep_alive && version <= Version::HTTP_11 {
         response
@@ -110,6 +113,82 @@ pub(crate) async fn serve(
         );
     }
     Ok(response)
+}
+
+/// Whether content negotiation picks YAML for the answer, as apiserver's
+/// `negotiation.NegotiateOutputMediaType` does: the `Accept` ranges by quality (and, at equal
+/// quality, the more specific first), the first the server writes winning. The fake writes JSON
+/// and YAML; `application/*` matches neither (a real 1.36 answers it 406); a Table request is
+/// JSON.
+fn yaml_negotiated(headers: &http::HeaderMap) -> bool {
+    let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let mut ranges: Vec<(f32, u8, bool, String)> = accept
+        .split(',')
+        .filter_map(|range| {
+            let mut parts = range.split(';').map(str::trim);
+            let media = parts.next()?.to_ascii_lowercase();
+            let (mut q, mut table) = (1.0f32, false);
+            for param in parts {
+                match param.split_once('=') {
+                    Some(("q", v)) => q = v.trim().parse().unwrap_or(0.0),
+                    Some(("as", _)) => table = true,
+                    _ => {}
+                }
+            }
+            let specific = match media.as_str() {
+                "*/*" => 0,
+                m if m.ends_with("/*") => 1,
+                _ => 2,
+            };
+            (q > 0.0).then_some((q, specific, table, media))
+        })
+        .collect();
+    ranges.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
+    for (_, _, table, media) in ranges {
+        match media.as_str() {
+            "application/json" | "*/*" => return false,
+            "application/yaml" => return !table,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// A whole JSON answer rewritten as YAML (`application/yaml`), on a deep stack as any document
+/// may nest 10,000 deep. Streams (watches) and answers that are not JSON stay as they are.
+async fn as_yaml(response: Response<Body>) -> Response<Body> {
+    use hyper::body::Body as _;
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes() == b"application/json");
+    if !is_json || response.body().size_hint().exact().is_none() {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let Ok(collected) = body.collect().await;
+    let bytes = collected.to_bytes();
+    let json = bytes.clone();
+    let yaml = crate::depth::on_deep_stack(move || {
+        let value = crate::depth::parse(&json).ok()?;
+        let yaml = serde_yaml::to_string(&value).ok();
+        crate::depth::dismantle(value);
+        yaml
+    })
+    .await
+    .ok()
+    .flatten();
+    let Some(yaml) = yaml else {
+        return Response::from_parts(parts, Full::new(bytes).boxed_unsync());
+    };
+    parts.headers.insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("application/yaml"),
+    );
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, Full::new(Bytes::from(yaml)).boxed_unsync())
 }
 
 /// The verb and resource a request addresses, as fault rules match them.

@@ -327,3 +327,60 @@ async fn a_json_patch_that_is_an_object_is_400() {
     );
     c.cleanup().await;
 }
+
+#[tokio::test]
+async fn yaml_is_answered_in_yaml_when_it_is_negotiated() {
+    let (c, cms) = seeded().await;
+    let client = &c.client;
+    let fetch = |path: String, accept: &'static str| async move {
+        let req = http::Request::get(&path)
+            .header(http::header::ACCEPT, accept)
+            .body(kube::client::Body::empty())
+            .unwrap();
+        let response = client.send(req).await.unwrap();
+        let code = response.status().as_u16();
+        let content_type = response.headers()[http::header::CONTENT_TYPE]
+            .to_str()
+            .unwrap()
+            .to_string();
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        (code, content_type, bytes)
+    };
+    for accept in [
+        "application/yaml",
+        "application/yaml, application/json",
+        "application/json;q=0.5, application/yaml",
+        "text/html, application/yaml;q=0.9, */*;q=0.8",
+    ] {
+        let (code, content_type, bytes) = fetch(format!("{cms}/my-cm"), accept).await;
+        assert_eq!(
+            (code, content_type.as_str()),
+            (200, "application/yaml"),
+            "{accept}"
+        );
+        assert!(
+            serde_json::from_slice::<Value>(&bytes).is_err(),
+            "not JSON: {accept}"
+        );
+        let object: Value = serde_yaml::from_slice(&bytes).unwrap();
+        assert_eq!(object["metadata"]["name"], "my-cm", "{accept}");
+    }
+    let (code, content_type, bytes) = fetch(cms.clone(), "application/yaml").await;
+    assert_eq!((code, content_type.as_str()), (200, "application/yaml"));
+    let list: Value = serde_yaml::from_slice(&bytes).unwrap();
+    assert_eq!(list["kind"], "ConfigMapList");
+    // An error is a Status, in YAML too.
+    let (code, content_type, bytes) = fetch(format!("{cms}/missing"), "application/yaml").await;
+    assert_eq!((code, content_type.as_str()), (404, "application/yaml"));
+    let status: Value = serde_yaml::from_slice(&bytes).unwrap();
+    assert_eq!(status["reason"], "NotFound");
+    for accept in [
+        "application/json, application/yaml",
+        "*/*",
+        "application/yaml;q=0.5, */*",
+    ] {
+        let (_, content_type, _) = fetch(format!("{cms}/my-cm"), accept).await;
+        assert_eq!(content_type, "application/json", "{accept}");
+    }
+    c.cleanup().await;
+}
