@@ -120,7 +120,7 @@ pub(crate) async fn serve(
 /// quality, the more specific first), the first the server writes winning. The fake writes JSON
 /// and YAML; `application/*` matches neither (a real 1.36 answers it 406); a Table request is
 /// JSON.
-fn yaml_negotiated(headers: &http::HeaderMap) -> bool {
+pub(crate) fn yaml_negotiated(headers: &http::HeaderMap) -> bool {
     let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else {
         return false;
     };
@@ -157,7 +157,8 @@ fn yaml_negotiated(headers: &http::HeaderMap) -> bool {
 }
 
 /// A whole JSON answer rewritten as YAML (`application/yaml`), on a deep stack as any document
-/// may nest 10,000 deep. Streams (watches) and answers that are not JSON stay as they are.
+/// may nest 10,000 deep. Answers that are not JSON stay as they are (a watch asked for in YAML
+/// is refused before it starts).
 async fn as_yaml(response: Response<Body>) -> Response<Body> {
     use hyper::body::Body as _;
     let is_json = response

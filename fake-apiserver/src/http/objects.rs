@@ -95,6 +95,11 @@ pub async fn handle(
         }
         "list" => list(shared, &info, ns, &query, wants_table),
         "watch" => {
+            // There is no YAML stream: 1.36's `NegotiateOutputMediaTypeStream` refuses it,
+            // naming the streaming forms only.
+            if super::yaml_negotiated(req.headers()) {
+                return Err(ApiError::NotAcceptable(STREAMED_MEDIA_TYPES.join(", ")));
+            }
             let filter = filter_for(&info, ns, path.name.as_deref(), &query)?;
             watch::start(shared, &info, filter, &query, wants_table)
         }

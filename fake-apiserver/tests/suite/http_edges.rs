@@ -374,6 +374,14 @@ async fn yaml_is_answered_in_yaml_when_it_is_negotiated() {
     assert_eq!((code, content_type.as_str()), (404, "application/yaml"));
     let status: Value = serde_yaml::from_slice(&bytes).unwrap();
     assert_eq!(status["reason"], "NotFound");
+    // No YAML stream: a watch is refused, naming the streaming forms, in YAML.
+    let (code, content_type, bytes) = fetch(format!("{cms}?watch=true"), "application/yaml").await;
+    assert_eq!((code, content_type.as_str()), (406, "application/yaml"));
+    let status: Value = serde_yaml::from_slice(&bytes).unwrap();
+    assert_eq!(
+        status["message"],
+        "406: Not Acceptable\n\nAvailable representations: application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch"
+    );
     for accept in [
         "application/json, application/yaml",
         "*/*",
