@@ -24,6 +24,12 @@ struct Args {
     /// The most watch events kept per resource for replay (kube-apiserver's watch cache bound).
     #[arg(long, default_value_t = 100 * 1024)]
     history: usize,
+    /// Seconds a connection has to deliver a request header (kube-apiserver: 32).
+    #[arg(long, default_value_t = 32)]
+    read_header_timeout: u64,
+    /// Seconds an idle connection is kept (kube-apiserver: 90).
+    #[arg(long, default_value_t = 90)]
+    idle_timeout: u64,
     /// Do not log requests.
     #[arg(long, short)]
     quiet: bool,
@@ -48,6 +54,8 @@ async fn main() -> ExitCode {
         .port(args.port)
         .anonymous(args.anonymous)
         .history_limit(args.history)
+        .read_header_timeout(std::time::Duration::from_secs(args.read_header_timeout))
+        .idle_timeout(std::time::Duration::from_secs(args.idle_timeout))
         .log_requests(!args.quiet);
     for m in &loaded {
         builder = builder.object(m.object.clone());
