@@ -239,9 +239,9 @@ impl FakeApiServerBuilder {
         self
     }
 
-    /// How long a connection has to deliver a request header: from its TLS handshake's start
-    /// (which it also bounds), from its handshake's end for its first request, and from the
-    /// first bytes of each later one. kube-apiserver's (Go `ReadHeaderTimeout`): 32 s.
+    /// How long a connection has to deliver a request header: its first from the end of its
+    /// TLS handshake (which the same bound limits), each later one from its first byte.
+    /// kube-apiserver's (Go `ReadHeaderTimeout`): 32 s.
     pub fn read_header_timeout(mut self, timeout: Duration) -> Self {
         self.timeouts.read_header = timeout;
         self
