@@ -26,6 +26,7 @@
 pub mod catalogue;
 mod features_table;
 pub mod html;
+mod identity;
 pub mod lint;
 pub mod options;
 mod profile_run;

@@ -8,6 +8,7 @@
 //!
 //! Results come from the runs' Cucumber JSON documents, as the conformance report's do.
 
+pub use super::identity::{ScenarioId, at_line, locate};
 use super::{Nodes, RunConfig, RunError, run};
 use crate::agent::Mutant;
 use crate::profile::Profile;
@@ -21,6 +22,8 @@ pub struct Rejection {
     /// The feature file's name (`signer_rotation.feature`).
     pub file: String,
     pub scenario: String,
+    /// An Outline row's values under their headers (empty for a plain scenario).
+    pub row: Vec<(String, String)>,
     pub line: u64,
     /// The step that failed, with its keyword; empty for a scenario failed by an undefined step.
     pub step: String,
@@ -40,6 +43,17 @@ pub struct Verdict {
     /// What the first pass (the whole suite, stopping at the first failure) saw fail.
     pub seen: Vec<Rejection>,
     pub took: Duration,
+}
+
+impl Rejection {
+    /// Who the scenario is, whatever line it is at now.
+    pub fn id(&self) -> ScenarioId {
+        ScenarioId {
+            file: self.file.clone(),
+            name: self.scenario.clone(),
+            row: self.row.clone(),
+        }
+    }
 }
 
 impl Verdict {
@@ -236,9 +250,12 @@ pub fn rejections(json: &Path) -> Result<Vec<Rejection>, String> {
             let (true, false, Some(failure)) = (outcome.failed, apart, outcome.failure) else {
                 continue;
             };
+            // The row's values come from the feature file the run read.
+            let id = at_line(Path::new(&feature.uri), outcome.line);
             out.push(Rejection {
                 file: file.clone(),
-                scenario: outcome.name,
+                scenario: id.as_ref().map_or(outcome.name, |id| id.name.clone()),
+                row: id.map(|id| id.row).unwrap_or_default(),
                 line: outcome.line,
                 step: failure.step,
                 message: failure.message,
@@ -276,12 +293,10 @@ pub fn table_text(verdicts: &[Verdict]) -> String {
     for v in verdicts {
         match &v.rejection {
             Some(r) => out.push_str(&format!(
-                "REJECTED  {:<30} {:<9} by {}:{} {:?} ({:.1} s)\n          step: {}\n          seen: {}\n",
+                "REJECTED  {:<30} {:<9} by {} ({:.1} s)\n          step: {}\n          seen: {}\n",
                 v.mutant.name(),
                 v.profile.as_str(),
-                r.file,
-                r.line,
-                r.scenario,
+                r.id(),
                 v.took.as_secs_f64(),
                 r.step,
                 message_summary(&r.message, 200)
@@ -296,7 +311,7 @@ pub fn table_text(verdicts: &[Verdict]) -> String {
                 "SURVIVED  {:<30} {:<9} no failure was confirmed (each failed scenario passed alone with the mutant, or failed with the reference too): {}\n",
                 v.mutant.name(),
                 v.profile.as_str(),
-                v.seen.iter().map(|r| format!("{}:{}", r.file, r.line)).collect::<Vec<_>>().join(", ")
+                v.seen.iter().map(|r| r.id().to_string()).collect::<Vec<_>>().join("; ")
             )),
         }
     }
@@ -319,7 +334,7 @@ pub fn table_markdown(verdicts: &[Verdict]) -> String {
     for v in verdicts {
         let (scenario, step, message) = match &v.rejection {
             Some(r) => (
-                format!("`{}:{}` {}", r.file, r.line, r.scenario),
+                format!("`{}` {}", r.file, r.id().scenario()),
                 r.step.clone(),
                 message_summary(&r.message, 160),
             ),
@@ -338,14 +353,15 @@ pub fn table_markdown(verdicts: &[Verdict]) -> String {
     out
 }
 
-/// One row of a self-test table: the claim that the scenario at `file:line` rejects the mutant
-/// on the profile.
+/// One row of a self-test table: the claim that a scenario, named by its file and as
+/// `ScenarioId::scenario` writes it (no line: `locate` finds where it is now), rejects the
+/// mutant on the profile.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableRow {
     pub mutant: String,
     pub profile: String,
     pub file: String,
-    pub line: u64,
+    pub scenario: String,
 }
 
 /// The rows of a self-test table in markdown, as the table names them, so a test can check each
@@ -356,8 +372,7 @@ pub fn table_rows(markdown: &str) -> Vec<TableRow> {
         .filter(|l| l.starts_with("| `"))
         .filter_map(|l| {
             let cells: Vec<&str> = l.split(" | ").collect();
-            let location = cells.get(3)?.strip_prefix('`')?.split('`').next()?;
-            let (file, line) = location.rsplit_once(':')?;
+            let (file, scenario) = cells.get(3)?.strip_prefix('`')?.split_once("` ")?;
             Some(TableRow {
                 mutant: cells
                     .first()?
@@ -366,7 +381,7 @@ pub fn table_rows(markdown: &str) -> Vec<TableRow> {
                     .to_string(),
                 profile: cells.get(1)?.to_string(),
                 file: file.to_string(),
-                line: line.parse().ok()?,
+                scenario: scenario.replace("\\|", "|"),
             })
         })
         .collect()
@@ -412,6 +427,7 @@ mod tests {
             rejection: Some(Rejection {
                 file: "a.feature".into(),
                 scenario: "S | T".into(),
+                row: vec![("a".into(), "1".into())],
                 line: 1,
                 step: "Then x".into(),
                 message: "m".into(),
@@ -426,7 +442,7 @@ mod tests {
                 mutant: "wrong-mode".into(),
                 profile: "ocp-4.16".into(),
                 file: "a.feature".into(),
-                line: 1
+                scenario: "S | T (row: a=1)".into(),
             }]
         );
         assert!(md.contains("S \\| T"), "{md}");

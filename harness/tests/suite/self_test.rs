@@ -5,7 +5,7 @@
 //! that failure confirmed) runs for one mutant.
 
 use harness::agent::Mutant;
-use harness::runner::self_test::{SelfTestConfig, confirm, self_test, table_rows};
+use harness::runner::self_test::{SelfTestConfig, confirm, locate, self_test, table_rows};
 use std::path::Path;
 
 fn config(dir: &Path) -> SelfTestConfig {
@@ -57,11 +57,16 @@ async fn every_docs_row_rejects_its_mutant_and_the_reference_passes_it() {
         async move {
             let mutant: Mutant = row.mutant.parse().unwrap();
             let profile = row.profile.parse().unwrap();
-            let failure = match confirm(config, mutant, profile, &row.file, row.line).await {
+            // The row names its scenario, not a line: it is found where it is now.
+            let line = match locate(&config.paths, &row.profile, &row.file, &row.scenario) {
+                Ok((_, line)) => line,
+                Err(e) => return Some((row.clone(), format!("{} on {}: {e}", row.mutant, row.profile))),
+            };
+            let failure = match confirm(config, mutant, profile, &row.file, line).await {
                 Ok(Some(_)) => None,
                 Ok(None) => Some(format!(
-                    "{} on {}: {}:{} did not fail with the mutant alone while passing with the reference daemon",
-                    row.mutant, row.profile, row.file, row.line
+                    "{} on {}: {}: {} did not fail with the mutant alone while passing with the reference daemon",
+                    row.mutant, row.profile, row.file, row.scenario
                 )),
                 Err(e) => Some(format!("{} on {}: {e}", row.mutant, row.profile)),
             };
