@@ -192,3 +192,50 @@ async fn a_large_body_the_server_never_reads_does_not_cost_the_answer() {
         }
     }
 }
+
+/// h2: a connection with no stream open is told GOAWAY and closed after the idle timeout.
+#[tokio::test]
+async fn an_idle_h2_connection_is_closed() {
+    if skip_external("h2 idle timeout", WHY) {
+        return;
+    }
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let server = server().await;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(server.ca_pem().as_bytes()) {
+        roots.add(cert.unwrap()).unwrap();
+    }
+    let mut config = rustls::ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    let tcp = tokio::net::TcpStream::connect(server.addr()).await.unwrap();
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let tls = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config))
+        .connect(name, tcp)
+        .await
+        .unwrap();
+    assert_eq!(tls.get_ref().1.alpn_protocol(), Some(b"h2".as_slice()));
+    let (mut sender, connection) = hyper::client::conn::http2::handshake(
+        hyper_util::rt::TokioExecutor::new(),
+        hyper_util::rt::TokioIo::new(tls),
+    )
+    .await
+    .unwrap();
+    let began = Instant::now();
+    let connection = tokio::spawn(connection);
+    let req = http::Request::get("/version")
+        .header("authorization", format!("Bearer {TOKEN}"))
+        .body(http_body_util::Empty::<bytes::Bytes>::new())
+        .unwrap();
+    let answer = sender.send_request(req).await.unwrap();
+    assert_eq!(answer.status(), 200);
+    drop(answer);
+    tokio::time::timeout(DEADLINE, connection)
+        .await
+        .expect("the server closes the idle h2 connection")
+        .unwrap()
+        .ok();
+    assert!(began.elapsed() >= IDLE, "closed before the idle timeout");
+}
