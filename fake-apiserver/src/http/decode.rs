@@ -225,6 +225,35 @@ pub(super) fn applied(
     Ok(doc)
 }
 
+/// `patched`, and then a built-in object's fields its type does not declare dropped and
+/// handled as `validation` (`fieldValidation`) asks, as for `object`: `Strict` is the 422 on
+/// field `patch` in the strict decoder's words, `Warn` (or unset) returns them for the reply's
+/// `Warning` headers (apiserver `handlers/patch.go`, `applyPatchToCurrentObject`).
+pub(super) fn patched_checked(
+    info: &ResourceInfo,
+    next: Value,
+    validation: Option<&str>,
+) -> Result<(Value, Vec<String>), ApiError> {
+    let mut next = patched(info, next)?;
+    let named = next.get("kind").and_then(Value::as_str).unwrap_or("");
+    if !info.builtin || !(named.is_empty() || named == info.kind) {
+        return Ok((next, Vec::new()));
+    }
+    let text = String::from_utf8_lossy(&depth::to_vec(&next)).into_owned();
+    let unknown: Vec<String> = typecheck::take_unknown_fields(&info.group, &info.kind, &mut next)
+        .iter()
+        .map(|f| format!("unknown field {f:?}"))
+        .collect();
+    match validation {
+        Some("Strict") if !unknown.is_empty() => Err(patch_invalid(
+            &text,
+            &format!("strict decoding error: {}", unknown.join(", ")),
+        )),
+        Some("Ignore") => Ok((next, Vec::new())),
+        _ => Ok((next, unknown)),
+    }
+}
+
 /// A patched object must still decode as its type, and within the nesting bound; if not,
 /// kube-apiserver answers as `jsonPatcher.applyPatchToCurrentObject` does: 422 on field `patch`
 /// quoting the patched object.

@@ -138,6 +138,8 @@ impl Write {
             }
         };
         let json_patch = kind == "application/json-patch+json";
+        let validation = self.query.field_validation.as_deref();
+        let mut warnings = Vec::new();
         let object = self.shared.store.modify(
             info,
             self.ns(),
@@ -156,12 +158,16 @@ impl Write {
                 if json_patch && crate::depth::value_depth(&next) > crate::depth::MAX_DEPTH {
                     return Err(ApiError::InvalidRequest);
                 }
-                let next = decode::patched(info, next)?;
+                let (next, unknown) = decode::patched_checked(info, next, validation)?;
+                warnings = unknown;
                 self.admit(Operation::Update, Some(current), &next)?;
                 Ok(next)
             },
         )?;
-        Ok(json_response(StatusCode::OK, object.json.clone()))
+        Ok(warned(
+            json_response(StatusCode::OK, object.json.clone()),
+            &warnings,
+        ))
     }
 
     /// Server-side apply without field ownership: create the object if it is missing, else

@@ -372,3 +372,85 @@ async fn unknown_fields_are_dropped_with_a_warning_or_refused_when_strict() {
     );
     c.cleanup().await;
 }
+
+#[tokio::test]
+async fn a_patch_that_adds_unknown_fields_is_warned_or_refused_when_strict() {
+    let (c, cms, _) = seeded().await;
+    let client = &c.client;
+    let created = send(
+        client,
+        "POST",
+        &cms,
+        Some("application/json"),
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "p"}})
+            .to_string()
+            .into_bytes(),
+    )
+    .await;
+    assert_eq!(created.code, 201, "{}", created.body);
+    let patch = |content_type: &'static str, query: &'static str, body: Value| {
+        let path = format!("{cms}/p{query}");
+        async move {
+            let req = http::Request::patch(&path)
+                .header("content-type", content_type)
+                .body(kube::client::Body::from(body.to_string().into_bytes()))
+                .unwrap();
+            let response = client.send(req).await.expect("an answer");
+            let code = response.status().as_u16();
+            let warnings: Vec<String> = response
+                .headers()
+                .get_all("warning")
+                .iter()
+                .map(|v| v.to_str().unwrap().to_string())
+                .collect();
+            let bytes = http_body_util::BodyExt::collect(response.into_body())
+                .await
+                .unwrap()
+                .to_bytes();
+            (
+                code,
+                warnings,
+                serde_json::from_slice::<Value>(&bytes).unwrap_or(Value::Null),
+            )
+        }
+    };
+    let warning = vec![r#"299 - "unknown field \"spec\"""#.to_string()];
+    for content_type in [
+        "application/merge-patch+json",
+        "application/strategic-merge-patch+json",
+    ] {
+        let (code, warnings, patched) =
+            patch(content_type, "", json!({"spec": {"x": 1}, "data": {"a": "b"}})).await;
+        assert_eq!((code, &warnings), (200, &warning), "{content_type}: {patched}");
+        assert_eq!(patched.get("spec"), None, "{content_type}");
+        assert_eq!(patched["data"], json!({"a": "b"}));
+    }
+    let (code, warnings, _) = patch(
+        "application/json-patch+json",
+        "",
+        json!([{"op": "add", "path": "/spec", "value": 1}]),
+    )
+    .await;
+    assert_eq!((code, warnings), (200, warning));
+    let (code, _, refused) = patch(
+        "application/merge-patch+json",
+        "?fieldValidation=Strict",
+        json!({"spec": {"x": 1}}),
+    )
+    .await;
+    assert_eq!(
+        (code, refused["reason"].as_str()),
+        (422, Some("Invalid")),
+        "{refused}"
+    );
+    let cause = &refused["details"]["causes"][0];
+    assert_eq!(cause["field"], "patch");
+    assert!(
+        cause["message"]
+            .as_str()
+            .unwrap_or("")
+            .ends_with(": strict decoding error: unknown field \"spec\""),
+        "{refused}"
+    );
+    c.cleanup().await;
+}
