@@ -70,7 +70,9 @@ Feature: kube-apiserver-to-kubelet-signer rotation
       | rendered |
       | 1        |
 
-  # Each profile's daemon logs its own path.
+  # Each profile's daemon logs its own path. The kubelet's lines are the seeds' 4.12 node log: a
+  # kubelet-ca.crt renamed over the old one (upstream writes files atomically) takes the kubelet's
+  # watch with it before the kubelet loads the new bundle (Kubernetes dynamic_cafile_content.go).
   @mco-logs
   Scenario Outline: The journal shows each profile's log lines
     Given a fresh cluster with 2 worker nodes
@@ -82,6 +84,7 @@ Feature: kube-apiserver-to-kubelet-signer rotation
       | line                                                                                                         |
       | files:true units:false kernelType:false extensions:false}                                                    |
       | skipping reboot                                                                                              |
+      | "Failed to remove file watch, it may have been deleted" file="/etc/kubernetes/kubelet-ca.crt"                |
       | "Loaded a new CA Bundle and Verifier" name="client-ca-bundle::/etc/kubernetes/kubelet-ca.crt"                |
 
     # release-4.14 certificate_writer.go:186 and release-4.16 :303 log the same words.
@@ -89,6 +92,7 @@ Feature: kube-apiserver-to-kubelet-signer rotation
     Examples:
       | line                                                                                          |
       | Certificate was synced from controllerconfig resourceVersion                                  |
+      | "Failed to remove file watch, it may have been deleted" file="/etc/kubernetes/kubelet-ca.crt" |
       | "Loaded a new CA Bundle and Verifier" name="client-ca-bundle::/etc/kubernetes/kubelet-ca.crt" |
 
   # The 80 % rule: the signer is valid 365 days; library-go replaces it once now is past

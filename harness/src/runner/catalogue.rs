@@ -182,7 +182,7 @@ pub fn parameter_values() -> Vec<ParameterValues> {
         },
         ParameterValues {
             kind: "target (a certificate a signer issues)",
-            used_by: "every step with a `<signer>`: a target \"has rotated\" when it was re-issued; `kubelet-client`, a client certificate, has no bundle and signs nothing, so `the <signer> bundle holds <n> signer(s)` and `[every|no] kubelet accepts a client certificate from the current <signer>` refuse it, naming its signer".into(),
+            used_by: "every step with a `<signer>`: a target \"has rotated\" when it was re-issued; `kubelet-client`, a client certificate, has no bundle and signs nothing, so `the <signer> bundle holds <n> signer(s)`, `every kubelet accepts a client certificate from the current <signer>` and its negation refuse it, naming its signer".into(),
             values: targets,
         },
         ParameterValues {
@@ -215,7 +215,7 @@ pub fn parameter_values_markdown() -> String {
             "| {} | {} | {} |\n",
             p.kind,
             values.join(", "),
-            p.used_by
+            p.used_by.replace('|', "\\|")
         ));
     }
     out
