@@ -239,3 +239,26 @@ async fn an_idle_h2_connection_is_closed() {
         .ok();
     assert!(began.elapsed() >= IDLE, "closed before the idle timeout");
 }
+
+/// A connection that never finishes its TLS handshake is closed after the read-header timeout
+/// too (Go bounds the handshake by it when, as in kube-apiserver, no read or write timeout is
+/// set).
+#[tokio::test]
+async fn a_connection_that_never_finishes_its_handshake_is_closed() {
+    if skip_external("handshake timeout", WHY) {
+        return;
+    }
+    let server = server().await;
+    for sent in [&b""[..], &b"\x16\x03\x01\x02\x00\x01"[..]] {
+        let mut tcp = tokio::net::TcpStream::connect(server.addr()).await.unwrap();
+        let began = Instant::now();
+        tcp.write_all(sent).await.unwrap();
+        let mut rest = Vec::new();
+        // Well before the 10 s the handshake was once given, whatever the timeout set.
+        tokio::time::timeout(Duration::from_secs(8), tcp.read_to_end(&mut rest))
+            .await
+            .expect("the server closes the connection")
+            .ok();
+        assert!(began.elapsed() >= READ_HEADER, "closed before the timeout");
+    }
+}
