@@ -159,9 +159,25 @@ pub async fn conformance_report(ctx: &ReportContext<'_>) -> Result<String, Strin
                 .file_name()
                 .map(|f| f.to_string_lossy().into_owned())
                 .unwrap_or_default();
+            // Who each scenario is, from the feature file the run read: an Outline row is its
+            // name and its values, whatever line it is at.
+            let ids: Vec<super::identity::Expanded> = cucumber::gherkin::Feature::parse_path(
+                &feature.uri,
+                cucumber::gherkin::GherkinEnv::default(),
+            )
+            .map(|f| super::identity::scenarios(&f))
+            .unwrap_or_default();
             for outcome in feature.scenarios {
                 let result = if outcome.failed { "failed" } else { "passed" };
                 let mut entry = json!({"name": outcome.name, "line": outcome.line, "result": result});
+                if let Some(s) = ids
+                    .iter()
+                    .find(|s| s.line == outcome.line && !s.id.row.is_empty())
+                {
+                    let row: serde_json::Map<String, Value> =
+                        s.id.row.iter().map(|(h, v)| (h.clone(), json!(v))).collect();
+                    entry["row"] = Value::Object(row);
+                }
                 if let Some(f) = &outcome.failure {
                     entry["failure"] = json!({"step": f.step, "line": f.line, "message": f.message});
                 }
@@ -465,5 +481,47 @@ mod tests {
             ..counted(1, 0, 1)
         };
         assert_eq!(report(mutant(), stopped).await.0, "interrupted");
+    }
+
+    /// An Outline row's entry carries its values, read from the feature file the results name,
+    /// so two rows of one name are told apart without their lines.
+    #[tokio::test]
+    async fn an_outline_row_is_reported_with_its_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let feature = dir.path().join("o.feature");
+        std::fs::write(
+            &feature,
+            "Feature: f\n  Scenario Outline: logs\n    Then <line>\n\n    Examples:\n      | line |\n      | a    |\n      | b    |\n\n  Scenario: plain\n    Then x\n",
+        )
+        .unwrap();
+        let json_path = dir.path().join("r.json");
+        let scenario = |line: u64| {
+            json!({"name": if line == 10 { "plain" } else { "logs" }, "line": line, "tags": [],
+                   "steps": [{"keyword": "Then ", "name": "x", "line": 3, "result": {"status": "passed"}}]})
+        };
+        let document = json!([{"uri": feature.display().to_string(), "name": "f", "tags": [],
+                               "elements": [scenario(7), scenario(8), scenario(10)]}]);
+        std::fs::write(&json_path, document.to_string()).unwrap();
+        let summary = Summary {
+            passed: 3,
+            ..Summary::default()
+        };
+        let ctx = ReportContext {
+            agent: &AgentKind::Reference,
+            nodes: Nodes::Embedded,
+            api_server: "in-process".into(),
+            summary: &summary,
+            results: vec![(Profile::Ocp416, json_path)],
+            command: String::new(),
+            agent_timeout: std::time::Duration::from_secs(30),
+        };
+        let yaml: serde_yaml::Value = serde_yaml::from_str(&conformance_report(&ctx).await.unwrap()).unwrap();
+        let rows: Vec<Option<String>> = yaml["results"][0]["features"][0]["scenarios"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .map(|s| s["row"]["line"].as_str().map(String::from))
+            .collect();
+        assert_eq!(rows, [Some("a".into()), Some("b".into()), None]);
     }
 }
