@@ -105,15 +105,16 @@ impl Activity {
         if state.in_flight > 0 {
             return None;
         }
-        Some(if h2 {
-            state.idle_since + timeouts.idle.min(FAR)
+        let (from, after) = if h2 {
+            (state.idle_since, timeouts.idle)
         } else if !state.served {
-            state.idle_since + timeouts.read_header.min(FAR)
+            (state.idle_since, timeouts.read_header)
         } else if let Some(first) = state.first_byte {
-            first + timeouts.read_header.min(FAR)
+            (first, timeouts.read_header)
         } else {
-            state.idle_since + timeouts.idle.min(FAR)
-        })
+            (state.idle_since, timeouts.idle)
+        };
+        bound(after).map(|after| from + after)
     }
 
     /// Resolves when the connection has outstayed its timeouts.
@@ -138,6 +139,11 @@ impl Activity {
 
 /// A bound past any test's life, so that no timeout overflows the clock.
 const FAR: Duration = Duration::from_secs(30 * 365 * 86_400);
+
+/// A timeout as Go's server takes it: zero is none.
+pub(crate) fn bound(timeout: Duration) -> Option<Duration> {
+    (!timeout.is_zero()).then(|| timeout.min(FAR))
+}
 
 /// A request in flight; dropping it ends the request.
 #[derive(Debug)]
@@ -337,5 +343,11 @@ mod tests {
             within(activity.deadline(T, true), ended, T.idle),
             "h2 has no read-header bound"
         );
+        let none = Timeouts {
+            read_header: Duration::ZERO,
+            idle: Duration::ZERO,
+        };
+        assert_eq!(activity.deadline(none, false), None, "zero is no timeout");
+        assert_eq!(activity.deadline(none, true), None, "zero is no timeout");
     }
 }

@@ -241,7 +241,7 @@ impl FakeApiServerBuilder {
 
     /// How long a connection has to deliver a request header: its first from the end of its
     /// TLS handshake (which the same bound limits), each later one from its first byte.
-    /// kube-apiserver's (Go `ReadHeaderTimeout`): 32 s.
+    /// kube-apiserver's (Go `ReadHeaderTimeout`): 32 s. Zero is none, as in Go.
     pub fn read_header_timeout(mut self, timeout: Duration) -> Self {
         self.timeouts.read_header = timeout;
         self
@@ -249,7 +249,7 @@ impl FakeApiServerBuilder {
 
     /// How long a connection may sit with no request in flight and no byte of a next one
     /// before it is closed (HTTP/1.1, and h2 with a GOAWAY). kube-apiserver's (Go
-    /// `IdleTimeout`, for both): 90 s.
+    /// `IdleTimeout`, for both): 90 s. Zero is none, as in Go.
     pub fn idle_timeout(mut self, timeout: Duration) -> Self {
         self.timeouts.idle = timeout;
         self
@@ -428,7 +428,8 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: Cancell
             let timeouts = shared.timeouts;
             // Go bounds the handshake by the read-header timeout when no read or write
             // timeout is set, as kube-apiserver sets none.
-            let handshake = tokio::time::timeout(timeouts.read_header, acceptor.accept(tcp));
+            let bound = crate::conn::bound(timeouts.read_header).unwrap_or(Duration::MAX);
+            let handshake = tokio::time::timeout(bound, acceptor.accept(tcp));
             let Ok(Ok(tls)) = handshake.await else { return };
             let cert = match tls.get_ref().1.peer_certificates() {
                 Some(chain) => shared.authenticator().verify_chain(chain),
