@@ -403,7 +403,15 @@ fn number_probe(rng: &mut Rng) -> (Vec<u8>, String) {
     let method = if rng.chance(80) { "GET" } else { "DELETE" };
     let path = rng.pick(PROBED);
     let mut query: Vec<String> = (0..1 + rng.below(2))
-        .map(|_| format!("{}={}", rng.pick(NUMERIC_KEYS), rng.pick(EXTREMES)))
+        .map(|_| {
+            // Half the time one of the 64-bit edges, where overflow lives.
+            let value = if rng.chance(50) {
+                rng.pick(&EXTREMES[..6])
+            } else {
+                rng.pick(EXTREMES)
+            };
+            format!("{}={value}", rng.pick(NUMERIC_KEYS))
+        })
         .collect();
     if rng.chance(50) {
         query.push("watch=true".into());
