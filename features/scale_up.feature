@@ -42,3 +42,30 @@ Feature: A node that joins the cluster
     Then every node's kubelet-ca.crt equals "kube-apiserver-client-ca"
     And the worker pool has 1 rendered config
     And the newest rendered config of the worker pool lacks the file /etc/kubernetes/kubelet-ca.crt
+
+  # A machine scaled into a paused pool after a rotation. Every release's server serves the
+  # pool's newest rendered config only once one of its nodes has it (status.updatedMachineCount
+  # > 0), the pool's status config before that (release-4.12/4.14/4.16 cluster_server.go
+  # GetConfig): the paused pool's nodes are held back, so none has the new config and the machine
+  # boots the one they run. On 4.12 that config's kubelet-ca.crt is the bundle from before the
+  # rotation, and the paused pool keeps the node on it. On 4.14 and 4.16 the server overwrites
+  # kubelet-ca.crt from the ControllerConfig "in case the pool was paused" (release-4.14
+  # cluster_server.go:137, release-4.16 :164), so the machine boots with the current signer.
+  Scenario Outline: A node that joins a paused pool after a rotation boots the config the pool's nodes run
+    Given a fresh cluster with 1 worker node
+    And the worker pool is paused
+    When the kube-apiserver-to-kubelet-signer is rotated by force
+    And a worker node joins the cluster
+    Then every node runs the rendered config it started with
+    And every node's kubelet-ca.crt <has> the current kube-apiserver-to-kubelet-signer
+    And the worker pool has <configs> rendered configs
+
+    @ocp-4.12
+    Examples: the bundle travels in the rendered config
+      | has   | configs |
+      | lacks | 2       |
+
+    @ocp-4.14 @ocp-4.16
+    Examples: the server writes the bundle from the ControllerConfig
+      | has   | configs |
+      | lists | 1       |

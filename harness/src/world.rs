@@ -38,6 +38,8 @@ pub struct ConformanceWorld {
     pub nudge_first_sync: bool,
     /// `--controller-binary`: an upstream machine-config-controller in the reference's place.
     pub controller: Option<crate::cluster::upstream::UpstreamController>,
+    /// `--server-binary`: an upstream machine-config-server in the reference's place.
+    pub server: Option<crate::cluster::upstream_server::UpstreamServer>,
     /// Per node: the rendered config it ran when the cluster was up.
     pub configs_at_start: BTreeMap<String, String>,
     /// The Node history's length when the last change step began (what a Then step judges).
@@ -89,6 +91,7 @@ impl ConformanceWorld {
             endpoint: crate::scenario::ClusterEndpoint::InProcess,
             nudge_first_sync: false,
             controller: None,
+            server: None,
             place: String::new(),
             progress: false,
             timeline: false,

@@ -17,6 +17,8 @@
 //! - `runner`: all of them running, triggered by watches; settled where the clock stops.
 //! - `upstream`: an upstream machine-config-controller in the reference's place, and whether it
 //!   has caught up.
+//! - `server`: the machine-config server, what a machine booting into a pool is served;
+//!   `upstream_server` runs upstream's in the reference's place.
 
 pub mod csr;
 pub mod install;
@@ -29,8 +31,10 @@ pub mod operator;
 pub mod pools;
 pub mod render;
 pub mod runner;
+pub mod server;
 mod signers;
 pub mod upstream;
+pub mod upstream_server;
 
 pub use lifecycle::NodeLifecycle;
 pub use mcc::MachineConfigController;

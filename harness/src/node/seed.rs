@@ -1,31 +1,36 @@
 //! A node seeded like a real one: its kubeconfigs with current
 //! context and CA data, a non-CoreOS `/etc/os-release` (so upstream agents stay off
-//! rpm-ostree), the files of the config it was installed with (as Ignition wrote them), the
-//! kubelet CA, the current config on disk, and the Node object with `currentConfig` =
-//! `desiredConfig`, `state=Done`, matching drain annotations and role labels, and its
+//! rpm-ostree), what the machine-config server served it (`cluster::server`: the files and units
+//! of its rendered config as Ignition writes them, with the server's additions), the current
+//! config on disk as its first-boot service leaves it, and the Node object with `currentConfig`
+//! = `desiredConfig`, `state=Done`, matching drain annotations and role labels, and its
 //! MachineConfigNode.
 //!
 //! Three kubeconfigs, as on a real node:
 //! - `/etc/kubernetes/kubeconfig`, the node's (served by the MCS): the agent's identity and the
-//!   kube-apiserver's serving CA as installed; the 4.16 daemon rewrites its CA;
+//!   CA the server put in it (the kube-apiserver's serving CA as installed, or on 4.16
+//!   `kubeconfig-data`'s); the 4.16 daemon rewrites its CA;
 //! - `/var/lib/kubelet/kubeconfig`, the kubelet's: the same CA, the kubelet's identity;
 //! - the agent contract's `KUBECONFIG` (`AGENT_KUBECONFIG`), standing for the daemon pod's
 //!   in-cluster configuration: the agent's identity and every serving CA the API server will
 //!   serve from, so the agent outlives a serving CA rotation as the pod does.
 
 use super::{Node, NodeError};
+use crate::cluster::server::Served;
 use crate::mco::CURRENT_CONFIG_FILE;
 use crate::mco::api::mco_api;
-use crate::mco::machine_config::MachineConfigSpec;
 use crate::mco::machine_config_node::MachineConfigNode;
 use crate::mco::{
-    CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, INITIAL_NODE_ANNOTATIONS, KUBELET_CA_PATH,
-    LAST_APPLIED_DRAIN, STATE, STATE_DONE,
+    CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, INITIAL_NODE_ANNOTATIONS, LAST_APPLIED_DRAIN, STATE,
+    STATE_DONE,
 };
 use crate::mco::{REGISTRY_CA_DIR, UNIT_DIR};
 
 /// Where the OS's own unit files are.
 const VENDOR_UNIT_DIR: &str = "/usr/lib/systemd/system";
+/// The config the server encapsulates for the first-boot service, which consumes it: removed
+/// when the node already runs what it names (release-4.16 daemon.go:1276-1282).
+const ENCAPSULATED_CONFIG: &str = "/etc/ignition-machine-config-encapsulated.json";
 use fake_apiserver::ClientIdentity;
 use k8s_openapi::api::core::v1::Node as NodeObject;
 use kube::api::{Api, Patch, PatchParams};
@@ -42,14 +47,13 @@ pub struct NodeSeed<'a> {
     pub api_url: &'a str,
     /// The serving CAs the agent's kubeconfig trusts.
     pub agent_ca_pem: &'a str,
-    /// The serving CA the node's and the kubelet's kubeconfigs hold.
-    pub kubelet_ca_pem: &'a str,
+    /// The serving CA the node's and the kubelet's kubeconfigs hold where the server names
+    /// none: the API server's as installed (the bootstrap token's `ca.crt`).
+    pub bootstrap_ca_pem: &'a str,
     pub agent: &'a ClientIdentity,
     pub kubelet: &'a ClientIdentity,
-    /// The rendered config the node runs.
-    pub rendered: &'a str,
-    pub rendered_spec: &'a MachineConfigSpec,
-    pub kubelet_ca: &'a [u8],
+    /// What the machine-config server served the node.
+    pub served: &'a Served,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -62,6 +66,8 @@ pub enum SeedError {
 
 pub async fn seed_node(admin: &kube::Client, node: &dyn Node, seed: &NodeSeed<'_>) -> Result<(), SeedError> {
     let name = node.name().to_string();
+    let served = seed.served;
+    let kubeconfig_ca = served.kubeconfig_ca.as_deref().unwrap_or(seed.bootstrap_ca_pem);
     node.write(
         AGENT_KUBECONFIG,
         fake_apiserver::kubeconfig(seed.api_url, seed.agent_ca_pem, seed.agent).as_bytes(),
@@ -70,13 +76,13 @@ pub async fn seed_node(admin: &kube::Client, node: &dyn Node, seed: &NodeSeed<'_
     .await?;
     node.write(
         NODE_KUBECONFIG,
-        fake_apiserver::kubeconfig(seed.api_url, seed.kubelet_ca_pem, seed.agent).as_bytes(),
+        fake_apiserver::kubeconfig(seed.api_url, kubeconfig_ca, seed.agent).as_bytes(),
         0o600,
     )
     .await?;
     node.write(
         KUBELET_KUBECONFIG,
-        fake_apiserver::kubeconfig(seed.api_url, seed.kubelet_ca_pem, seed.kubelet).as_bytes(),
+        fake_apiserver::kubeconfig(seed.api_url, kubeconfig_ca, seed.kubelet).as_bytes(),
         0o600,
     )
     .await?;
@@ -86,14 +92,19 @@ pub async fn seed_node(admin: &kube::Client, node: &dyn Node, seed: &NodeSeed<'_
         0o644,
     )
     .await?;
-    for file in seed.rendered_spec.files() {
+    // The served kubeconfig was written above with the node's certificate for the server's
+    // bootstrap token.
+    for file in served.boot.files() {
+        if file.path == NODE_KUBECONFIG || file.path == ENCAPSULATED_CONFIG {
+            continue;
+        }
         node.write(&file.path, &file.data(), file.mode_or_default())
             .await?;
     }
     // Ignition writes every unit's contents and drop-ins too (upstream's templates carry both).
     // A unit the config enables without contents is one the OS ships (openvswitch.service,
     // rpm-ostreed.service on RHCOS): the node's OS has its file in /usr/lib/systemd/system.
-    for unit in seed.rendered_spec.units() {
+    for unit in served.boot.units() {
         if unit.contents.as_deref().is_none_or(str::is_empty) && unit.enabled == Some(true) {
             let vendor = format!("{VENDOR_UNIT_DIR}/{}", unit.name);
             let text = format!("[Unit]\nDescription={} (shipped with the OS)\n", unit.name);
@@ -110,19 +121,19 @@ pub async fn seed_node(admin: &kube::Client, node: &dyn Node, seed: &NodeSeed<'_
             }
         }
     }
-    node.write(KUBELET_CA_PATH, seed.kubelet_ca, 0o644).await?;
     // Present on an installed node; the 4.16 daemon writes registry CAs only where it exists.
     node.create_dir(REGISTRY_CA_DIR).await?;
-    let current = json!({"metadata": {"name": seed.rendered}, "spec": seed.rendered_spec});
+    let current = json!({"metadata": {"name": served.rendered}, "spec": served.config});
     node.write(CURRENT_CONFIG_FILE, current.to_string().as_bytes(), 0o644)
         .await?;
     // The machine-config server puts the Node's first annotations on the node's disk
     // (release-4.12/4.16 pkg/server/server.go appendNodeAnnotations); the agent's first run
     // sets them on the Node, which until then has none of MCO's.
-    let initial = json!({CURRENT_CONFIG: seed.rendered, DESIRED_CONFIG: seed.rendered, STATE: STATE_DONE});
+    let initial =
+        json!({CURRENT_CONFIG: served.rendered, DESIRED_CONFIG: served.rendered, STATE: STATE_DONE});
     node.write(INITIAL_NODE_ANNOTATIONS, initial.to_string().as_bytes(), 0o644)
         .await?;
-    let uncordoned = format!("uncordon-{}", seed.rendered);
+    let uncordoned = format!("uncordon-{}", served.rendered);
     let object = json!({
         "apiVersion": "v1", "kind": "Node",
         "metadata": {
@@ -143,7 +154,7 @@ pub async fn seed_node(admin: &kube::Client, node: &dyn Node, seed: &NodeSeed<'_
     // The operator creates every node's MachineConfigNode, owned by the Node (MCO
     // `pkg/operator/sync.go`); the upstream daemon applies its status from then on.
     let machine_config_node =
-        MachineConfigNode::for_node(&name, created.metadata.uid.clone(), seed.role, seed.rendered);
+        MachineConfigNode::for_node(&name, created.metadata.uid.clone(), seed.role, &served.rendered);
     mco_api(admin, "MachineConfigNode")
         .patch(&name, &params, &Patch::Apply(&machine_config_node))
         .await

@@ -196,6 +196,23 @@ pub struct Traits {
     /// it (release-4.16 render_controller.go:667-694, IsRenderedConfigReconcilable; release-4.12
     /// and 4.14 leave that to the daemon).
     pub render_checks_reconcilable: bool,
+    pub server: ServerRule,
+}
+
+/// What the machine-config server serves a machine booting into a pool beyond the pool's config
+/// (`pkg/server/cluster_server.go` `GetConfig`). Every release serves the pool's newest rendered
+/// config once one of its nodes has it (`status.updatedMachineCount > 0`), and its status config
+/// before that.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerRule {
+    /// The server writes kubelet-ca.crt and the cloud provider CA from ControllerConfig into what
+    /// it serves, "in case the pool was paused" (release-4.14 cluster_server.go:137-138,
+    /// release-4.16 :164-165, `addDataAndMaybeAppendToIgnition`).
+    pub controller_config_cas: bool,
+    /// The served `/etc/kubernetes/kubeconfig` trusts `kubeconfig-data`'s `ca-bundle.crt` when
+    /// that ConfigMap exists, the bootstrap token's `ca.crt` otherwise (release-4.16
+    /// cluster_server.go:144-155); before, always the token's.
+    pub kubeconfig_ca_from_kubeconfig_data: bool,
 }
 
 impl Traits {
@@ -243,6 +260,11 @@ pub const OCP_4_12: Traits = Traits {
         kept_when_stale_under: &[],
     },
     render_checks_reconcilable: false,
+    // release-4.12 cluster_server.go GetConfig: the rendered config and the appenders only.
+    server: ServerRule {
+        controller_config_cas: false,
+        kubeconfig_ca_from_kubeconfig_data: false,
+    },
 };
 
 /// MCO release-4.14 (00b2e0b1c): between the two. The kubelet CA comes from a certificate
@@ -292,6 +314,11 @@ pub const OCP_4_14: Traits = Traits {
         kept_when_stale_under: &[REGISTRY_CA_DIR],
     },
     render_checks_reconcilable: false,
+    // release-4.14 cluster_server.go:137-138; no kubeconfig-data.
+    server: ServerRule {
+        controller_config_cas: true,
+        kubeconfig_ca_from_kubeconfig_data: false,
+    },
 };
 
 /// MCO release-4.16: the daemon's certificate writer writes the CA files from ControllerConfig
@@ -333,6 +360,11 @@ pub const OCP_4_16: Traits = Traits {
         kept_when_stale_under: &[REGISTRY_CA_DIR],
     },
     render_checks_reconcilable: true,
+    // release-4.16 cluster_server.go:137-165.
+    server: ServerRule {
+        controller_config_cas: true,
+        kubeconfig_ca_from_kubeconfig_data: true,
+    },
 };
 
 #[cfg(test)]

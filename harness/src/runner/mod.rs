@@ -117,6 +117,8 @@ pub struct RunConfig {
     pub nudge_first_sync: bool,
     /// An upstream machine-config-controller in the reference's place (`--controller-binary`).
     pub controller: Option<crate::cluster::upstream::UpstreamController>,
+    /// An upstream machine-config-server in the reference's place (`--server-binary`).
+    pub server: Option<crate::cluster::upstream_server::UpstreamServer>,
     /// Where the YAML conformance report goes, if anywhere.
     pub report: Option<PathBuf>,
     /// The command line to print in the report as the way to reproduce the run.
@@ -160,6 +162,7 @@ impl RunConfig {
             endpoint: crate::scenario::ClusterEndpoint::InProcess,
             nudge_first_sync: false,
             controller: None,
+            server: None,
             report: None,
             command: String::new(),
             quiet: false,

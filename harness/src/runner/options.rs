@@ -88,6 +88,17 @@ pub struct RunOptions {
         requires = "controller_binary"
     )]
     pub controller_args: Vec<String>,
+    /// Run this upstream machine-config-server (`machine-config-server`, built from a release
+    /// branch) as the cluster's machine-config server: every node boots the Ignition it serves
+    /// over TLS (`start --apiserver-url … --kubeconfig … --secure-port … --insecure-port …
+    /// --cert … --key …`, then every --server-arg). Needs `unshare` (util-linux) and user
+    /// namespaces: it reads its bootstrap token from `/etc/mcs/bootstrap-token`, given it in a
+    /// private mount namespace.
+    #[arg(long, env = "MCO_CONFORMANCE_SERVER_BINARY")]
+    pub server_binary: Option<PathBuf>,
+    /// An argument for the server binary (repeat for more).
+    #[arg(long = "server-arg", allow_hyphen_values = true, requires = "server_binary")]
+    pub server_args: Vec<String>,
     /// Write a YAML conformance report here (profile, agent and its sha256, every
     /// scenario's result, failures, the command to reproduce).
     #[arg(long)]
@@ -129,6 +140,8 @@ impl RunOptions {
             nudge_first_sync,
             controller_binary,
             controller_args,
+            server_binary,
+            server_args,
             report,
             html,
             verbose,
@@ -216,6 +229,10 @@ impl RunOptions {
         config.controller = controller_binary.map(|binary| crate::cluster::upstream::UpstreamController {
             binary,
             args: controller_args,
+        });
+        config.server = server_binary.map(|binary| crate::cluster::upstream_server::UpstreamServer {
+            binary,
+            args: server_args,
         });
         config.report = report;
         config.verbose = verbose;

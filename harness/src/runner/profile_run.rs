@@ -199,6 +199,7 @@ pub(super) async fn run_profile(
     let (agent, agent_timeout, step_limit) = (config.agent.clone(), config.agent_timeout, config.step_limit);
     let nudge_first_sync = config.nudge_first_sync;
     let controller = config.controller.clone();
+    let server = config.server.clone();
     let (endpoint, real_apiserver) = (config.endpoint.clone(), config.real_apiserver());
     let vendor = !matches!(agent, AgentKind::Reference);
     let quiet = config.quiet;
@@ -240,6 +241,7 @@ pub(super) async fn run_profile(
                 world.endpoint = endpoint.clone();
                 world.nudge_first_sync = nudge_first_sync;
                 world.controller = controller.clone();
+                world.server = server.clone();
                 Box::pin(async {})
             })
             .after({
@@ -396,6 +398,9 @@ pub(super) async fn keep_evidence(
     let _ = std::fs::write(dir.join("cluster.log"), s.log.lines().join("\n"));
     if let Some(controller) = s.upstream_controller() {
         let _ = std::fs::copy(&controller.log, dir.join("machine-config-controller.log"));
+    }
+    if let Some(server) = s.upstream_server() {
+        let _ = std::fs::copy(&server.log, dir.join("machine-config-server.log"));
     }
     Some(dir)
 }

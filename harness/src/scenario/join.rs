@@ -1,14 +1,8 @@
 //! Nodes joining the cluster: every node's start, at the scenario's start or later (a node
 //! scaled into a pool), seeded with what the machine-config server serves a new node.
 
-use super::{Scenario, ScenarioError, ScenarioOptions, fixture_err, start_node, unreadable};
-use crate::cluster::ClusterError;
-use crate::cluster::mcc::{machine_config_pools, machine_configs};
-use crate::cluster::operator::controller_configs;
-use crate::mco::McoObject;
-use crate::mco::controller_config::ControllerConfigSpec;
-use crate::mco::machine_config::MachineConfigSpec;
-use crate::mco::pool::MachineConfigPool;
+use super::{Scenario, ScenarioError, ScenarioOptions, fixture_err, start_node};
+use crate::cluster::server::Served;
 use crate::node::Node;
 use crate::node::seed::{NodeSeed, seed_node};
 use crate::pki::SimClock;
@@ -25,23 +19,18 @@ pub(super) struct NodeStart<'a> {
     pub clock: SimClock,
     /// The serving CAs the agents' kubeconfigs trust.
     pub agent_trust: &'a str,
-    /// `/etc/kubernetes/kubelet-ca.crt` as the machine-config server serves it: the
-    /// ControllerConfig's `kubeAPIServerServingCAData` (release-4.16 cluster_server.go:164
-    /// `addDataAndMaybeAppendToIgnition`; on 4.12 the rendered config carries the same).
-    pub kubelet_ca: &'a [u8],
     /// The clients light nodes share (light nodes only).
     pub light: Option<&'a crate::node::light::LightClients>,
 }
 
 impl NodeStart<'_> {
-    /// Start the node, seed it as its first boot leaves it (the rendered config's files, the
-    /// kubeconfigs, kubelet-ca.crt, its Node object), and boot it.
+    /// Start the node, seed it as its first boot leaves it (what the machine-config server
+    /// served it, the kubeconfigs, its Node object), and boot it.
     pub async fn start(
         &self,
         name: &str,
         role: &str,
-        rendered: &str,
-        spec: &MachineConfigSpec,
+        served: &Served,
     ) -> Result<Arc<dyn Node>, ScenarioError> {
         let failed = |message: String| ScenarioError::Node {
             node: name.to_string(),
@@ -52,10 +41,7 @@ impl NodeStart<'_> {
             .map_err(|e| failed(e.to_string()))?;
         // A node that started and then failed to seed or boot is shut down: its services would
         // otherwise run on, and keep its root, for as long as the process does.
-        match self
-            .seed_and_boot(name, role, rendered, spec, node.as_ref())
-            .await
-        {
+        match self.seed_and_boot(name, role, served, node.as_ref()).await {
             Ok(()) => Ok(node),
             Err(e) => {
                 node.shutdown().await;
@@ -68,8 +54,7 @@ impl NodeStart<'_> {
         &self,
         name: &str,
         role: &str,
-        rendered: &str,
-        spec: &MachineConfigSpec,
+        served: &Served,
         node: &dyn Node,
     ) -> Result<(), String> {
         let kubelet = self
@@ -79,12 +64,10 @@ impl NodeStart<'_> {
             role,
             api_url: self.server.url(),
             agent_ca_pem: self.agent_trust,
-            kubelet_ca_pem: &self.server.ca_pem(),
+            bootstrap_ca_pem: &self.server.ca_pem(),
             agent: self.agent,
             kubelet: &kubelet,
-            rendered,
-            rendered_spec: spec,
-            kubelet_ca: self.kubelet_ca,
+            served,
         };
         seed_node(self.admin, node, &seed)
             .await
@@ -126,47 +109,20 @@ pub(super) async fn light_clients(
     })
 }
 
-/// The ControllerConfig's `kubeAPIServerServingCAData`, decoded.
-pub(super) async fn served_kubelet_ca(admin: &kube::Client) -> Result<Vec<u8>, ScenarioError> {
-    let cc = controller_configs(admin)
-        .get("machine-config-controller")
-        .await
-        .map_err(|e| ClusterError::kube("controllerconfig".into(), e))?;
-    ControllerConfigSpec::of(&cc.data)
-        .map_err(|e| unreadable("controllerconfig machine-config-controller spec".into(), e))?
-        .data("kubeAPIServerServingCAData")
-        .map_err(fixture_err)
-}
-
-/// The pool's current rendered config (its `spec.configuration`), name and spec.
-pub(super) async fn pool_config(
-    admin: &kube::Client,
-    role: &str,
-) -> Result<(String, MachineConfigSpec), ScenarioError> {
-    let pool = machine_config_pools(admin)
-        .get(role)
-        .await
-        .map_err(|e| ClusterError::kube(format!("machineconfigpool {role}"), e))?;
-    let rendered = MachineConfigPool::of(&pool)
-        .map_err(|e| fixture_err(format!("machineconfigpool {role}: {e}")))?
-        .spec
-        .configuration
-        .name;
-    let mc = machine_configs(admin)
-        .get(&rendered)
-        .await
-        .map_err(|e| ClusterError::kube(format!("machineconfig {rendered}"), e))?;
-    let spec =
-        MachineConfigSpec::of(&mc.data).map_err(|e| fixture_err(format!("machineconfig {rendered}: {e}")))?;
-    Ok((rendered, spec))
-}
-
 impl Scenario {
+    /// What the machine-config server serves a machine booting into `pool` now: upstream's
+    /// when one runs (`--server-binary`), the reference's otherwise.
+    pub async fn serve(&self, pool: &str) -> Result<Served, ScenarioError> {
+        Ok(match &self.mcs {
+            Some((running, _)) => running.serve(pool).await?,
+            None => crate::cluster::server::serve(&self.admin, self.options.profile, pool).await?,
+        })
+    }
+
     /// A new node joins the pool, as a machine scaled into it does: it boots what the
-    /// machine-config server serves now (the pool's current rendered config, and on 4.16
-    /// kubelet-ca.crt from the ControllerConfig beside it), named `<role>-<n>` with the next
-    /// free `n`; returns once its kubelet posts status and the cluster and every node have
-    /// caught up.
+    /// machine-config server serves now (see `cluster::server`), named `<role>-<n>` with the
+    /// next free `n`; returns once its kubelet posts status and the cluster and every node
+    /// have caught up.
     pub async fn join_node(&mut self, role: &str) -> Result<String, ScenarioError> {
         let prefix = format!("{role}-");
         let n = self
@@ -175,8 +131,7 @@ impl Scenario {
             .filter(|node| node.name().starts_with(&prefix))
             .count();
         let name = format!("{prefix}{n}");
-        let (rendered, spec) = pool_config(&self.admin, role).await?;
-        let kubelet_ca = served_kubelet_ca(&self.admin).await?;
+        let served = self.serve(role).await?;
         let agent = agent_identity(&self.server)?;
         let start = NodeStart {
             options: &self.options,
@@ -185,10 +140,9 @@ impl Scenario {
             agent: &agent,
             clock: self.clock.clone(),
             agent_trust: &self.agent_trust,
-            kubelet_ca: &kubelet_ca,
             light: self.light.as_ref(),
         };
-        let node = start.start(&name, role, &rendered, &spec).await?;
+        let node = start.start(&name, role, &served).await?;
         self.nodes.push(node);
         self.await_kubelets().await?;
         self.settle().await?;

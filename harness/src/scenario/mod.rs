@@ -85,6 +85,8 @@ pub struct ScenarioOptions {
     /// An upstream machine-config-controller in place of the reference's
     /// (`crate::cluster::upstream`); `None` runs the reference.
     pub controller: Option<crate::cluster::upstream::UpstreamController>,
+    /// An upstream machine-config-server in place of the reference's (`--server-binary`).
+    pub server: Option<crate::cluster::upstream_server::UpstreamServer>,
 }
 
 /// Where a scenario's nodes run.
@@ -160,6 +162,7 @@ impl ScenarioOptions {
             nudge_first_sync: false,
             endpoint: ClusterEndpoint::InProcess,
             controller: None,
+            server: None,
         }
     }
 }
@@ -355,6 +358,9 @@ pub struct Scenario {
     /// The upstream machine-config-controller, when one runs in the reference's place, and the
     /// directory of its kubeconfig and log.
     controller: Option<(crate::cluster::upstream::RunningController, tempfile::TempDir)>,
+    /// The upstream machine-config-server, when one runs in the reference's place, and the
+    /// directory of its files and log.
+    mcs: Option<(crate::cluster::upstream_server::RunningServer, tempfile::TempDir)>,
 }
 
 fn fixture_err(e: impl std::fmt::Display) -> ScenarioError {
@@ -491,7 +497,22 @@ impl Scenario {
             }
             None => None,
         };
-        let bundle = join::served_kubelet_ca(&admin).await?;
+        let mcs = match &options.server {
+            Some(upstream) => {
+                let dir = tempfile::tempdir().map_err(|e| ScenarioError::ApiServer(e.to_string()))?;
+                let running = upstream
+                    .start(
+                        &admin_kubeconfig,
+                        server.url(),
+                        &server.ca_pem(),
+                        dir.path(),
+                        options.deadline,
+                    )
+                    .await?;
+                Some((running, dir))
+            }
+            None => None,
+        };
         let agent = join::agent_identity(&server)?;
         let light = match options.backend {
             NodeBackend::Light => Some(join::light_clients(&server, &trusted, &agent).await?),
@@ -499,18 +520,16 @@ impl Scenario {
         };
         let mut planned = Vec::new();
         for (role, count) in &options.nodes {
-            let (rendered, spec) = match bootstrap.get(role) {
+            let served = match (bootstrap.get(role), &mcs) {
                 // Nodes boot with what the bootstrap MCO served, whatever the cluster renders.
-                Some((name, spec)) => (name.clone(), spec.clone()),
-                None => join::pool_config(&admin, role).await?,
+                (Some((name, spec)), _) => {
+                    crate::cluster::server::serve_config(&admin, profile, name.clone(), spec.clone()).await?
+                }
+                (None, Some((running, _))) => running.serve(role).await?,
+                (None, None) => crate::cluster::server::serve(&admin, profile, role).await?,
             };
             for i in 0..*count {
-                planned.push((
-                    format!("{role}-{i}"),
-                    role.as_str(),
-                    rendered.clone(),
-                    spec.clone(),
-                ));
+                planned.push((format!("{role}-{i}"), role.as_str(), served.clone()));
             }
         }
         // Every node starts, is seeded and boots at once (container nodes take their turn at
@@ -522,12 +541,11 @@ impl Scenario {
             agent: &agent,
             clock: clock.clone(),
             agent_trust: &trusted,
-            kubelet_ca: &bundle,
             light: light.as_ref(),
         };
         let starts: Vec<_> = planned
             .iter()
-            .map(|(name, role, rendered, spec)| start.start(name, role, rendered, spec))
+            .map(|(name, role, served)| start.start(name, role, served))
             .collect();
         // A node that fails to start fails the scenario; those that started are shut down, or
         // their services would run on (and keep their roots) for as long as the process does.
@@ -593,6 +611,7 @@ impl Scenario {
             timeline: options_timeline.then(Default::default),
             light,
             controller,
+            mcs,
         };
         let ready = async {
             scenario.await_kubelets().await?;
@@ -636,6 +655,11 @@ impl Scenario {
     /// The upstream machine-config-controller running in the reference's place, if one does.
     pub fn upstream_controller(&self) -> Option<&crate::cluster::upstream::RunningController> {
         self.controller.as_ref().map(|(running, _)| running)
+    }
+
+    /// The upstream machine-config-server, when one runs in the reference's place.
+    pub fn upstream_server(&self) -> Option<&crate::cluster::upstream_server::RunningServer> {
+        self.mcs.as_ref().map(|(running, _)| running)
     }
 
     /// The last `lines` lines of each node's journal, each block headed by the node's name.

@@ -22,6 +22,7 @@ async fn start_with(world: &mut ConformanceWorld, mut options: ScenarioOptions) 
     options.timeline = world.timeline;
     options.nudge_first_sync = world.nudge_first_sync;
     options.controller = world.controller.clone();
+    options.server = world.server.clone();
     options.endpoint = world.endpoint.clone();
     let scenario = Scenario::start(options).await?;
     for node in &scenario.nodes {

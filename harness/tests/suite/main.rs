@@ -31,5 +31,6 @@ mod self_test;
 mod signer_rotation;
 mod upstream_controllers;
 mod upstream_daemons;
+mod upstream_servers;
 mod upstream_start;
 mod vocabulary;

@@ -342,13 +342,15 @@ fn the_upstream_controllers_fixture_reads() {
     }
 }
 
-/// Every feature of the profile with `controller` as the cluster's machine-config controller, on
-/// embedded nodes with the reference daemon: what passed, per `file: scenario`.
+/// Every feature of the profile with `controller` as the cluster's machine-config controller
+/// (and upstream's machine-config-server of the same release, where `MCO_UPSTREAM_MCS_4_xx`
+/// names one), on embedded nodes with the reference daemon: what passed, per `file: scenario`.
 async fn whole_suite(
     controller: &Controller,
     binary: PathBuf,
     templates: PathBuf,
 ) -> BTreeMap<String, (bool, String)> {
+    let server = crate::upstream_servers::opt_in(&controller.release);
     use harness::runner::{RunConfig, run};
     let _ = rustls::crypto::ring::default_provider().install_default();
     let dir = tempfile::tempdir().unwrap();
@@ -365,6 +367,7 @@ async fn whole_suite(
         binary,
         args: vec![format!("--templates={}", templates.display())],
     });
+    config.server = server;
     run(&config).await.expect("the run itself works");
     crate::common::scenario_outcomes(&dir.path().join(format!("{profile}.cucumber.json")))
         .into_iter()
