@@ -37,6 +37,10 @@ pub const MACHINE_CONFIG_CONTENT: &str = "/etc/mcs-machine-config-content.json";
 /// (release-4.12 api.go `detectSpecVersionFromAcceptHeader`; 4.14 and 4.16 also 3.3 and 3.4).
 const ACCEPT: &str = "application/vnd.coreos.ignition+json;version=3.2.0, */*;q=0.1";
 
+/// How long the server may take at least to answer `/healthz`: it listens only once its
+/// informers have synced.
+pub const START_DEADLINE: std::time::Duration = std::time::Duration::from_secs(180);
+
 /// The server a run names (`--server-binary`, `--server-arg`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UpstreamServer {

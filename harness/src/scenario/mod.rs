@@ -506,7 +506,9 @@ impl Scenario {
                         server.url(),
                         &server.ca_pem(),
                         dir.path(),
-                        options.deadline,
+                        // Its informers sync before it listens; on a loaded host that takes
+                        // longer than a step's convergence, and no verdict rests on it.
+                        options.deadline.max(crate::cluster::upstream_server::START_DEADLINE),
                     )
                     .await?;
                 Some((running, dir))
