@@ -508,7 +508,9 @@ impl Scenario {
                         dir.path(),
                         // Its informers sync before it listens; on a loaded host that takes
                         // longer than a step's convergence, and no verdict rests on it.
-                        options.deadline.max(crate::cluster::upstream_server::START_DEADLINE),
+                        options
+                            .deadline
+                            .max(crate::cluster::upstream_server::START_DEADLINE),
                     )
                     .await?;
                 Some((running, dir))
