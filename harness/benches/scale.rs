@@ -174,16 +174,16 @@ async fn rotate(scenario: &Scenario, profile: Profile, nodes: usize) -> Result<(
     }
     // As the step does: a minute after the last change, so the new signer gets a new name.
     scenario.advance(time::Duration::minutes(1)).await?;
-    let namespace = scenario.secret_namespace(SIGNER)?;
+    let name = scenario.certificate_name(SIGNER)?;
     let mut marks = Vec::with_capacity(nodes);
     for node in &scenario.nodes {
         marks.push(node.journal_mark().await?);
     }
     let began = Instant::now();
-    harness::cluster::force_rotation(&scenario.admin, &namespace, SIGNER).await?;
+    harness::cluster::force_rotation(&scenario.admin, &name.namespace, &name.name).await?;
     scenario.advance(time::Duration::ZERO).await?;
     let took = began.elapsed();
-    let signer = scenario.certificate(&namespace, SIGNER).await?;
+    let signer = scenario.certificate(&name.namespace, &name.name).await?;
     let body = signer
         .pem
         .lines()
