@@ -59,16 +59,22 @@ impl Expanded {
     }
 }
 
-/// Every scenario of a feature as cucumber runs it (an Outline once per row), with the line
-/// cucumber gives it (an Outline row's: its Examples keyword's line, plus one for the header,
-/// plus the row's number).
-pub fn scenarios(feature: &Feature) -> Vec<Expanded> {
-    let file = feature
+/// The name a feature goes by in identities and progress lines: its file's name (the feature's
+/// own name for one read from no file).
+pub fn feature_file(feature: &Feature) -> String {
+    feature
         .path
         .as_ref()
         .and_then(|p| p.file_name())
         .map(|f| f.to_string_lossy().into_owned())
-        .unwrap_or_else(|| feature.name.clone());
+        .unwrap_or_else(|| feature.name.clone())
+}
+
+/// Every scenario of a feature as cucumber runs it (an Outline once per row), with the line
+/// cucumber gives it (an Outline row's: its Examples keyword's line, plus one for the header,
+/// plus the row's number).
+pub fn scenarios(feature: &Feature) -> Vec<Expanded> {
+    let file = feature_file(feature);
     let all = feature.scenarios.iter().map(|s| (&[][..], s)).chain(
         feature
             .rules

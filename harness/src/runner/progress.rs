@@ -24,13 +24,7 @@ pub fn scenario_key(
     feature: &cucumber::gherkin::Feature,
     scenario: &cucumber::gherkin::Scenario,
 ) -> (String, usize) {
-    let file = feature
-        .path
-        .as_ref()
-        .and_then(|p| p.file_name())
-        .map(|f| f.to_string_lossy().into_owned())
-        .unwrap_or_else(|| feature.name.clone());
-    (file, scenario.position.line)
+    (super::identity::feature_file(feature), scenario.position.line)
 }
 
 /// Where a scenario is, as the user can pass it back (`mco-conformance run FILE:LINE`): the

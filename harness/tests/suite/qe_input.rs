@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 const BIN: &str = env!("CARGO_BIN_EXE_mco-conformance");
 
 /// A feature file `name` with `text` in a fresh directory, and that directory.
-fn feature(name: &str, text: &str) -> (tempfile::TempDir, PathBuf) {
+pub(crate) fn feature(name: &str, text: &str) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(name);
     std::fs::write(&path, text).unwrap();
@@ -16,7 +16,7 @@ fn feature(name: &str, text: &str) -> (tempfile::TempDir, PathBuf) {
 }
 
 /// `mco-conformance run` from `dir`, as QE runs it from where the features are.
-fn run(dir: &Path, args: &[&str], path: &Path) -> (Option<i32>, String, String) {
+pub(crate) fn run(dir: &Path, args: &[&str], path: &Path) -> (Option<i32>, String, String) {
     run_from(dir, dir, args, path)
 }
 

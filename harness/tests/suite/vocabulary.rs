@@ -2,34 +2,13 @@
 //! OpenShift: the names certificates go by, and each positive Then step's negation. Each case
 //! runs the CLI on a feature written that way, as `qe_input.rs` does for mistakes.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-const BIN: &str = env!("CARGO_BIN_EXE_mco-conformance");
-
-/// A feature file `name` with `text` in a fresh directory, and that directory.
-fn feature(name: &str, text: &str) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join(name);
-    std::fs::write(&path, text).unwrap();
-    (dir, path)
-}
+use crate::qe_input::feature;
+use std::path::Path;
 
 /// `mco-conformance run` from `dir` on `path`: exit code and stdout.
 fn run(dir: &Path, args: &[&str], path: &Path) -> (Option<i32>, String) {
-    let out: Output = Command::new(BIN)
-        .current_dir(dir)
-        .arg("run")
-        .arg("--report-dir")
-        .arg(dir.join("report"))
-        .args(args)
-        .arg(path)
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
+    let (code, stdout, _) = crate::qe_input::run(dir, args, path);
+    (code, stdout)
 }
 
 /// The names the seeds and OpenShift give certificates work as they mean there: a CN names the
