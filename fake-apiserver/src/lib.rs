@@ -19,6 +19,7 @@
 //! - `store`: objects, resourceVersions, history and the watch feed; all semantics live here.
 //! - `resource`: the registry of built-in and CRD-defined resources.
 //! - `patch`, `selector`, `typecheck`, `validation`: pure functions the store and handlers use.
+//! - `protobuf`: request bodies in Kubernetes' protobuf encoding, read into JSON.
 //! - `depth`: the nesting bound, and handling deep documents without recursion on small stacks.
 //! - `auth`, `tls`, `pki`: identities, impersonation, authorization (the Node authorizer and a
 //!   pluggable RBAC stand-in), NodeRestriction admission, TLS configuration.
@@ -36,6 +37,7 @@ mod http;
 pub mod manifests;
 pub mod patch;
 pub mod pki;
+mod protobuf;
 pub mod resource;
 pub mod selector;
 pub mod server;

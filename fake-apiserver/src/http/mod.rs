@@ -1,5 +1,6 @@
 //! The HTTP face of the server: one entry point per request that authenticates, applies
-//! injected faults, routes, and turns every error into a `Status` reply.
+//! injected faults, routes, turns every error into a `Status` reply, and writes the answer in
+//! the media type the client negotiated (JSON, YAML or protobuf).
 //!
 //! # Layout
 //! - `body`: reading request bodies, and settling the ones no handler read.
@@ -96,8 +97,13 @@ pub(crate) async fn serve(
         Ok(r) => r,
         Err(e) => status_response(&e),
     };
-    if yaml_negotiated(&headers) {
-        response = as_yaml(response).await;
+    match negotiated(&headers) {
+        Output::Yaml => response = as_yaml(response).await,
+        Output::Protobuf => {
+            let custom = custom_resource(&shared, &path);
+            response = as_protobuf(response, custom).await;
+        }
+        Output::Json => {}
     }
     let keep_alive = body::settle(&pending, &headers).await;
     if !keep_alive && version <= Version::HTTP_11 {
@@ -115,14 +121,21 @@ pub(crate) async fn serve(
     Ok(response)
 }
 
-/// Whether content negotiation picks YAML for the answer, as apiserver's
-/// `negotiation.NegotiateOutputMediaType` does: the `Accept` ranges by quality (and, at equal
-/// quality, the more specific first), the first the server writes winning. The fake writes JSON
-/// and YAML; `application/*` matches neither (a real 1.36 answers it 406); a Table request is
-/// JSON.
-pub(crate) fn yaml_negotiated(headers: &http::HeaderMap) -> bool {
+/// The media type content negotiation picks for an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Output {
+    Json,
+    Yaml,
+    Protobuf,
+}
+
+/// The answer's media type, as apiserver's `negotiation.NegotiateOutputMediaType` picks it: the
+/// `Accept` ranges by quality (and, at equal quality, the more specific first), the first the
+/// server writes winning. `application/*` matches nothing (a real 1.36 answers it 406); a Table
+/// request is JSON, and a protobuf one is skipped (this server writes no protobuf Table).
+pub(crate) fn negotiated(headers: &http::HeaderMap) -> Output {
     let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else {
-        return false;
+        return Output::Json;
     };
     let mut ranges: Vec<(f32, u8, bool, String)> = accept
         .split(',')
@@ -148,18 +161,71 @@ pub(crate) fn yaml_negotiated(headers: &http::HeaderMap) -> bool {
     ranges.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
     for (_, _, table, media) in ranges {
         match media.as_str() {
-            "application/json" | "*/*" => return false,
-            "application/yaml" => return !table,
+            "application/json" | "*/*" => return Output::Json,
+            "application/yaml" if !table => return Output::Yaml,
+            crate::protobuf::MEDIA_TYPE if !table => return Output::Protobuf,
             _ => {}
         }
     }
-    false
+    Output::Json
 }
 
-/// A whole JSON answer rewritten as YAML (`application/yaml`), on a deep stack as any document
-/// may nest 10,000 deep. Answers that are not JSON stay as they are (a watch asked for in YAML
-/// is refused before it starts).
+/// Whether content negotiation picks YAML for the answer.
+pub(crate) fn yaml_negotiated(headers: &http::HeaderMap) -> bool {
+    negotiated(headers) == Output::Yaml
+}
+
+/// A whole JSON answer rewritten in protobuf (`k8s\0` and the envelope) when its kind is one
+/// `protobuf::answer` writes: a Status, a modelled built-in object or a list of them. Anything
+/// else stays JSON, which clients that ask for protobuf also read (client-go decodes by the
+/// answer's `Content-Type`); a watch stays a JSON stream.
+///
+/// A custom resource's object or list cannot be written in protobuf: 1.36's answer for it is a
+/// 406 Status (`protobuf::custom_answer`).
+async fn as_protobuf(response: Response<Body>, custom: bool) -> Response<Body> {
+    let convert = if custom {
+        crate::protobuf::custom_answer
+    } else {
+        |value: &Value| crate::protobuf::answer(value).map(|bytes| (bytes, None))
+    };
+    rewrite_json(response, crate::protobuf::MEDIA_TYPE, convert).await
+}
+
+/// Whether `path` addresses a custom resource (one a CRD serves).
+fn custom_resource(shared: &Shared, path: &str) -> bool {
+    match route::parse(&route::decode_path(path)) {
+        Route::Resource(p) => shared
+            .store
+            .registry()
+            .get(&p.group, &p.version, &p.resource)
+            .is_some_and(|info| !info.builtin),
+        _ => false,
+    }
+}
+
+/// A whole JSON answer rewritten as YAML (`application/yaml`). A watch asked for in YAML is
+/// refused before it starts.
 async fn as_yaml(response: Response<Body>) -> Response<Body> {
+    rewrite_json(response, "application/yaml", |value| {
+        serde_yaml::to_string(value)
+            .ok()
+            .map(|yaml| (yaml.into_bytes(), None))
+    })
+    .await
+}
+
+/// What a conversion makes of a JSON answer: its bytes, and a status code that replaces a
+/// successful one.
+type Converted = Option<(Vec<u8>, Option<StatusCode>)>;
+
+/// A whole JSON answer rewritten by `convert` and served as `content_type`, on a deep stack as
+/// any document may nest 10,000 deep. Answers that are not JSON, are streamed, or that
+/// `convert` declines stay as they are.
+async fn rewrite_json(
+    response: Response<Body>,
+    content_type: &'static str,
+    convert: fn(&Value) -> Converted,
+) -> Response<Body> {
     use hyper::body::Body as _;
     let is_json = response
         .headers()
@@ -172,24 +238,27 @@ async fn as_yaml(response: Response<Body>) -> Response<Body> {
     let Ok(collected) = body.collect().await;
     let bytes = collected.to_bytes();
     let json = bytes.clone();
-    let yaml = crate::depth::on_deep_stack(move || {
+    let converted = crate::depth::on_deep_stack(move || {
         let value = crate::depth::parse(&json).ok()?;
-        let yaml = serde_yaml::to_string(&value).ok();
+        let converted = convert(&value);
         crate::depth::dismantle(value);
-        yaml
+        converted
     })
     .await
     .ok()
     .flatten();
-    let Some(yaml) = yaml else {
+    let Some((converted, status)) = converted else {
         return Response::from_parts(parts, Full::new(bytes).boxed_unsync());
     };
+    if let Some(status) = status.filter(|_| parts.status.is_success()) {
+        parts.status = status;
+    }
     parts.headers.insert(
         header::CONTENT_TYPE,
-        header::HeaderValue::from_static("application/yaml"),
+        header::HeaderValue::from_static(content_type),
     );
     parts.headers.remove(header::CONTENT_LENGTH);
-    Response::from_parts(parts, Full::new(Bytes::from(yaml)).boxed_unsync())
+    Response::from_parts(parts, Full::new(Bytes::from(converted)).boxed_unsync())
 }
 
 /// The verb and resource a request addresses, as fault rules match them.

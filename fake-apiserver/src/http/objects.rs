@@ -126,7 +126,7 @@ pub async fn handle(
         }
         "delete" => {
             let body = read_body(req, shared.body_limit).await?;
-            let (preconditions, dry_run) = delete_options(&body.bytes)?;
+            let (preconditions, dry_run) = delete_options(&body)?;
             // NodeRestriction reads the object a kubelet deletes (from its informer upstream).
             if who.node_name().is_some()
                 && let Ok(old) = shared.store.get(&info, ns, name)
@@ -165,7 +165,7 @@ pub async fn handle(
         }
         "deletecollection" => {
             let body = read_body(req, shared.body_limit).await?;
-            let (_, dry_run) = delete_options(&body.bytes)?;
+            let (_, dry_run) = delete_options(&body)?;
             let filter = filter_for(&info, ns, None, &query)?;
             let (store, target, dry_run) = (shared.clone(), info.clone(), dry_run || query.dry_run);
             let deleted = deep(move || store.store.delete_collection(&target, &filter, dry_run)).await?;
@@ -397,12 +397,21 @@ pub(super) fn to_bytes(v: &Value) -> Bytes {
 }
 
 /// `DeleteOptions` from a DELETE body (which may be empty).
-fn delete_options(body: &[u8]) -> Result<(Preconditions, bool), ApiError> {
-    if body.iter().all(u8::is_ascii_whitespace) {
+fn delete_options(body: &super::RequestBody) -> Result<(Preconditions, bool), ApiError> {
+    let bytes = &body.bytes;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok((Preconditions::default(), false));
     }
-    let opts: Value = serde_json::from_slice(body)
-        .map_err(|e| ApiError::BadRequest(format!("error decoding DeleteOptions: {e}")))?;
+    // client-go sends DeleteOptions in protobuf when asked to write protobuf. kube-apiserver
+    // passes a decode error on as it is, which its error writer turns into a 500; a client's
+    // mistake is a 400 here.
+    let opts: Value =
+        if super::decode::media_type(body.content_type.as_deref()) == crate::protobuf::MEDIA_TYPE {
+            crate::protobuf::delete_options(bytes).map_err(ApiError::BadRequest)?
+        } else {
+            serde_json::from_slice(bytes)
+                .map_err(|e| ApiError::BadRequest(format!("error decoding DeleteOptions: {e}")))?
+        };
     let text = |p: &str| opts.pointer(p).and_then(Value::as_str).map(str::to_string);
     let dry_run = opts["dryRun"]
         .as_array()

@@ -91,7 +91,8 @@ func run(kubeconfig string) error {
 	if err != nil {
 		return err
 	}
-	// JSON: client-go 1.36 writes built-in types as protobuf, which the fake does not serve.
+	// JSON: client-go 1.36 writes built-in types as protobuf, which the fake reads for a few
+	// kinds only (fake-apiserver/README.md, "Protobuf").
 	config.ContentType = "application/json"
 	log := &requestLog{}
 	config.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return recorder{rt, log} }

@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 
 const CSRS: &str = "/apis/certificates.k8s.io/v1/certificatesigningrequests";
 
-fn request_pem(cn: &str) -> String {
+/// A PKCS#10 request for `cn` in `system:nodes`: its PEM, base64-encoded as `spec.request` holds it.
+pub(crate) fn request_pem(cn: &str) -> String {
     let key = rcgen::KeyPair::generate().expect("key");
     let mut params = rcgen::CertificateParams::default();
     params.distinguished_name.push(rcgen::DnType::CommonName, cn);
@@ -22,7 +23,7 @@ fn request_pem(cn: &str) -> String {
     base64::engine::general_purpose::STANDARD.encode(csr.pem().expect("pem"))
 }
 
-fn unique(prefix: &str) -> String {
+pub(crate) fn unique(prefix: &str) -> String {
     format!("{prefix}-{}", &uuid::Uuid::new_v4().simple().to_string()[..10])
 }
 

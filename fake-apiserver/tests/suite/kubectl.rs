@@ -1,10 +1,11 @@
 //! Real kubectl clients against the fake (or the server `APISERVER_KUBECONFIG` names): create a CRD and a ControllerConfig from the
 //! fixtures, get -o yaml, patch (merge, json), label, annotate, get -w seeing an update, apply a
-//! ConfigMap twice, delete. Each version found beside the machine's `kubectl` runs; a missing
-//! one is skipped with the reason printed.
+//! ConfigMap twice, delete; and kubectl 1.33's imperative creates, which send protobuf. Each
+//! version found beside the machine's `kubectl` runs; a missing one is skipped with the reason
+//! printed (a failure under `CI=true`).
 
 use crate::common::{cluster, remove_crd};
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, ServiceAccount};
 use kube::api::{Api, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -92,17 +93,165 @@ async fn kubectl_versions_drive_the_fake() {
     }
 }
 
-async fn exercise(binary: PathBuf) {
+/// kubectl 1.31 and later sends the objects of `create namespace|configmap|secret|serviceaccount`
+/// in protobuf, and asks for protobuf answers first; each object is read back and must hold
+/// what was given, and what kubectl decoded from the answers must be what was stored.
+#[tokio::test]
+async fn kubectl_imperative_creates_send_protobuf() {
+    let binary = match kubectl_dir() {
+        Ok(dir) => dir.join("kubectl.1.33"),
+        Err(why) => {
+            fake_apiserver::testing::skip(&format!("kubectl 1.33 imperative creates: {why}"));
+            return;
+        }
+    };
+    if !binary.is_file() {
+        fake_apiserver::testing::skip(&format!(
+            "kubectl 1.33 imperative creates: {} is not installed",
+            binary.display()
+        ));
+        return;
+    }
     let c = cluster().await;
     let home = tempfile::tempdir().unwrap();
-    let kubeconfig = home.path().join("kubeconfig");
+    let k = kubectl_for(&c, binary, home.path());
+    let ns = format!("{}-pb", c.ns);
+    // kubectl asks for protobuf first: it decodes the answer with the Go types and prints it.
+    let printed: serde_json::Value =
+        serde_json::from_str(&k.ok(&["create", "namespace", &ns, "-o", "json"]).await).unwrap();
+    assert_eq!(printed["metadata"]["name"], ns.as_str());
+    assert_eq!(printed["spec"]["finalizers"], json!(["kubernetes"]));
+    assert_eq!(printed["status"]["phase"], "Active");
+    // `-v=8` logs each request's headers: the ConfigMap must travel as protobuf.
+    let out = k
+        .run(&[
+            "-n",
+            &ns,
+            "create",
+            "configmap",
+            "settings",
+            "--from-literal=mode=fast",
+            "--from-literal=motd=hello, world",
+            "-v=8",
+        ])
+        .await;
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "kubectl create configmap failed: {log}");
+    assert!(
+        log.contains("Content-Type: application/vnd.kubernetes.protobuf"),
+        "kubectl 1.33 sent no protobuf body: {log}"
+    );
+    k.ok(&[
+        "-n",
+        &ns,
+        "create",
+        "secret",
+        "generic",
+        "creds",
+        "--from-literal=password=s3cr3t",
+        "--type=example.com/basic",
+    ])
+    .await;
+    k.ok(&["-n", &ns, "create", "serviceaccount", "robot"]).await;
+    // An error answer, a Status in protobuf, read by kubectl.
+    let again = k
+        .run(&[
+            "-n",
+            &ns,
+            "create",
+            "configmap",
+            "settings",
+            "--from-literal=mode=slow",
+        ])
+        .await;
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        stderr.contains(r#"failed to create configmap: configmaps "settings" already exists"#),
+        "{stderr}"
+    );
+    let printed: serde_json::Value = serde_json::from_str(
+        &k.ok(&[
+            "-n",
+            &ns,
+            "create",
+            "configmap",
+            "printed",
+            "--from-literal=k=v",
+            "-o",
+            "json",
+        ])
+        .await,
+    )
+    .unwrap();
+    let stored = Api::<ConfigMap>::namespaced(c.client.clone(), &ns)
+        .get("printed")
+        .await
+        .unwrap();
+    assert_eq!(printed["data"], json!({"k": "v"}));
+    assert_eq!(printed["metadata"]["uid"], json!(stored.metadata.uid));
+    assert_eq!(
+        printed["metadata"]["resourceVersion"],
+        json!(stored.metadata.resource_version)
+    );
+    assert_eq!(
+        printed["metadata"]["creationTimestamp"],
+        serde_json::to_value(stored.metadata.creation_timestamp).unwrap()
+    );
+
+    let namespace = Api::<Namespace>::all(c.client.clone()).get(&ns).await.unwrap();
+    assert_eq!(namespace.metadata.name.as_deref(), Some(ns.as_str()));
+    let cm = Api::<ConfigMap>::namespaced(c.client.clone(), &ns)
+        .get("settings")
+        .await
+        .unwrap();
+    let data = cm.data.unwrap();
+    assert_eq!(
+        (data["mode"].as_str(), data["motd"].as_str()),
+        ("fast", "hello, world")
+    );
+    let secret = Api::<Secret>::namespaced(c.client.clone(), &ns)
+        .get("creds")
+        .await
+        .unwrap();
+    assert_eq!(secret.data.unwrap()["password"].0, b"s3cr3t");
+    assert_eq!(secret.type_.as_deref(), Some("example.com/basic"));
+    let robot = Api::<ServiceAccount>::namespaced(c.client.clone(), &ns)
+        .get("robot")
+        .await;
+    assert!(robot.is_ok(), "{robot:?}");
+    // And kubectl reads them back.
+    let printed = k
+        .ok(&[
+            "-n",
+            &ns,
+            "get",
+            "configmap",
+            "settings",
+            "-o",
+            "jsonpath={.data.mode}",
+        ])
+        .await;
+    assert_eq!(printed, "fast");
+    k.ok(&["delete", "namespace", &ns, "--wait=false"]).await;
+    c.cleanup().await;
+}
+
+/// kubectl `binary` with an admin kubeconfig for the cluster, and a fresh discovery cache.
+fn kubectl_for(c: &crate::common::TestCluster, binary: PathBuf, home: &Path) -> Kubectl {
+    let kubeconfig = home.join("kubeconfig");
     let config = match (&c.server, std::env::var("APISERVER_KUBECONFIG")) {
         (Some(server), _) => server.kubeconfig(server.admin_identity()),
         (None, Ok(path)) => std::fs::read_to_string(path).expect("APISERVER_KUBECONFIG is readable"),
         (None, Err(e)) => panic!("no fake and no kubeconfig: {e}"),
     };
     std::fs::write(&kubeconfig, config).unwrap();
-    let k = Kubectl { binary, kubeconfig };
+    Kubectl { binary, kubeconfig }
+}
+
+async fn exercise(binary: PathBuf) {
+    let c = cluster().await;
+    let home = tempfile::tempdir().unwrap();
+    let k = kubectl_for(&c, binary, home.path());
     let client = c.client.clone();
     // The CRD and the ControllerConfig are cluster-wide: start without them.
     remove_crd(&client, "controllerconfigs.machineconfiguration.openshift.io").await;

@@ -24,5 +24,6 @@ mod nesting;
 mod node_authorization;
 mod object_type;
 mod parameters;
+mod protobuf;
 mod tls;
 mod watch;

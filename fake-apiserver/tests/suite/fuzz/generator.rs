@@ -1,6 +1,7 @@
 //! The request generator: random HTTP/1.1 requests over the API server's whole surface (method,
 //! path, query, headers, body), mostly aimed at routes it serves, with JSON bodies small and
-//! typed, deep, or wide. The same seed gives the same requests everywhere.
+//! typed, deep, or wide, and protobuf bodies of random fields. The same seed gives the same
+//! requests everywhere.
 
 use super::TOKEN;
 use serde_json::{Value, json};
@@ -181,7 +182,7 @@ const CONTENT_TYPES: &[&str] = &[
     "application/json-patch+json",
     "application/apply-patch+yaml",
     "application/yaml",
-    "application/vnd.kubernetes.protobuf",
+    PROTOBUF,
     "text/plain",
     "application/json; charset=utf-8",
     "garbage/\u{1}",
@@ -312,6 +313,78 @@ fn body(rng: &mut Rng) -> Vec<u8> {
             serde_json::to_vec(&object).unwrap_or_default()
         }
     }
+}
+
+const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+
+/// A protobuf body: the `k8s\0` magic and an envelope naming a kind, around a message of random
+/// fields (strings, varints at their edges, map entries, nested messages, tags with any wire
+/// type and lengths that lie), sometimes cut short anywhere.
+fn protobuf_body(rng: &mut Rng) -> Vec<u8> {
+    let mut raw = Vec::new();
+    protobuf_fields(rng, &mut raw, 0);
+    let mut type_meta = Vec::new();
+    delimited(&mut type_meta, 1, rng.pick(VERSIONS).as_bytes());
+    delimited(&mut type_meta, 2, rng.pick(KINDS).as_bytes());
+    let mut out = b"k8s\0".to_vec();
+    delimited(&mut out, 1, &type_meta);
+    delimited(&mut out, 2, &raw);
+    if rng.chance(20) {
+        out.truncate(rng.below(out.len() + 1));
+    }
+    out
+}
+
+fn protobuf_fields(rng: &mut Rng, out: &mut Vec<u8>, depth: usize) {
+    for _ in 0..rng.below(8) {
+        let field = if rng.chance(10) {
+            rng.next() >> rng.below(64)
+        } else {
+            1 + rng.below(17) as u64
+        };
+        match rng.below(6) {
+            0 => {
+                varint(out, field << 3);
+                let edges = [0, 1, u64::MAX, i64::MAX as u64, 1 << 31, 1 << 32];
+                let n = if rng.chance(50) {
+                    edges[rng.below(edges.len())]
+                } else {
+                    rng.next()
+                };
+                varint(out, n);
+            }
+            1 if depth < 4 => {
+                let mut inner = Vec::new();
+                protobuf_fields(rng, &mut inner, depth + 1);
+                delimited(out, field, &inner);
+            }
+            2 => delimited(out, field, rng.pick(SEGMENTS).as_bytes()),
+            3 => {
+                let mut entry = Vec::new();
+                delimited(&mut entry, 1, rng.pick(SEGMENTS).as_bytes());
+                delimited(&mut entry, 2, rng.pick(SEGMENTS).as_bytes());
+                delimited(out, field, &entry);
+            }
+            _ => {
+                varint(out, (field << 3) | rng.below(8) as u64);
+                varint(out, rng.next() >> rng.below(64));
+            }
+        }
+    }
+}
+
+fn varint(out: &mut Vec<u8>, mut n: u64) {
+    while n >= 0x80 {
+        out.push(n as u8 | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+fn delimited(out: &mut Vec<u8>, field: u64, payload: &[u8]) {
+    varint(out, (field << 3) | 2);
+    varint(out, payload.len() as u64);
+    out.extend_from_slice(payload);
 }
 
 const GROUPS: &[(&str, &str, &[&str])] = &[
@@ -467,7 +540,6 @@ pub(super) fn request(rng: &mut Rng) -> (Vec<u8>, String) {
             other => format!("%{other:02X}"),
         })
         .collect();
-    let body = body(rng);
     let mut head = format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n");
     match rng.below(10) {
         0 => {}
@@ -475,9 +547,15 @@ pub(super) fn request(rng: &mut Rng) -> (Vec<u8>, String) {
         2 => head.push_str("Authorization: Basic Zm9vOmJhcg==\r\n"),
         _ => head.push_str(&format!("Authorization: Bearer {TOKEN}\r\n")),
     }
-    if rng.chance(80) {
-        head.push_str(&format!("Content-Type: {}\r\n", rng.pick(CONTENT_TYPES)));
+    let content_type = rng.chance(80).then(|| rng.pick(CONTENT_TYPES));
+    if let Some(content_type) = content_type {
+        head.push_str(&format!("Content-Type: {content_type}\r\n"));
     }
+    let body = if content_type == Some(PROTOBUF) && rng.chance(75) {
+        protobuf_body(rng)
+    } else {
+        body(rng)
+    };
     if rng.chance(60) {
         head.push_str(&format!("Accept: {}\r\n", rng.pick(ACCEPTS)));
     }

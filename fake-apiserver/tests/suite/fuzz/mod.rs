@@ -2,7 +2,7 @@
 //! headers and body come from a seeded generator that knows the API's grammar (group, version,
 //! namespace, resource, name, subresource; the query keys and content types the server reads)
 //! and mixes in what it does not expect (percent-escapes, NULs, unknown keys, random bytes,
-//! JSON nested thousands deep or thousands wide), and every number a client gives at the edges
+//! JSON nested thousands deep or thousands wide, protobuf envelopes around random fields), and every number a client gives at the edges
 //! of every integer type (a quarter of the requests are well-formed lists, watches, gets and
 //! deletes with such numbers; `the_generator_sends_every_number_at_every_extreme` holds the
 //! generator to it). Every request must get an HTTP answer that is not a 5xx (but for
@@ -168,14 +168,22 @@ async fn random_requests_over_the_whole_surface_get_answers() {
     let mut rng = Rng(seed.max(1));
     let started = Instant::now();
     let (mut sent, mut routes, mut codes) = (0u64, BTreeSet::new(), BTreeSet::new());
+    // Protobuf envelopes sent as such, and what they got.
+    let (mut protobuf, mut protobuf_codes) = (0u64, std::collections::BTreeMap::new());
     let mut failures = Vec::new();
     while started.elapsed() < Duration::from_secs(seconds) {
         let (raw, route) = request(&mut rng);
         sent += 1;
+        let enveloped = contains(&raw, b"Content-Type: application/vnd.kubernetes.protobuf\r\n")
+            && contains(&raw, b"\r\n\r\nk8s\0");
+        protobuf += u64::from(enveloped);
         match answer(&server, &raw).await {
             Ok(code) => {
                 routes.insert(route);
                 codes.insert(code);
+                if enveloped {
+                    *protobuf_codes.entry(code).or_insert(0u64) += 1;
+                }
             }
             outcome => {
                 let kept = keep_failure(&raw);
@@ -190,7 +198,7 @@ async fn random_requests_over_the_whole_surface_get_answers() {
         }
     }
     println!(
-        "fuzz: seed {seed}, {sent} requests in {:.1} s, {} distinct routes (method and path), status codes {codes:?}, failures {}",
+        "fuzz: seed {seed}, {sent} requests in {:.1} s, {} distinct routes (method and path), status codes {codes:?}, failures {}; {protobuf} protobuf envelopes, answered {protobuf_codes:?}",
         started.elapsed().as_secs_f64(),
         routes.len(),
         failures.len()
@@ -200,6 +208,10 @@ async fn random_requests_over_the_whole_surface_get_answers() {
         ready(&server).await,
         "the server still serves after {sent} requests"
     );
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
 }
 
 /// The generator sends every numeric query parameter at every extreme it knows, with the
