@@ -114,6 +114,28 @@ Feature: From the bootstrap bundle to the in-cluster bundle
     Then every node's kubelet-ca.crt holds 5 certificates
     And every node's kubelet-ca.crt equals "the initial bundle with the kubelet signer's bundle merged in"
 
+  # Seed 002 (MCO-499): kubelet-ca.crt "is a bundle of 5 (now 7) certs"; right after install,
+  # with the correct bundle, "admin-kubeconfig-signer, kube-csr-signer_@…, kubelet-signer,
+  # kube-apiserver-to-kubelet-signer, kube-control-plane-signer, kubelet-bootstrap-kubeconfig-signer,
+  # openshift-kube-apiserver-operator_node-system-admin-signer@…". On 4.14 and 4.16 that is
+  # kube-apiserver-client-ca after the hand-over: the installer's five plus KCM-O's first
+  # kube-csr-signer (csr-signer-ca, issued by the kubelet-signer) and KAS-O's node-system-admin
+  # signer (node-system-admin-ca, certrotationcontroller.go:781-796), one union
+  # (targetconfigcontroller.go ManageClientCABundle:284-316). Nothing has rotated or expired at
+  # the hand-over, so each is there once: 7.
+  @ocp-4.14 @ocp-4.16
+  Scenario: After the hand-over kubelet-ca.crt holds the seven client signers MCO-499 names
+    Given a cluster installed from its bootstrap node with 1 worker node
+    When the bootstrap node hands over
+    Then every node's kubelet-ca.crt holds 7 certificates
+    And every node's kubelet-ca.crt lists the current admin-kubeconfig-signer
+    And every node's kubelet-ca.crt lists the current kube-csr-signer
+    And every node's kubelet-ca.crt lists the current kubelet-signer
+    And every node's kubelet-ca.crt lists the current kube-apiserver-to-kubelet-signer
+    And every node's kubelet-ca.crt lists the current kube-control-plane-signer
+    And every node's kubelet-ca.crt lists the current kubelet-bootstrap-kubeconfig-signer
+    And every node's kubelet-ca.crt lists the current node-system-admin-signer
+
   Scenario Outline: After the hand-over the kubelet CA bundle comes from its in-cluster source
     Given a cluster installed from its bootstrap node with 1 worker node
     When the bootstrap node hands over

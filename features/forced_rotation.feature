@@ -35,7 +35,11 @@ Feature: Forcing a signer rotation by removing an annotation
   # its own log and, through `logger`, to the journal as
   # `root[<pid>]: machine-config-daemon[<pid>]: <message>`; release-4.16 quotes the message):
   # the update starts, systemd reloads as the config's units are enabled, the action is none
-  # ("skipping reboot"), and the uncordon completes it.
+  # ("skipping reboot"), and the uncordon completes it. Around the action the daemon keeps its
+  # pending state in the journal (update.go:2125-2138 `storePendingState`, `logger --journald`:
+  # MESSAGE is the config's name, PENDING 1 before the action, 0 once the node is Done,
+  # daemon.go:1626-1634): the seed's `logger[<pid>]: rendered-worker-…` lines, the journal's
+  # `]: rendered-worker-` below.
   @ocp-4.12 @mco-logs
   Scenario: On 4.12 the daemon's update for a rotation, in upstream's words and order
     Given a fresh cluster with 1 worker node
@@ -43,5 +47,9 @@ Feature: Forcing a signer rotation by removing an annotation
     Then every node's journal shows, in this order:
       | Starting update from           |
       | systemd[1]: Reloading.         |
+      | ]: rendered-worker-            |
       | Node has Desired Config        |
       | Update completed for config    |
+      | ]: rendered-worker-            |
+    And every node's journal shows "Starting update from" through logger
+    And every node's journal shows "Update completed for config" through logger

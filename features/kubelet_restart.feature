@@ -188,14 +188,48 @@ Feature: When the kubelet restarts
     And no node's journal shows "Stopping kubelet.service"
     And no node has rebooted
 
-  # Not encoded: a second serving CA while the last rotation is still marked. The daemon reads
-  # kubeconfig-data only while service-ca-rotate is "true" and its Node, as its own cache holds
-  # it, does not yet say lastObservedServerCAAnnotation "true" (release-4.16
-  # certificate_writer.go:143, dn.node); the operator leaves an already "true" annotation alone
-  # until its next sync resets it. Whether a second CA published in that window is written thus
-  # depends on how fresh the daemon's Node cache is: release-4.16's daemon, run here, synced the
-  # next ControllerConfig 65 ms after annotating its Node, before its cache had the annotation,
-  # and wrote the second CA (and restarted the kubelet again). No verdict would be upstream's.
+  # An upgrade into 4.16: kubeconfig-data does not exist yet, and the operator's first sync
+  # creates it from kube-apiserver-server-ca at once, as binaryData, and sets service-ca-rotate
+  # "true" (release-4.16 pkg/operator/sync.go:1069-1077, no settle wait for a creation). The
+  # bundle holds the localhost-recovery serving signer KAS-O made in the cluster since install
+  # (certrotationcontroller.go:494), which the nodes' kubeconfigs, made at install, lack: the
+  # daemon logs "Cert not found in kubeconfig … Subject is: <its CN>", skips the kubelet restart
+  # for it (certificate_writer.go:197-217: it rotates on its own during upgrades) and rewrites
+  # /etc/kubernetes/kubeconfig with the whole bundle, deferring the restart.
+  @ocp-4.16
+  Scenario: On 4.16 the operator's first kubeconfig-data after an upgrade reaches the kubeconfig without a kubelet restart
+    Given a cluster upgraded into this release with 1 worker node, before its operator wrote kubeconfig-data
+    Then kubeconfig-data holds the kube-apiserver's serving CA bundle as binaryData
+    And every node's /etc/kubernetes/kubeconfig trusts the added CA
+    And every node's journal shows "Subject is: openshift-kube-apiserver-operator_localhost-recovery-serving-signer@"
+    And every node's journal shows "Skipping kubelet restart"
+    And no node's journal shows "Need to restart kubelet"
+    And no node's journal shows "Stopping kubelet.service"
+
+  # The operator copies a serving-CA change only once the bundle settled (release-4.16
+  # pkg/operator/sync.go:1020-1043): it polls kube-apiserver-server-ca every 15 s, a change it
+  # sees starts its one-minute wait again from that poll, and only after a quiet minute does it
+  # write kubeconfig-data and service-ca-rotate "true" (:1045-1087), once. The second CA, added
+  # 20 s after the first, is seen at the 30 s poll, so the copy comes a minute later, 90 s after
+  # the first change (70 s after the second), holding both: each kubelet restarts once. (Two CAs copied one after the
+  # other would instead meet the daemon's window in which service-ca-rotate is still "true"
+  # from the first: whether it writes the second then depends on how fresh its Node cache is,
+  # certificate_writer.go:143; the operator's wait keeps a burst of changes out of that window.)
+  @ocp-4.16
+  Scenario: On 4.16 two serving CAs added 20 seconds apart restart each kubelet once, after the bundle settled
+    Given a fresh cluster with 1 worker node
+    When the kube-apiserver's serving CA bundle gains a rotated localhost serving signer, and 20 seconds later a rotated load-balancer serving signer
+    And 69 seconds pass
+    Then kubeconfig-data lacks the added CA
+    And no node's journal shows "restarting kubelet due to server-ca rotation"
+    When 1 second passes
+    Then kubeconfig-data holds the added CA
+    And every node's journal shows, in this order:
+      | Subject is: openshift-kube-apiserver-operator_localhost-serving-signer@    |
+      | Subject is: openshift-kube-apiserver-operator_loadbalancer-serving-signer@ |
+      | restarting kubelet due to server-ca rotation                                |
+    And every node's journal shows "Stopping kubelet.service" once
+    And every node's /var/lib/kubelet/kubeconfig trusts the added CA
 
   # The operator and the daemon read kubeconfig-data as upstream's cmToData reads a ConfigMap
   # (release-4.16 sync.go:2005-2018, certificate_writer.go:388-400): binaryData first, otherwise

@@ -25,7 +25,9 @@ Feature: A paused pool during a signer rotation
   # kubelet client certificate (refresh 15 days, library-go target rule) was issued at install
   # by the old signer, which stays in the bundle; it is re-issued, by the new signer, 15 days
   # = 360 hours after install: at hour 359 (plus the minutes above) the kubelet still accepts
-  # it, at hour 360 it refuses it. Unpausing brings the bundle and the gauge back to 0.
+  # it, at hour 360 it refuses it. Unpausing brings the bundle and the gauge back to 0. The pool
+  # says why it holds back (release-4.12 node/status.go:96-98), and once unpaused it goes
+  # through Updating to Updated (:84-101) as any rollout.
   @ocp-4.12
   Scenario: On 4.12 a paused pool holds the new bundle back until oc logs breaks at hour 360
     Given a fresh cluster with 1 worker node
@@ -34,6 +36,7 @@ Feature: A paused pool during a signer rotation
     Then the worker pool has 2 rendered configs
     And every node runs the rendered config it started with
     And every node's kubelet-ca.crt lacks the current kube-apiserver-to-kubelet-signer
+    And the worker pool says it is paused and will not update to its newest rendered config, named by name
     And the controller's paused-pool kubelet CA metric for the worker pool is the expiry of the kube-apiserver-to-kubelet-signer the cluster started with
     And the warning alert MachineConfigControllerPausedPoolKubeletCA for the worker pool is pending
     When 59 minutes pass
@@ -50,6 +53,7 @@ Feature: A paused pool during a signer rotation
     When the worker pool is unpaused
     Then every node's kubelet-ca.crt lists the current kube-apiserver-to-kubelet-signer
     And every kubelet accepts the kube-apiserver's kubelet client certificate
+    And the worker pool went from Updating to Updated on its newest rendered config, named by name
     And the controller's paused-pool kubelet CA metric for the worker pool is 0
     And the warning alert MachineConfigControllerPausedPoolKubeletCA for the worker pool is inactive
 
@@ -95,7 +99,8 @@ Feature: A paused pool during a signer rotation
   # The certificate writer ignores `paused`: the bundle is on disk with no new rendered config
   # and no reboot, and when the kube-apiserver's client certificate is re-issued by the new
   # signer (day 15) the kubelet accepts it. The pool's certExpirys name the new signer, with its
-  # notAfter on 4.16 (status.go:88-98) and without one on 4.14 (status.go:46-58).
+  # notAfter on 4.16 (status.go:88-98) and without one on 4.14 (status.go:46-58). With no new
+  # rendered config the paused pool never leaves Updated.
   Scenario Outline: On 4.14 and 4.16 the bundle reaches a paused pool's nodes with no new rendered config
     Given a fresh cluster with 1 worker node
     And the worker pool is paused
@@ -105,6 +110,7 @@ Feature: A paused pool during a signer rotation
     And the worker pool has 1 rendered config
     And every node runs the rendered config it started with
     And the worker pool's certExpirys list the current kube-apiserver-to-kubelet-signer <expiry>
+    And the worker pool stayed Updated throughout
     And the controller's metrics have no paused-pool kubelet CA gauge
     When 15 days pass
     Then the kube-apiserver's kubelet client certificate is issued by the current kube-apiserver-to-kubelet-signer

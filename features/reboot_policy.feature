@@ -143,6 +143,71 @@ Feature: What a node does to apply a new config
     And every node is Ready
     And no node has rebooted
 
+  # Withdrawing the config brings the node back. The node controller gives a node whose daemon
+  # gave up (current ≠ desired, Unreconcilable) the pool's new target like any other, and does
+  # not count it unavailable (release-4.12 node_controller.go:957-985 getAllCandidateMachines,
+  # status.go:178-185 isNodeMCDFailing, :243-258 isNodeUnavailable): deleting the MachineConfig
+  # makes the pool target the config the node runs again. The daemon, given the config it runs
+  # in a state other than Done, logs "current+desiredConfig is … but state is Unreconcilable"
+  # and runs the update again (daemon.go:1752-1760 prepUpdateFromCluster), which finds nothing
+  # to change and ends Done with no reboot.
+  # The pool's messages name the config by its name on 4.12 and as "MachineConfig <name>" from
+  # 4.14 (release-4.14 node/status.go:153-158 getPoolUpdateLine).
+  Scenario Outline: Deleting the refused FIPS config brings the node back to Done
+    Given a fresh cluster with 1 worker node
+    When a MachineConfig for the worker pool turns FIPS on
+    Then every node is Unreconcilable with the reason "detected change to FIPS flag; refusing to modify FIPS on a running cluster"
+    When the newest MachineConfig for the worker pool is deleted
+    Then every node runs the rendered config it started with
+    And every node is Done
+    And the worker pool went from Updating to Updated on its newest rendered config, named <naming>
+    And every node is Ready
+    And no node has rebooted
+
+    @ocp-4.12
+    Examples:
+      | naming  |
+      | by name |
+
+    @ocp-4.14
+    Examples:
+      | naming                        |
+      | as MachineConfig and its name |
+
+  # Every update writes the config's units again, and a unit that is enabled is disabled before
+  # it is rewritten, its WantedBy= may have changed, then enabled again as the config says
+  # (OCPBUGS-33694: release-4.12 update.go:1600-1612, release-4.14 file_writers.go:233-241,
+  # release-4.16 :302-310): systemd reloads for each. The first MachineConfig brings the unit
+  # (new, so nothing to disable; a unit change reboots); the second rewrites it.
+  Scenario: An update disables each enabled unit before rewriting it and enables it again
+    Given a fresh cluster with 1 worker node
+    When a MachineConfig for the worker pool changes the unit mco-conformance-example.service
+    And a MachineConfig for the worker pool changes the file /var/lib/kubelet/config.json
+    Then every node's journal shows, in this order:
+      | Disabling systemd unit mco-conformance-example.service before re-writing it |
+      | Reloading.                                                                   |
+      | Reloading.                                                                   |
+      | Node has Desired Config                                                      |
+    And every node's unit mco-conformance-example.service is enabled
+
+  # The daemon's own log (the journal shows it under machine-config-daemon) as an update checks
+  # the change and writes the config's units: "Checking Reconcilable for config A to B"
+  # (release-4.12 update.go:527, release-4.16 :845), "Writing systemd unit %q" for a unit with
+  # contents (release-4.12 update.go:1595, release-4.14 file_writers.go:224, release-4.16 :293)
+  # and "Enabled systemd units: %v", every unit the config enables in Go's form of a list, names
+  # bare between brackets (release-4.12 update.go:1505, release-4.16 :2095), before the reboot
+  # the unit needs.
+  @mco-logs
+  Scenario: The daemon's log names the unit it writes and enables, in upstream's words
+    Given a fresh cluster with 1 worker node
+    When a MachineConfig for the worker pool changes the unit mco-conformance-example.service
+    Then every node's journal shows, in this order:
+      | Checking Reconcilable for config                       |
+      | Writing systemd unit "mco-conformance-example.service" |
+      | Enabled systemd units: [                               |
+      | Rebooting node                                         |
+    And no node's journal shows "Enabled systemd units: [""
+
   # calculatePostConfigChangeAction looks at /run/machine-config-daemon-force first: it removes
   # the file and reboots, even for a change that needs nothing.
   Scenario: The force file makes any change reboot

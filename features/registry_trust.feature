@@ -29,6 +29,42 @@ Feature: Registry trust written from ControllerConfig
     And every node is Done
     And no node has rebooted
 
+  # The template controller lists the registry CAs in ControllerConfig status.controllerCertificates
+  # after the four CA fields, each under its file name as bundleFile, and drops one whose entry
+  # left the spec (release-4.14 and 4.16 template_controller.go updateControllerConfigCerts; 4.12
+  # has no controllerCertificates).
+  @ocp-4.14 @ocp-4.16
+  Scenario: The ControllerConfig's status lists the registry CAs under their file names
+    Given a fresh cluster with 1 worker node
+    When the image registry CAs "registry.example.com" and "image-registry.svc..5000" are published
+    Then the ControllerConfig's status lists the registry CA "registry.example.com"
+    And the ControllerConfig's status lists the registry CA "image-registry.svc..5000"
+    When the image registry CA "registry.example.com" is published
+    Then the ControllerConfig's status lists the registry CA "registry.example.com"
+    And the ControllerConfig's status lacks the registry CA "image-registry.svc..5000"
+
+  # The user's registry CAs (image.config.openshift.io/cluster spec.additionalTrustedCA, which the
+  # operator copies into imageRegistryBundleUserData: release-4.16 sync.go:293-322) are written
+  # after the cluster's (certificate_writer.go:245-286 walks imageRegistryBundleData, then
+  # imageRegistryBundleUserData; release-4.14 :137-179), so for a host in both the user's CA is
+  # the one on disk; a directory stays while either list names it, and leaves with the last.
+  # None of it needs a rendered config or a reboot.
+  @ocp-4.14 @ocp-4.16
+  Scenario: The user's registry CAs are written after the cluster's and win for a shared host
+    Given a fresh cluster with 1 worker node
+    When the image registry CAs "registry.example.com" and "image-registry.svc..5000" are published
+    And the user's registry CAs "registry.example.com" and "mirror.example.com..8443" are published
+    Then every node has the user's registry CA "registry.example.com" in /etc/docker/certs.d/registry.example.com/ca.crt
+    And every node has the user's registry CA "mirror.example.com..8443" in /etc/docker/certs.d/mirror.example.com:8443/ca.crt
+    And every node has the registry CA "image-registry.svc..5000" in /etc/docker/certs.d/image-registry.svc:5000/ca.crt
+    And the ControllerConfig's status lists the registry CA "registry.example.com"
+    And the ControllerConfig's status lists the user's registry CA "registry.example.com"
+    When the user's registry CA "registry.example.com" is published
+    Then no node has the path /etc/docker/certs.d/mirror.example.com:8443
+    And every node has the user's registry CA "registry.example.com" in /etc/docker/certs.d/registry.example.com/ca.crt
+    And every node is Done
+    And no node has rebooted
+
   # release-4.16 certificate_writer.go:247-249 logs "/etc/docker/certs.d does not exist yet" and
   # writes no registry CA.
   @ocp-4.16
@@ -65,6 +101,30 @@ Feature: Registry trust written from ControllerConfig
     Then no node has the path /etc/mco-conformance-escape
     And no node has the path /etc/docker/certs.d/etc
     And every node has the registry CA "registry.example.com" in /etc/docker/certs.d/registry.example.com/ca.crt
+
+  # The operator assembles ControllerConfig internalRegistryPullSecret once the bootstrap node
+  # handed over (release-4.14 sync.go:1560-1650, release-4.16 sync.go:1910-2002
+  # getImageRegistryPullSecrets): with ClusterOperator image-registry present, every host of the
+  # machine-os-puller service account's image pull secrets, then the cluster pull secret's hosts
+  # over them (the fixture's openshift-config/pull-secret has quay.io), then the in-cluster
+  # registry's entry again under default-route-openshift-image-registry.apps.<base domain>
+  # (the fixture's DNS config: test.example).
+  @ocp-4.14 @ocp-4.16
+  Scenario: The operator merges the machine-os-puller's pull secrets with the cluster pull secret and adds the registry's default route
+    Given a fresh cluster with 1 worker node
+    When the internal registry pull secret holds credentials for "image-registry.openshift-image-registry.svc:5000"
+    Then the ControllerConfig's internal registry pull secret is the machine-os-puller's pull secrets merged with the cluster pull secret
+
+  # On 4.16 the certificate writer writes what the operator assembled to the node's
+  # /etc/mco/internal-registry-pull-secret.json (certificate_writer.go:362-379
+  # syncOSImagePullSecrets; the ControllerConfig's bytes as they are when no secret is mounted, :452).
+  @ocp-4.16
+  Scenario: On 4.16 every node gets the cluster pull secret's hosts and the registry's default route in its internal registry pull secret
+    Given a fresh cluster with 1 worker node
+    When the internal registry pull secret holds credentials for "image-registry.openshift-image-registry.svc:5000"
+    Then every node's internal registry pull secret has credentials for "image-registry.openshift-image-registry.svc:5000" from the ControllerConfig
+    And every node's internal registry pull secret has credentials for "default-route-openshift-image-registry.apps.test.example" from the ControllerConfig
+    And every node's internal registry pull secret has credentials for "quay.io" from the ControllerConfig
 
   # 4.16 only: release-4.14 has no syncOSImagePullSecrets.
   @ocp-4.16
@@ -118,14 +178,20 @@ Feature: Registry trust written from ControllerConfig
   # :435-440): kubelet-ca.crt, the cloud CA and the kubeconfig keep what they held, and the node
   # misses the rotation, not only goes Degraded. The writer's queue retries the ControllerConfig
   # with backoff (handleControllerConfigErr: AddRateLimited, no retry limit), so the rotation
-  # lands once the role label is back.
+  # lands once the role label is back, on the writer's next try: every failure and every event
+  # about the ControllerConfig doubles the wait (client-go DefaultControllerRateLimiter, 5 ms up
+  # to 1000 s), so that try may come minutes after the label, and the last step waits that long.
+  # The rotation comes once the node is Degraded for the label: the writer reads the node from its informer (`dn.node`), so a rotation right after the
+  # label change can meet a daemon that has not seen it yet and writes (release-4.16's daemon did,
+  # on container nodes).
   @ocp-4.16
   Scenario: On 4.16 a node with no role label misses a rotation until its label comes back
     Given a fresh cluster with 1 worker node
     When every node loses its node-role label
-    And the kube-apiserver-to-kubelet-signer is rotated by force
+    Then every node is Degraded with the reason "has no node-role.kubernetes.io label"
+    When the kube-apiserver-to-kubelet-signer is rotated by force
     Then every node is Degraded with the reason "has no node-role.kubernetes.io label"
     And every node's kubelet-ca.crt lacks the current kube-apiserver-to-kubelet-signer
     When every node is labelled node-role.kubernetes.io/worker
     Then every node is Done
-    And every node's kubelet-ca.crt lists the current kube-apiserver-to-kubelet-signer
+    And on its certificate writer's next try every node's kubelet-ca.crt lists the current kube-apiserver-to-kubelet-signer

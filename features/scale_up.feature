@@ -69,3 +69,28 @@ Feature: A node that joins the cluster
     Examples: the server writes the bundle from the ControllerConfig
       | has   | configs |
       | lists | 1       |
+
+  # What a joining node's kubeconfig trusts: release-4.16's server builds its CA from
+  # kubeconfig-data's binaryData when that ConfigMap exists (cluster_server.go:144-155), else from
+  # the bootstrap token's ca.crt; release-4.12's and 4.14's always from the token (the harness's
+  # token holds the installed serving CA). A serving CA added to the bundle reaches
+  # kubeconfig-data once the 4.16 operator has seen it unchanged for a minute (sync.go:1020-1087),
+  # so a node that joins after that trusts it from its first boot, as the nodes whose kubeconfig
+  # the daemon rewrote do. On 4.12 and 4.14 nothing copies the serving CA to the nodes.
+  Scenario Outline: A node that joins after a serving CA is added <verdict> it in its kubeconfig
+    Given a fresh cluster with 1 worker node
+    When the kube-apiserver's serving CA bundle gains a new CA
+    And 60 seconds pass
+    And a worker node joins the cluster
+    Then every node's /etc/kubernetes/kubeconfig <verdict> the added CA
+    And every node is Done
+
+    @ocp-4.16
+    Examples:
+      | verdict |
+      | trusts  |
+
+    @ocp-4.12 @ocp-4.14
+    Examples:
+      | verdict        |
+      | does not trust |

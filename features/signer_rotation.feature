@@ -70,6 +70,27 @@ Feature: kube-apiserver-to-kubelet-signer rotation
       | rendered |
       | 1        |
 
+  # The pool as `oc get mcp` shows it through the rotation (the node controller's
+  # calculateStatus, release-4.12 node/status.go:77-101, release-4.16 :253-278): on 4.12 the
+  # new rendered config takes the pool to Updating ("All nodes are updating to rendered-…") and,
+  # once both nodes run it, back to Updated ("All nodes are updated with rendered-…", the config
+  # by its name; from 4.14 "MachineConfig rendered-…", getPoolUpdateLine); 4.14 and
+  # 4.16 render no config for a rotation, so the pool never leaves Updated.
+  Scenario Outline: The worker pool's conditions through a rotation
+    Given a fresh cluster with 2 worker nodes
+    When the kube-apiserver-to-kubelet-signer is rotated by force
+    Then the worker pool <conditions>
+
+    @ocp-4.12
+    Examples:
+      | conditions                                                                    |
+      | went from Updating to Updated on its newest rendered config, named by name |
+
+    @ocp-4.14 @ocp-4.16
+    Examples:
+      | conditions                |
+      | stayed Updated throughout |
+
   # Each profile's daemon logs its own path. The kubelet's lines are the seeds' 4.12 node log: a
   # kubelet-ca.crt renamed over the old one (upstream writes files atomically) takes the kubelet's
   # watch with it before the kubelet loads the new bundle (Kubernetes dynamic_cafile_content.go).
@@ -109,6 +130,20 @@ Feature: kube-apiserver-to-kubelet-signer rotation
     Then the kube-apiserver-to-kubelet-signer has rotated
     And the kube-apiserver-to-kubelet-signer bundle holds 2 signers
     And no node has rebooted
+
+  # The installer's signer is not backdated (openshift-install pkg/asset/tls/tls.go
+  # SelfSignedCertificate: NotBefore is the instant it is made; apiserver.go ValidityOneYear), so
+  # it lives exactly 365 days; what KAS-O issues next is library-go's, backdated one second
+  # before the instant its name records (`<namespace>_<name>@<unix seconds>`; crypto.go:1009 at
+  # f5bf38712dca, :1002 at d932feccfc56). The simulated KAS-O reads its clock once for both; a
+  # real one reads it again after making the key (certrotation signer.go:190, crypto.go:662), so
+  # its NotBefore can fall later by the time that takes.
+  Scenario: The installer's signer is not backdated; the one KAS-O issues is backdated one second
+    Given a fresh cluster with 1 worker node
+    Then the kube-apiserver-to-kubelet-signer the cluster started with is valid for exactly 365 days
+    When the kube-apiserver-to-kubelet-signer is rotated by force
+    Then the kube-apiserver-to-kubelet-signer has rotated
+    And the current kube-apiserver-to-kubelet-signer is valid from one second before the instant in its name
 
   # The old signer stays in the bundle until it expires (library-go cabundle.go:106-150): the
   # installer's, made at day 0 with 365 days of validity, it leaves at its notAfter, day 365

@@ -9,7 +9,8 @@
 //! - `mco`: MCO's annotation keys, states and paths, shared by the cluster side and agents.
 //! - `node`: the node trait, its journal and service manager, and the embedded backend.
 //! - `prometheus`: scrapes the controller's `/metrics` and evaluates the alert rules (an observer).
-//! - `wait`: `eventually`, the one way to wait for convergence.
+//! - `pace`: the host's pace, time measured as the CPU the host gave the harness.
+//! - `wait`: `eventually`, the one way to wait for convergence, with deadlines in paced time.
 //! - `scenario`: one scenario's fake cluster (API server, cluster side, nodes) on one clock.
 //! - `runner`: feature lint and the per-profile cucumber runs behind `cargo test` and the CLI.
 //! - `world`: the cucumber World around a scenario.
@@ -25,6 +26,7 @@ pub mod h2_client;
 pub mod interrupt;
 pub mod mco;
 pub mod node;
+pub mod pace;
 pub mod pki;
 pub mod profile;
 pub mod prometheus;

@@ -1,6 +1,11 @@
-//! The one way the harness waits for convergence (DESIGN.md: steps poll with a deadline in
-//! real time and report what they last saw when it passes). Used only where no single event
-//! says "done" — convergence across several objects and processes.
+//! The one way the harness waits for convergence (DESIGN.md: steps poll with a deadline and
+//! report what they last saw when it passes). Used only where no single event says "done" —
+//! convergence across several objects and processes.
+//!
+//! A deadline is in the host's paced time (`crate::pace`): on an idle host wall time, on a host
+//! that gives the harness a fifth of its CPU five times as long in wall time (at most
+//! `1 / pace::MIN_SHARE` times). A wait ends when the time the host gave the agents to act is
+//! spent, not when a clock on a busy machine says so, so the verdict does not move with load.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -9,24 +14,59 @@ use std::time::{Duration, Instant};
 /// because most waits end within a few milliseconds.
 pub const POLL: Duration = Duration::from_millis(20);
 
-/// Run `probe` until it returns `Ok`; after `deadline`, the last `Err` observation, with the
-/// time waited. An interrupted run (`crate::interrupt`) ends the wait at once in error. A probe
-/// that takes longer than the pause is given as long again before it runs next, so a costly
-/// look (every Node of ten thousand) takes at most half the time of the processes it waits for.
-pub async fn eventually<T, F, Fut>(deadline: Duration, mut probe: F) -> Result<T, String>
+/// Run `probe` until it returns `Ok`; once `deadline` of paced time has passed, the last `Err`
+/// observation, with the time waited. An interrupted run (`crate::interrupt`) ends the wait at
+/// once in error. A probe that takes longer than the pause is given as long again before it runs
+/// next, so a costly look (every Node of ten thousand) takes at most half the time of the
+/// processes it waits for.
+pub async fn eventually<T, F, Fut>(deadline: Duration, probe: F) -> Result<T, String>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, String>>,
+{
+    let started = crate::pace::Mark::now();
+    eventually_on(deadline, || started.elapsed().paced, probe).await
+}
+
+/// `eventually` with a deadline in wall time, for a wait whose bound is a timer of the
+/// component waited for (upstream's work-queue backoff runs on the wall clock): a busy host does
+/// not stretch that timer, so neither does the wait.
+pub async fn eventually_wall<T, F, Fut>(deadline: Duration, probe: F) -> Result<T, String>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, String>>,
 {
     let started = Instant::now();
+    eventually_on(deadline, || started.elapsed(), probe).await
+}
+
+/// `eventually` on a clock of the caller's: `spent` says how much of the deadline has passed.
+async fn eventually_on<T, F, Fut>(
+    deadline: Duration,
+    spent: impl Fn() -> Duration,
+    mut probe: F,
+) -> Result<T, String>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, String>>,
+{
+    let wall = Instant::now();
     let mut pause = Duration::from_millis(1);
     loop {
         crate::interrupt::check()?;
         let probing = Instant::now();
         match probe().await {
             Ok(value) => return Ok(value),
-            Err(seen) if started.elapsed() >= deadline => {
-                return Err(format!("not reached within {deadline:?}; last seen: {seen}"));
+            Err(seen) if spent() >= deadline => {
+                let waited = wall.elapsed();
+                let note = if waited >= deadline + deadline / 10 {
+                    format!(" ({waited:.1?} of wall time on a busy host)")
+                } else {
+                    String::new()
+                };
+                return Err(format!(
+                    "not reached within {deadline:?}{note}; last seen: {seen}"
+                ));
             }
             Err(_) => {}
         }
@@ -57,5 +97,26 @@ mod tests {
         })
         .await;
         assert!(never.unwrap_err().ends_with("last seen: still 0 nodes"));
+    }
+
+    /// On a host at half its pace the wait lasts twice as long in wall time: the probe is still
+    /// asked after the deadline's wall time has passed, and the wait ends once the paced clock
+    /// reaches it.
+    #[tokio::test]
+    async fn a_deadline_is_spent_in_paced_time() {
+        let wall = Instant::now();
+        let half_pace = || wall.elapsed() / 2;
+        let deadline = Duration::from_millis(100);
+        let asked_after_deadline = AtomicU32::new(0);
+        let never: Result<(), String> = eventually_on(deadline, half_pace, || async {
+            if wall.elapsed() > deadline {
+                asked_after_deadline.fetch_add(1, Ordering::SeqCst);
+            }
+            Err("not yet".to_string())
+        })
+        .await;
+        assert!(never.unwrap_err().contains("last seen: not yet"));
+        assert!(wall.elapsed() >= deadline * 2, "ended after {:?}", wall.elapsed());
+        assert!(asked_after_deadline.load(Ordering::SeqCst) > 0);
     }
 }

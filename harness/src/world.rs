@@ -9,9 +9,10 @@ use crate::scenario::Scenario;
 use std::collections::BTreeMap;
 
 /// How long any one step may run when the run asks for no other limit (`--step-limit`): far
-/// beyond any step's own waits (a 10,000-node start takes about a minute in a debug build),
-/// short of CI's patience.
-pub const DEFAULT_STEP_LIMIT: std::time::Duration = std::time::Duration::from_secs(600);
+/// beyond any step's own waits on an idle host (the longest, a certificate writer's next try
+/// after upstream's work-queue backoff, is 1000 s; a 10,000-node start takes about a minute in a
+/// debug build), short of CI's patience.
+pub const DEFAULT_STEP_LIMIT: std::time::Duration = std::time::Duration::from_secs(1200);
 
 #[derive(cucumber::World)]
 #[world(init = Self::new)]
@@ -20,6 +21,8 @@ pub struct ConformanceWorld {
     pub scenario: Option<Scenario>,
     /// Per node: the journal position when the scenario's cluster was up.
     pub marks: BTreeMap<String, JournalMark>,
+    /// Per node: the journal position just before a step last restarted its agent.
+    pub restart_marks: BTreeMap<String, JournalMark>,
     /// Per node: the boot id when the scenario's cluster was up.
     pub boot_ids: BTreeMap<String, String>,
     /// Per signer name: the certificate it held when the cluster was up.
@@ -56,6 +59,10 @@ pub struct ConformanceWorld {
     pub progress: bool,
     /// Whether the scenario records its timeline (a report that shows it was asked for).
     pub timeline: bool,
+    /// What the crash runs of a node's sync saw (`steps::crash`).
+    pub crashes: Vec<crate::scenario::CrashReport>,
+    /// What a power loss can leave of a node's recorded sync (`steps::power_loss`).
+    pub power_losses: Vec<crate::scenario::PowerLossReport>,
 }
 
 impl std::fmt::Debug for ConformanceWorld {
@@ -77,6 +84,7 @@ impl ConformanceWorld {
             profile: Profile::Ocp416,
             scenario: None,
             marks: BTreeMap::new(),
+            restart_marks: BTreeMap::new(),
             boot_ids: BTreeMap::new(),
             signers_at_start: BTreeMap::new(),
             originals: BTreeMap::new(),
@@ -95,7 +103,30 @@ impl ConformanceWorld {
             place: String::new(),
             progress: false,
             timeline: false,
+            crashes: Vec::new(),
+            power_losses: Vec::new(),
         }
+    }
+
+    /// Where `node`'s journal stood when the cluster was up (or when it joined).
+    pub fn mark(&self, node: &str) -> anyhow::Result<JournalMark> {
+        self.marks.get(node).copied().ok_or_else(|| not_recorded(node))
+    }
+
+    /// `node`'s boot id when the cluster was up (or when it joined).
+    pub fn boot_id_at_start(&self, node: &str) -> anyhow::Result<&str> {
+        self.boot_ids
+            .get(node)
+            .map(String::as_str)
+            .ok_or_else(|| not_recorded(node))
+    }
+
+    /// The rendered config `node` ran when the cluster was up (or when it joined).
+    pub fn config_at_start(&self, node: &str) -> anyhow::Result<&str> {
+        self.configs_at_start
+            .get(node)
+            .map(String::as_str)
+            .ok_or_else(|| not_recorded(node))
     }
 
     /// The running scenario; a step that needs one before `Given` started it fails with this.
@@ -104,4 +135,12 @@ impl ConformanceWorld {
             .as_ref()
             .ok_or_else(|| anyhow::anyhow!("no cluster yet: start one with a `Given a … cluster` step"))
     }
+}
+
+/// A node the steps recorded nothing of: it was not up when the cluster started, nor joined
+/// through a step.
+fn not_recorded(node: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "node {node} was not up when the cluster started and joined through no step: nothing was recorded of it to judge it against"
+    )
 }

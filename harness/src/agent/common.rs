@@ -138,6 +138,17 @@ pub fn post_config_action(
 /// Write `data` to `path` as MCO does: a temp file in the same directory, its mode set before
 /// the data, fsync, then a rename over the target (so readers and inotify see one replace).
 pub fn write_file_atomically(path: &Path, data: &[u8], mode: u32) -> std::io::Result<()> {
+    write_file_atomically_as(path, data, mode, None)
+}
+
+/// [`write_file_atomically`], the temp file given to `owner` (uid, gid) before the rename, as
+/// upstream's `writeFileAtomically` does with the uid and gid it is given.
+pub fn write_file_atomically_as(
+    path: &Path,
+    data: &[u8],
+    mode: u32,
+    owner: Option<(u32, u32)>,
+) -> std::io::Result<()> {
     let dir = path
         .parent()
         .ok_or_else(|| std::io::Error::other("no parent directory"))?;
@@ -146,6 +157,9 @@ pub fn write_file_atomically(path: &Path, data: &[u8], mode: u32) -> std::io::Re
     let tmp = dir.join(format!(".{name}.{}", uuid::Uuid::new_v4().simple()));
     let mut file = std::fs::File::create(&tmp)?;
     file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+    if let Some((uid, gid)) = owner {
+        std::os::unix::fs::fchown(&file, Some(uid), Some(gid))?;
+    }
     file.write_all(data)?;
     file.sync_all()?;
     std::fs::rename(&tmp, path)

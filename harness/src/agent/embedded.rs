@@ -46,6 +46,20 @@ impl AgentHost for NodeHost {
         self.0.log(message);
     }
 
+    fn log_journald(&self, fields: &[(&str, String)]) {
+        let message = fields
+            .iter()
+            .find(|(k, _)| *k == "MESSAGE")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default();
+        let extra = fields
+            .iter()
+            .filter(|(k, _)| *k != "MESSAGE")
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        self.0.log_fields_as("logger", &message, &extra);
+    }
+
     fn log_system(&self, message: &str, profile: Profile) {
         self.0.log(message);
         let line = super::system_log_line(profile, self.0.pid, message);
@@ -64,6 +78,10 @@ impl Service for ReferenceDaemon {
             }
             restarts += 1;
         }
+        // Ended without an error, as a process that exits with status 0: the service manager
+        // deactivates its unit rather than failing it, as it does for `AgentProcess`.
+        ctx.exited_successfully
+            .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
@@ -80,8 +98,9 @@ impl ReferenceDaemon {
         let client = match client {
             Ok(c) => c,
             Err(e) => {
-                ctx.log(&format!("cannot build a client from {AGENT_KUBECONFIG}: {e}"));
-                return Ok(());
+                let e = format!("cannot build a client from {AGENT_KUBECONFIG}: {e}");
+                ctx.log(&e);
+                return Err(e);
             }
         };
         let env = AgentEnv {
@@ -92,6 +111,7 @@ impl ReferenceDaemon {
             host: Arc::new(NodeHost(ctx.clone())),
             mutant: self.mutant,
             aux: Default::default(),
+            events: Default::default(),
             node: Default::default(),
         };
         super::run(env, ctx.stop.clone()).await

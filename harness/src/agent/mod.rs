@@ -9,6 +9,7 @@
 //! - `update`: the MachineConfig update flow every profile runs (MCD `update()`).
 //! - `own_node`: the own Node as the node informer has it (upstream `dn.node`).
 //! - `drift`: the config drift monitor and the on-disk validation.
+//! - `events`: the daemon's Node events.
 //! - `writer`: the ControllerConfig certificate writer.
 //! - `embedded`: the daemon as a service of an embedded node, in this process.
 //! - `process`: the daemon as its own process (`mco-reference-daemon`), from the contract's
@@ -17,10 +18,13 @@
 mod apply;
 pub mod auxiliary;
 pub mod common;
+mod complete;
 pub mod drift;
 mod embedded;
+pub mod events;
 pub mod first_run;
 pub mod mutant;
+mod node_writer;
 pub mod own_node;
 pub mod process;
 mod reconcile;
@@ -51,6 +55,9 @@ pub trait AgentHost: Send + Sync {
     /// with `line` on stdin, which the journal shows under logger's default tag, the user's
     /// name: `root[<logger pid>]`). `line` is `system_log_line`'s, with the pid left to the host.
     fn log_system(&self, message: &str, profile: Profile);
+    /// A journald entry of `FIELD=value` lines as `logger --journald` writes it (the journal
+    /// shows its `MESSAGE` under `logger[<pid>]`).
+    fn log_journald(&self, fields: &[(&str, String)]);
 }
 
 /// What upstream's `logSystem` hands `logger`: `machine-config-daemon[<pid>]: <message>`,
@@ -65,6 +72,10 @@ pub fn system_log_line(profile: Profile, pid: u32, message: &str) -> String {
     };
     format!("machine-config-daemon[{pid}]: {message}")
 }
+
+/// The journald MESSAGE_ID of the 4.12 daemon's pending-state entries (release-4.12
+/// daemon.go `pendingStateMessageID`).
+pub const PENDING_STATE_MESSAGE_ID: &str = "machine-config-daemon-pending-state";
 
 /// Everything the agent contract gives an agent.
 #[derive(Clone)]
@@ -82,6 +93,8 @@ pub struct AgentEnv {
     pub aux: Arc<auxiliary::Auxiliary>,
     /// The own Node as the daemon's node informer has it; `run` starts its watch.
     pub node: own_node::OwnNode,
+    /// The Node events this daemon has posted (`events`).
+    pub events: Arc<events::Recorder>,
 }
 
 impl AgentEnv {
@@ -98,6 +111,21 @@ impl AgentEnv {
     /// A line upstream writes with `logSystem` (its log and the journal through `logger`).
     pub fn log_system(&self, message: &str) {
         self.host.log_system(message, self.profile);
+    }
+
+    /// The 4.12 daemon's pending state (release-4.12 update.go:2125-2138 `storePendingState`):
+    /// a journald entry whose MESSAGE is the config, PENDING 1 before the post-config action and
+    /// 0 once the node is Done on it (daemon.go:1626-1634), under upstream's MESSAGE_ID.
+    pub fn store_pending_state(&self, config: &str, pending: bool) {
+        let boot_id = std::fs::read_to_string(self.path("/proc/sys/kernel/random/boot_id"))
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default();
+        self.host.log_journald(&[
+            ("MESSAGE_ID", PENDING_STATE_MESSAGE_ID.to_string()),
+            ("MESSAGE", config.to_string()),
+            ("BOOT_ID", boot_id),
+            ("PENDING", if pending { "1" } else { "0" }.to_string()),
+        ]);
     }
 
     /// Merge `annotations` into the own Node's, and fold the answer into [`AgentEnv::node`]:
@@ -158,6 +186,11 @@ pub async fn run(env: AgentEnv, stop: CancellationToken) -> Result<(), String> {
         } else {
             update::node_loop(&env, traits.update_files, stop.clone()).await;
         }
+        // The loops end when stopped or once a reboot is asked for. Upstream's daemon, having
+        // asked for the reboot, sleeps until the node's shutdown kills it ("wait to be killed
+        // via SIGTERM from the kubelet shutting down", release-4.16 pkg/daemon/update.go
+        // reboot()): it never exits on its own, so its unit is stopped, not ended, by the reboot.
+        stop.cancelled().await;
     };
     tokio::select! {
         () = work => Ok(()),

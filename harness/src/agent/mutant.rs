@@ -9,7 +9,18 @@
 //! point is the reference behaviour. Nothing here may be read by steps: they judge the agent
 //! from what a user observes, and must reject each mutant on their own.
 
+use super::AgentEnv;
+use crate::mco::DESIRED_CONFIG;
+use crate::mco::McoObject;
+use crate::mco::api::{machine_config_pools, machine_configs};
+use crate::mco::machine_config::MachineConfigSpec;
+use crate::mco::pool::MachineConfigPool;
 use crate::profile::Profile;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Node;
+use kube::api::Api;
+use kube::runtime::{WatchStreamExt, watcher};
+use serde_json::json;
 
 /// One broken behaviour.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -40,6 +51,9 @@ pub enum Mutant {
     LeastActionWins,
     FipsChangeApplied,
     DeleteStaleCertificates,
+    InPlaceWrite,
+    TempFileOutsideDirectory,
+    NoFsync,
 }
 
 /// Every profile: the behaviour the mutant breaks is the same on each.
@@ -81,6 +95,9 @@ impl Mutant {
         Mutant::LeastActionWins,
         Mutant::FipsChangeApplied,
         Mutant::DeleteStaleCertificates,
+        Mutant::InPlaceWrite,
+        Mutant::TempFileOutsideDirectory,
+        Mutant::NoFsync,
     ];
 
     /// The name on the command line and in the self-test table.
@@ -205,7 +222,7 @@ impl Mutant {
             ),
             Mutant::SlowSync => (
                 "slow-sync",
-                "acts on a ControllerConfig or Node change only after a 12 s timer instead of on the watch event",
+                "acts on a ControllerConfig or Node change only after a 10-minute timer instead of on the watch event (its first sync at start aside), as an agent that polls would",
                 EVERY,
             ),
             Mutant::DeleteStaleCertificates => (
@@ -221,6 +238,21 @@ impl Mutant {
             Mutant::LeastActionWins => (
                 "least-action-wins",
                 "applies a config that changes several files with the least disruptive of their actions instead of the most",
+                EVERY,
+            ),
+            Mutant::InPlaceWrite => (
+                "in-place-write",
+                "writes kubelet-ca.crt in place, truncating it and writing the new bundle in one write, instead of renaming a complete file over it",
+                EVERY,
+            ),
+            Mutant::TempFileOutsideDirectory => (
+                "temp-file-outside-directory",
+                "writes kubelet-ca.crt to a temporary file in its own temp directory and renames it over the file, copying it in place when the rename fails across filesystems (EXDEV)",
+                EVERY,
+            ),
+            Mutant::NoFsync => (
+                "no-fsync",
+                "writes kubelet-ca.crt to a temporary file in its directory and renames it over the file without an fsync of the temporary file first",
                 EVERY,
             ),
             Mutant::FipsChangeApplied => (
@@ -259,8 +291,12 @@ impl std::str::FromStr for Mutant {
     }
 }
 
-/// How long the `slow-sync` mutant sits on every change before acting on it.
-pub const SLOW_SYNC_DELAY: std::time::Duration = std::time::Duration::from_secs(12);
+/// How long the `slow-sync` mutant sits on every change after its first sync before acting on
+/// it: a poller's period. Lateness is judged in the host's paced time (`crate::pace`), which
+/// counts at least a fiftieth of wall time (`pace::MIN_SHARE`), so a timer longer than the 10 s
+/// sync bound's fifty times is late however loaded the host is (two minutes would not be, at
+/// the 5 % of its pace a 2-core host ran the suite at beside 16 CPU hogs).
+pub const SLOW_SYNC_DELAY: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// The file whose writes the file-level mutants break.
 const KUBELET_CA: &str = crate::mco::KUBELET_CA_PATH;
@@ -299,6 +335,45 @@ pub fn write_node_file(
         });
         return Ok(());
     }
+    if env.mutant_is(Mutant::InPlaceWrite) {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .open(&path)?;
+        file.write_all(data)?;
+        return file
+            .set_permissions(<std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(mode));
+    }
+    if env.mutant_is(Mutant::TempFileOutsideDirectory) {
+        // The agent's own temp directory: on a real node the daemon's pod's, another
+        // filesystem than the host's /etc (an embedded node's root is under /dev/shm).
+        let tmp = std::env::temp_dir().join(format!(".kubelet-ca.crt.{}", uuid::Uuid::new_v4().simple()));
+        super::common::write_file_atomically(&tmp, data, mode)?;
+        let moved = match std::fs::rename(&tmp, &path) {
+            Err(e) if e.raw_os_error() == Some(libc::EXDEV) => std::fs::copy(&tmp, &path).map(drop),
+            other => other,
+        };
+        let _ = std::fs::remove_file(&tmp);
+        return moved;
+    }
+    if env.mutant_is(Mutant::NoFsync) {
+        // Upstream's steps (a temporary file in the same directory, chmod, write, close,
+        // rename) less the fsync: a process kill cannot tell, a power loss can.
+        let dir = path
+            .parent()
+            .ok_or_else(|| std::io::Error::other("no parent directory"))?;
+        std::fs::create_dir_all(dir)?;
+        let tmp = dir.join(format!(".kubelet-ca.crt.{}", uuid::Uuid::new_v4().simple()));
+        let mut file = std::fs::File::create(&tmp)?;
+        file.set_permissions(<std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(mode))?;
+        file.write_all(data)?;
+        drop(file);
+        return std::fs::rename(&tmp, &path);
+    }
     let first_only;
     let data = if env.mutant_is(Mutant::FirstCertificateOnly) {
         let text = String::from_utf8_lossy(data);
@@ -321,6 +396,54 @@ pub fn write_node_file(
         std::os::unix::fs::chown(&path, Some(65534), Some(65534))?;
     }
     Ok(())
+}
+
+/// The `apply-paused-pool-config` mutant: the node's own pool's newest rendered config becomes
+/// its desiredConfig, paused pool or not (upstream leaves desiredConfig to the controller,
+/// which holds a paused pool's nodes back).
+pub(super) async fn follow_pool_config(env: &AgentEnv) {
+    let mut events = watcher(machine_config_pools(&env.client), watcher::Config::default())
+        .default_backoff()
+        .applied_objects()
+        .boxed();
+    while let Some(event) = events.next().await {
+        let Ok(pool) = event else { continue };
+        let Ok(node) = Api::<Node>::all(env.client.clone()).get(&env.node_name).await else {
+            continue;
+        };
+        let role = format!(
+            "node-role.kubernetes.io/{}",
+            pool.metadata.name.as_deref().unwrap_or("")
+        );
+        if !node.metadata.labels.unwrap_or_default().contains_key(&role) {
+            continue;
+        }
+        let target = MachineConfigPool::of(&pool)
+            .map(|p| p.spec.configuration.name)
+            .unwrap_or_default();
+        let desired = node
+            .metadata
+            .annotations
+            .unwrap_or_default()
+            .get(DESIRED_CONFIG)
+            .cloned()
+            .unwrap_or_default();
+        if !target.is_empty() && target != desired {
+            let _ = env.annotate_node(json!({DESIRED_CONFIG: target})).await;
+        }
+    }
+}
+
+/// The `lose-files-across-reboot` mutant: the files of the config it rebooted into are gone.
+pub(super) async fn lose_files(env: &AgentEnv, config: &str) {
+    let Ok(mc) = machine_configs(&env.client).get(config).await else {
+        return;
+    };
+    if let Ok(spec) = MachineConfigSpec::of(&mc.data) {
+        for file in spec.files() {
+            let _ = std::fs::remove_file(env.path(&file.path));
+        }
+    }
 }
 
 #[cfg(test)]

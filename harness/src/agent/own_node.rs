@@ -85,6 +85,15 @@ impl OwnNode {
         node.clone()
     }
 
+    /// The Node's uid as last seen; empty before the first list.
+    pub fn uid(&self) -> String {
+        self.tx
+            .borrow()
+            .as_ref()
+            .and_then(|n| n.metadata.uid.clone())
+            .unwrap_or_default()
+    }
+
     /// A receiver that wakes on every Node this cache takes in, the one it holds included.
     pub fn changes(&self) -> watch::Receiver<Option<Arc<Node>>> {
         let mut rx = self.tx.subscribe();

@@ -27,30 +27,46 @@ impl AgentHost for ProcessHost {
         println!("{message}");
     }
 
+    /// As upstream: `logger --journald` from PATH (the node's), the fields on its stdin.
+    fn log_journald(&self, fields: &[(&str, String)]) {
+        let entry: String = fields.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
+        if let Err(e) = logger(&["--journald"], &entry) {
+            println!("failed to log pending config: {e}");
+        }
+    }
+
     /// As upstream: `logger` from PATH (the node's), the line on its stdin.
     fn log_system(&self, message: &str, profile: Profile) {
         println!("{message}");
         let line = super::system_log_line(profile, std::process::id(), message);
-        let child = std::process::Command::new("logger")
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn();
-        let written = child.and_then(|mut child| {
-            if let Some(mut stdin) = child.stdin.take() {
-                use std::io::Write;
-                stdin.write_all(line.as_bytes())?;
-            }
-            child.wait_with_output()
-        });
-        match written {
-            Ok(out) if out.status.success() => {}
-            Ok(out) => println!(
-                "failed to invoke logger: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ),
-            Err(e) => println!("failed to invoke logger: {e}"),
+        if let Err(e) = logger(&[], &line) {
+            println!("failed to invoke logger: {e}");
         }
+    }
+}
+
+/// Run the node's `logger` with `input` on its stdin; the error is what it said, or why it
+/// could not run.
+fn logger(args: &[&str], input: &str) -> Result<(), String> {
+    use std::io::Write;
+    let mut child = std::process::Command::new("logger")
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    // Written and closed before the wait; the child is waited for whatever the write did.
+    let written = child
+        .stdin
+        .take()
+        .map_or(Ok(()), |mut stdin| stdin.write_all(input.as_bytes()));
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    written.map_err(|e| e.to_string())?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
     }
 }
 
@@ -89,6 +105,7 @@ impl AgentEnv {
             host: Arc::new(ProcessHost),
             mutant: None,
             aux: Default::default(),
+            events: Default::default(),
             node: Default::default(),
         })
     }

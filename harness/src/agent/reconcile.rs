@@ -4,7 +4,7 @@
 
 use super::AgentEnv;
 use super::common::FORCE_FILE;
-use super::update::Failure;
+use super::node_writer::Failure;
 use crate::mco::FIPS_PATH;
 use crate::mco::machine_config::MachineConfigSpec;
 use serde_json::Value;

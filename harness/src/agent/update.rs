@@ -10,29 +10,28 @@
 //! A reboot leaves `/etc/machine-config-daemon/pending-config`; the daemon that starts after it
 //! completes the update.
 
-use super::apply::{delete_stale_files, systemctl, write_files, write_units};
+use super::apply::{delete_stale_files, systemctl, write_files, write_ssh_keys, write_units};
 use super::common::{
     CURRENT_CONFIG_FILE, FORCE_FILE, PostConfigAction, changed_files, diff, post_config_action,
     post_config_action_for_files, write_file_atomically,
 };
+use super::complete::complete_update;
 use super::drift::{DriftMonitor, validate_on_disk};
+use super::events::EventType;
+use super::node_writer::{Failure, annotate, degraded, report};
 use super::reconcile::{node_fips, reconcilable};
 use super::{AgentEnv, Mutant};
 use crate::mco::KUBELET_CA_PATH;
-use crate::mco::McoObject;
-use crate::mco::api::{machine_config_pools, machine_configs};
+use crate::mco::api::machine_configs;
 use crate::mco::machine_config::MachineConfigSpec;
-use crate::mco::pool::MachineConfigPool;
 use crate::mco::{
     CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN, REASON, STATE, STATE_DEGRADED,
-    STATE_DONE, STATE_UNRECONCILABLE, STATE_WORKING,
+    STATE_UNRECONCILABLE, STATE_WORKING,
 };
 use crate::profile::UpdateFiles;
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::Api;
-use kube::runtime::{WatchStreamExt, watcher};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -40,27 +39,6 @@ use tokio_util::sync::CancellationToken;
 pub const PENDING_CONFIG_FILE: &str = "/etc/machine-config-daemon/pending-config";
 /// How long the daemon waits for the drain controller (upstream: 10 minutes).
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(600);
-/// Reasons are cut to this length upstream.
-const MAX_REASON: usize = 2000;
-
-#[derive(Debug)]
-pub(super) enum Failure {
-    /// The change cannot be applied on a running node.
-    Unreconcilable(String),
-    /// Something went wrong applying it.
-    Degraded(String),
-}
-
-pub(super) fn degraded(e: impl std::fmt::Display) -> Failure {
-    Failure::Degraded(e.to_string())
-}
-
-async fn annotate(env: &AgentEnv, values: Value) -> Result<(), Failure> {
-    env.annotate_node(values)
-        .await
-        .map_err(|e| degraded(format!("node {}: {e}", env.node_name)))
-}
-
 async fn spec_of(env: &AgentEnv, config: &str) -> Result<MachineConfigSpec, Failure> {
     let mc = machine_configs(&env.client)
         .get(config)
@@ -87,40 +65,44 @@ pub async fn node_loop(env: &AgentEnv, behaviour: UpdateFiles, stop: Cancellatio
             }
         }
     }
-    if let Some(pending) = std::fs::read_to_string(env.path(PENDING_CONFIG_FILE))
+    let pending = std::fs::read_to_string(env.path(PENDING_CONFIG_FILE))
         .ok()
-        .map(|s| s.trim().to_string())
-    {
-        env.log(&format!("Completing pending config {pending}"));
+        .map(|s| s.trim().to_string());
+    if let Some(pending) = &pending {
         let _ = std::fs::remove_file(env.path(PENDING_CONFIG_FILE));
         if env.mutant_is(Mutant::LoseFilesAcrossReboot) {
-            lose_files(env, &pending).await;
+            super::mutant::lose_files(env, pending).await;
         }
-        if let Err(failure) = complete_update(env, &pending).await {
+        if let Err(failure) = complete_update(env, pending).await {
             report(env, failure).await;
         }
     }
+    let start = Check::Start {
+        completed: pending.is_some(),
+    };
     if env.mutant_is(Mutant::ApplyPausedPoolConfig) {
         let env = env.clone();
         let stop = stop.clone();
         tokio::spawn(async move {
             tokio::select! {
                 _ = stop.cancelled() => {}
-                _ = follow_pool_config(&env) => {}
+                _ = super::mutant::follow_pool_config(&env) => {}
             }
         });
     }
     // The boot-time check (upstream: `Validated on-disk state`) runs once the watch is in
     // place, so a change made before the watch existed is caught too.
     let mut monitor = monitor_settled_node(env).await;
-    if monitor.is_some() && on_drift(env, behaviour, &mut monitor, true).await {
+    if monitor.is_some() && on_drift(env, behaviour, &mut monitor, start).await {
         return;
     }
+    // The config this loop's last update failed on, while the node stays failed on it.
+    let mut failed: Option<String> = None;
     loop {
         let node = tokio::select! {
             _ = stop.cancelled() => return,
             _ = drift(&mut monitor) => {
-                if on_drift(env, behaviour, &mut monitor, false).await {
+                if on_drift(env, behaviour, &mut monitor, Check::Changed).await {
                     return; // rebooting
                 }
                 continue;
@@ -130,7 +112,11 @@ pub async fn node_loop(env: &AgentEnv, behaviour: UpdateFiles, stop: Cancellatio
                 Err(_) => return,
             },
         };
-        if node.as_deref().and_then(wanted_update).is_none() {
+        if node
+            .as_deref()
+            .and_then(|n| wanted_update(n, failed.as_deref()))
+            .is_none()
+        {
             continue;
         }
         // Events queue up while an update runs, among them this daemon's own earlier writes
@@ -145,23 +131,39 @@ pub async fn node_loop(env: &AgentEnv, behaviour: UpdateFiles, stop: Cancellatio
                 continue;
             }
         };
-        let Some((current, desired)) = wanted_update(&node) else {
+        let Some((current, desired)) = wanted_update(&node, failed.as_deref()) else {
             continue;
         };
+        if current == desired {
+            let state = node
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(STATE))
+                .cloned()
+                .unwrap_or_default();
+            env.log(&format!(
+                "current+desiredConfig is {current} but state is {state}"
+            ));
+        }
         if env.mutant_is(Mutant::SlowSync) {
-            tokio::time::sleep(super::mutant::SLOW_SYNC_DELAY).await;
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = tokio::time::sleep(super::mutant::SLOW_SYNC_DELAY) => {}
+            }
         }
         monitor = None; // upstream stops the drift monitor while it updates
         let result = tokio::select! {
             _ = stop.cancelled() => return,
             result = update(env, behaviour, &current, &desired) => result,
         };
+        failed = result.is_err().then(|| desired.clone());
         match result {
             Ok(true) => return, // rebooting: this daemon is about to be stopped
             Ok(false) => {
                 // Checked once the watch is in place: an edit right after the update counts.
                 monitor = start_monitor(env, &desired).await;
-                if monitor.is_some() && on_drift(env, behaviour, &mut monitor, false).await {
+                if monitor.is_some() && on_drift(env, behaviour, &mut monitor, Check::Changed).await {
                     return;
                 }
             }
@@ -207,14 +209,25 @@ async fn start_monitor(env: &AgentEnv, config: &str) -> Option<DriftMonitor> {
     }
 }
 
+/// Why the node's files are checked against its config.
+#[derive(Clone, Copy)]
+enum Check {
+    /// A tracked file changed, or an update ended.
+    Changed,
+    /// The daemon started (`checkStateOnFirstRun`); `completed` when it completed a pending
+    /// config first.
+    Start { completed: bool },
+}
+
 /// A tracked file changed: validate the node's files against its config (`onConfigDrift`).
 /// A mismatch degrades the node; a Degraded node whose files match again, or that has the
-/// force file, runs the update to the config it is on. True when that update reboots.
+/// force file, runs the update to the config it is on. True when that update reboots. At a
+/// start, files that match end in `updateConfigAndState` (`complete::at_start`).
 async fn on_drift(
     env: &AgentEnv,
     behaviour: UpdateFiles,
     monitor: &mut Option<DriftMonitor>,
-    boot: bool,
+    check: Check,
 ) -> bool {
     let Ok(node) = Api::<Node>::all(env.client.clone()).get(&env.node_name).await else {
         return false;
@@ -229,6 +242,20 @@ async fn on_drift(
         return false;
     };
     let force = force_file(env);
+    // At a start the force file skips the check and runs the update to the config the node is
+    // on, which removes the file and reboots (checkStateOnFirstRun: release-4.12
+    // daemon.go:1567-1570, release-4.16 :2122-2125); nothing is completed at that start.
+    if force && matches!(check, Check::Start { .. }) {
+        env.log_system(&format!("Skipping on-disk validation; {FORCE_FILE} present"));
+        *monitor = None;
+        return match update(env, behaviour, &current, &current).await {
+            Ok(rebooting) => rebooting,
+            Err(failure) => {
+                report(env, failure).await;
+                false
+            }
+        };
+    }
     let drifted = state == STATE_DEGRADED && is_drift_reason(&reason);
     match (force, validate_on_disk(env, &spec)) {
         // Drift degrades a node that is not yet Degraded for it, force file or not (the force
@@ -255,62 +282,23 @@ async fn on_drift(
             *monitor = start_monitor(env, &current).await;
             false
         }
-        (_, Ok(())) if boot => {
+        (_, Ok(())) => {
+            let Check::Start { completed } = check else {
+                return false;
+            };
             env.log_system("Validated on-disk state");
+            if !completed && let Err(failure) = super::complete::at_start(env, &current, &state).await {
+                report(env, failure).await;
+            }
             false
         }
         _ => false,
     }
 }
 
-/// The `apply-paused-pool-config` mutant: the node's own pool's newest rendered config becomes
-/// its desiredConfig, paused pool or not (upstream leaves desiredConfig to the controller,
-/// which holds a paused pool's nodes back).
-async fn follow_pool_config(env: &AgentEnv) {
-    let mut events = watcher(machine_config_pools(&env.client), watcher::Config::default())
-        .default_backoff()
-        .applied_objects()
-        .boxed();
-    while let Some(event) = events.next().await {
-        let Ok(pool) = event else { continue };
-        let Ok(node) = Api::<Node>::all(env.client.clone()).get(&env.node_name).await else {
-            continue;
-        };
-        let role = format!(
-            "node-role.kubernetes.io/{}",
-            pool.metadata.name.as_deref().unwrap_or("")
-        );
-        if !node.metadata.labels.unwrap_or_default().contains_key(&role) {
-            continue;
-        }
-        let target = MachineConfigPool::of(&pool)
-            .map(|p| p.spec.configuration.name)
-            .unwrap_or_default();
-        let desired = node
-            .metadata
-            .annotations
-            .unwrap_or_default()
-            .get(DESIRED_CONFIG)
-            .cloned()
-            .unwrap_or_default();
-        if !target.is_empty() && target != desired {
-            let _ = annotate(env, json!({DESIRED_CONFIG: target})).await;
-        }
-    }
-}
-
 /// Whether `/run/machine-config-daemon-force` is there (and heeded).
 fn force_file(env: &AgentEnv) -> bool {
     env.path(FORCE_FILE).exists() && !env.mutant_is(Mutant::ForceFileIgnored)
-}
-
-/// The `lose-files-across-reboot` mutant: the files of the config it rebooted into are gone.
-async fn lose_files(env: &AgentEnv, config: &str) {
-    if let Ok(spec) = spec_of(env, config).await {
-        for file in spec.files() {
-            let _ = std::fs::remove_file(env.path(&file.path));
-        }
-    }
 }
 
 /// Whether a Degraded reason is the drift check's (`validate_on_disk`), which this monitor may
@@ -326,23 +314,34 @@ fn is_drift_reason(reason: &str) -> bool {
     .any(|p| reason.starts_with(p))
 }
 
-/// `(currentConfig, desiredConfig)` when the Node asks for an update this daemon should run.
-fn wanted_update(node: &Node) -> Option<(String, String)> {
+/// The update the Node asks for, if any: from `currentConfig` to `desiredConfig` when they
+/// differ. A node whose update failed is Degraded or Unreconcilable; upstream's daemon runs
+/// the update again on every sync of its Node (release-4.12/4.16 daemon.go syncNode,
+/// prepUpdateFromCluster), so a node the controller gives another config (as it may a failing
+/// node, node_controller.go getAllCandidateMachines) moves to it, and a node given back the
+/// config it runs ("current+desiredConfig is … but state is …") validates it and ends Done.
+/// This daemon does not retry the config it failed on (`failed`) until the Node changes that;
+/// a node Degraded by something other than an update of this loop (drift, the certificate
+/// writer) is left to what degraded it.
+fn wanted_update(node: &Node, failed: Option<&str>) -> Option<(String, String)> {
     let annotations = node.metadata.annotations.as_ref()?;
     let get = |k: &str| annotations.get(k).cloned().unwrap_or_default();
     let (current, desired, state) = (get(CURRENT_CONFIG), get(DESIRED_CONFIG), get(STATE));
-    let blocked = state == STATE_DEGRADED || state == STATE_UNRECONCILABLE;
-    (!desired.is_empty() && desired != current && !blocked).then_some((current, desired))
-}
-
-async fn report(env: &AgentEnv, failure: Failure) {
-    let (state, reason) = match failure {
-        Failure::Unreconcilable(r) => (STATE_UNRECONCILABLE, r),
-        Failure::Degraded(r) => (STATE_DEGRADED, r),
+    if desired.is_empty() {
+        return None;
+    }
+    let failing = state == STATE_DEGRADED || state == STATE_UNRECONCILABLE;
+    let wanted = if !failing {
+        desired != current
+    } else if let Some(failed) = failed {
+        // This loop's own failure: any other config, the one it runs included, is tried.
+        failed != desired
+    } else {
+        // Unreconcilable comes only from an update (a restarted daemon no longer knows which):
+        // given back the config it runs, the node validates it.
+        state == STATE_UNRECONCILABLE && desired == current
     };
-    let reason: String = reason.chars().take(MAX_REASON).collect();
-    env.log(&format!("Marking {state} due to: {reason}"));
-    let _ = annotate(env, json!({STATE: state, REASON: reason})).await;
+    wanted.then_some((current, desired))
 }
 
 /// Apply `desired`; `Ok(true)` when the node is rebooting to finish it.
@@ -405,6 +404,11 @@ async fn update(
         action = PostConfigAction::Reboot;
     }
     if action == PostConfigAction::Reboot && !env.mutant_is(Mutant::RebootWithoutDrain) {
+        // release-4.12/4.16 drain.go performDrain: a cluster of more than one node drains.
+        env.event(EventType::Normal, "Cordon", "Cordoned node to apply update")
+            .await;
+        env.event(EventType::Normal, "Drain", "Draining node to update config.")
+            .await;
         drain(env, &format!("drain-{desired}")).await?;
     } else {
         env.log("Changes do not require drain, skipping.");
@@ -415,24 +419,36 @@ async fn update(
         systemctl(env, &["restart", "kubelet"]).await?;
     }
     write_units(env, &new).await?;
+    write_ssh_keys(env, &new, d.passwd)?;
     delete_stale_files(env, behaviour, &old, &new);
     let stored =
         serde_json::to_vec(&json!({"metadata": {"name": desired}, "spec": new})).map_err(degraded)?;
     write_file_atomically(&env.path(CURRENT_CONFIG_FILE), &stored, 0o644)
         .map_err(|e| degraded(format!("{CURRENT_CONFIG_FILE}: {e}")))?;
+    if env.profile.traits().pending_state {
+        env.store_pending_state(desired, true);
+        let message = format!("Written pending config {desired}");
+        env.event(EventType::Normal, "PendingConfig", &message).await;
+    }
     match action {
         PostConfigAction::Reboot => {
             write_file_atomically(&env.path(PENDING_CONFIG_FILE), desired.as_bytes(), 0o644)
                 .map_err(degraded)?;
             env.log_system("Rebooting node");
+            let rationale = format!("Node will reboot into config {desired}");
+            env.event(EventType::Normal, "Reboot", &rationale).await;
             systemctl(env, &["reboot"]).await?;
             return Ok(true);
         }
         PostConfigAction::None => {
+            let message = "Config changes do not require reboot.";
+            env.event(EventType::Normal, "SkipReboot", message).await;
             env.log_system(&format!("Node has Desired Config {desired}, skipping reboot"))
         }
         PostConfigAction::ReloadCrio => {
             systemctl(env, &["reload", "crio"]).await?;
+            let message = "Config changes do not require reboot. Service crio was reloaded.";
+            env.event(EventType::Normal, "SkipReboot", message).await;
             env.log_system(&format!("crio config reloaded successfully! Desired config {desired} has been applied, skipping reboot"));
         }
         PostConfigAction::RestartCrio => {
@@ -455,7 +471,7 @@ async fn update(
 }
 
 /// Ask the drain controller for `request` and wait until it answers.
-async fn drain(env: &AgentEnv, request: &str) -> Result<(), Failure> {
+pub(super) async fn drain(env: &AgentEnv, request: &str) -> Result<(), Failure> {
     annotate(env, json!({DESIRED_DRAIN: request})).await?;
     let nodes: Api<Node> = Api::all(env.client.clone());
     let answered = kube::runtime::wait::await_condition(nodes, &env.node_name, |node: Option<&Node>| {
@@ -470,19 +486,4 @@ async fn drain(env: &AgentEnv, request: &str) -> Result<(), Failure> {
             "timed out waiting for the drain controller to answer {request}"
         ))),
     }
-}
-
-/// The end of every update: uncordon, then `state=Done` and `currentConfig`.
-async fn complete_update(env: &AgentEnv, desired: &str) -> Result<(), Failure> {
-    drain(env, &format!("uncordon-{desired}")).await?;
-    env.log_system(&format!(
-        "Update completed for config {desired} and node has been successfully uncordoned"
-    ));
-    annotate(
-        env,
-        json!({STATE: STATE_DONE, CURRENT_CONFIG: desired, REASON: ""}),
-    )
-    .await?;
-    env.log(&format!("In desired config {desired}"));
-    Ok(())
 }

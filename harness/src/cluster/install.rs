@@ -125,10 +125,22 @@ fn minor(version: &str) -> &str {
     version.rsplit_once('.').map_or(version, |(minor, _)| minor)
 }
 
+/// Where the cluster stands when a scenario begins, beyond its certificates' ages.
+#[derive(Debug, Clone, Default)]
+pub struct History {
+    /// The bootstrap node has handed over (`kube-system/bootstrap` exists).
+    pub bootstrap_complete: bool,
+    /// Installed on an earlier release and upgraded into this one: the kube-apiserver's serving
+    /// CA bundle holds this CA (PEM) besides the one the nodes' kubeconfigs were made with (a
+    /// signer KAS-O made in the cluster since), and no operator of this release has written
+    /// `kubeconfig-data` yet.
+    pub upgraded_with_serving_ca: Option<String>,
+}
+
 /// Install: `fixtures/crds`, `fixtures/cluster` (its namespaces first), the payload's ClusterVersion and
 /// FeatureGate, the starting state's signers and the initial bundle; the API server's serving CA as `kube-apiserver-server-ca` and its copy
-/// `kubeconfig-data` (what the nodes' kubeconfigs were made with); then mark bootstrap complete
-/// if asked.
+/// `kubeconfig-data` (what the nodes' kubeconfigs were made with), or, upgraded, the bundle with
+/// the CA made since and no copy; then mark bootstrap complete if asked.
 pub async fn install(
     client: &kube::Client,
     profile: Profile,
@@ -136,7 +148,7 @@ pub async fn install(
     signers: &SignerRotation,
     state: &StartingState,
     serving_ca: &str,
-    bootstrap_complete: bool,
+    history: &History,
 ) -> Result<(), ClusterError> {
     let loaded = manifests::load(&[fixtures.join("crds"), fixtures.join("cluster")])
         .map_err(|e| ClusterError::Fixture(e.to_string()))?;
@@ -158,11 +170,17 @@ pub async fn install(
     let (ns, name) = INITIAL_KUBE_APISERVER_SERVER_CA;
     apply(client, &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}, "data": {CA_BUNDLE_KEY: initial}})).await?;
     let (ns, name) = KUBE_APISERVER_SERVER_CA;
-    apply(client, &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}, "data": {CA_BUNDLE_KEY: serving_ca}})).await?;
-    let (ns, name) = KUBECONFIG_DATA;
-    let encoded = base64::engine::general_purpose::STANDARD.encode(serving_ca);
-    apply(client, &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}, "binaryData": {CA_BUNDLE_KEY: encoded}})).await?;
-    if bootstrap_complete {
+    let bundle = format!(
+        "{serving_ca}{}",
+        history.upgraded_with_serving_ca.as_deref().unwrap_or_default()
+    );
+    apply(client, &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}, "data": {CA_BUNDLE_KEY: bundle}})).await?;
+    if history.upgraded_with_serving_ca.is_none() {
+        let (ns, name) = KUBECONFIG_DATA;
+        let encoded = base64::engine::general_purpose::STANDARD.encode(serving_ca);
+        apply(client, &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}, "binaryData": {CA_BUNDLE_KEY: encoded}})).await?;
+    }
+    if history.bootstrap_complete {
         let (ns, name) = BOOTSTRAP_CONFIGMAP;
         apply(client, &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}, "data": {"status": "complete"}})).await?;
     }

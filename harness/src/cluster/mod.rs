@@ -29,11 +29,13 @@ pub use crate::mco::names;
 pub mod node_cache;
 pub mod operator;
 pub mod pools;
+pub mod registry_pull_secret;
 pub mod render;
 pub mod runner;
 pub mod server;
 mod signers;
 pub mod upstream;
+pub mod upstream_bootstrap;
 pub mod upstream_server;
 
 pub use lifecycle::NodeLifecycle;
@@ -61,6 +63,9 @@ pub enum ClusterError {
     Missing(String),
     #[error("fixture: {0}")]
     Fixture(String),
+    /// What the operator model could not do with the cluster's objects, in upstream's words.
+    #[error("operator: {0}")]
+    Operator(String),
     /// A cache that did not catch up with the API server in time.
     #[error("{0}")]
     Stale(String),

@@ -17,6 +17,14 @@
 //! ControllerConfig annotation `service-ca-rotate: "true"`; at its next sync, with the two
 //! equal, `"false"`. Its next sync is the next resync after the daemons saw `"true"`: here,
 //! the next instant the simulated clock stops at.
+//!
+//! It copies a changed bundle only once it settled (release-4.16 sync.go:1020-1043): it polls
+//! `kube-apiserver-server-ca` every 15 s for a minute, and a change it sees starts the minute
+//! again from that poll; the copy is the bundle of the last poll, written when a minute passed
+//! with no change. The sync is blocked meanwhile, so nothing of the ControllerConfig is
+//! written either. Here each poll is an instant the clock stops at (`Operator::deadline`); at
+//! the minute's end the copy is written without a poll (upstream's last tick and its timeout
+//! fall on the same instant). A missing `kubeconfig-data` is created at once (:1069-1077).
 
 use super::names::{
     CA_BUNDLE_KEY, INITIAL_KUBE_APISERVER_SERVER_CA, KUBE_APISERVER_CLIENT_CA, KUBE_APISERVER_SERVER_CA,
@@ -86,6 +94,32 @@ pub struct Operator {
     log: ClusterLog,
     /// When the operator last set `service-ca-rotate: "true"`.
     rotate_set_at: std::sync::Mutex<Option<time::OffsetDateTime>>,
+    /// A serving-CA change the 4.16 operator is waiting on to settle.
+    settling: std::sync::Mutex<Option<Settling>>,
+}
+
+/// How often the 4.16 operator polls `kube-apiserver-server-ca` while it waits (sync.go:1025).
+pub const SETTLE_POLL: time::Duration = time::Duration::seconds(15);
+/// How long the bundle must stay unchanged before the operator copies it (sync.go:1025).
+pub const SETTLE_WAIT: time::Duration = time::Duration::minutes(1);
+
+/// The wait of the 4.16 operator for `kube-apiserver-server-ca` to settle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Settling {
+    /// When its current minute began: the change that started the wait, or the poll that saw
+    /// the last change.
+    since: time::OffsetDateTime,
+    /// The last poll, or `since`.
+    polled: time::OffsetDateTime,
+    /// The bundle as last seen: what it copies.
+    bundle: Vec<u8>,
+}
+
+impl Settling {
+    /// The next instant the wait acts at: its next poll, or the end of its minute.
+    fn next(&self) -> time::OffsetDateTime {
+        (self.polled + SETTLE_POLL).min(self.since + SETTLE_WAIT)
+    }
 }
 
 impl Operator {
@@ -96,7 +130,18 @@ impl Operator {
             clock,
             log,
             rotate_set_at: std::sync::Mutex::new(None),
+            settling: std::sync::Mutex::new(None),
         }
+    }
+
+    /// The next instant the operator acts at of its own (a poll of its wait for the serving CA
+    /// bundle to settle, or the copy at the wait's end): the clock must stop there.
+    pub fn deadline(&self) -> Option<time::OffsetDateTime> {
+        self.settling
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(Settling::next)
     }
 
     async fn bundle(&self, (ns, name): (&str, &str)) -> Result<Option<String>, ClusterError> {
@@ -132,11 +177,142 @@ impl Operator {
     /// One pass: write the bundle into the ControllerConfig if it differs; on 4.16 keep
     /// `kubeconfig-data` and `service-ca-rotate` in step. Returns whether it wrote.
     pub async fn reconcile(&self) -> Result<bool, ClusterError> {
+        if self.profile.traits().serving_ca_rotation && !self.settled().await? {
+            return Ok(false); // its sync waits for the bundle: nothing else is written
+        }
+        // Everything the sync writes is worked out before anything is written: a failed
+        // assembly fails the whole sync, the kubelet CA bundle included (release-4.16
+        // sync.go:464-479 returns before the ControllerConfig is applied).
+        let pull_secret = self.registry_pull_secret().await?;
         let mut changed = self.sync_kubelet_ca().await?;
+        if let Some(encoded) = pull_secret {
+            changed |= self
+                .write_spec_field(
+                    "internalRegistryPullSecret",
+                    encoded,
+                    "internal registry pull secret",
+                )
+                .await?;
+        }
         if self.profile.traits().serving_ca_rotation {
             changed |= self.sync_server_ca().await?;
         }
         Ok(changed)
+    }
+
+    /// ControllerConfig `internalRegistryPullSecret` as the operator assembles it after the
+    /// hand-over (`super::registry_pull_secret`), nothing before; written when it differs.
+    /// What ControllerConfig `internalRegistryPullSecret` is to hold, base64 (`Some(None)`: no
+    /// secret), as the operator assembles it after the hand-over (`super::registry_pull_secret`),
+    /// nothing before; `None` where the release has no such field.
+    async fn registry_pull_secret(&self) -> Result<Option<Option<String>>, ClusterError> {
+        use crate::profile::RegistryPullSecretAssembly as A;
+        let skip_unreadable = match self.profile.traits().registry_pull_secret_assembly {
+            A::None => return Ok(None),
+            A::SkippingUnreadableSecrets => true,
+            A::Strict => false,
+        };
+        let wanted = match self.sources().await?.bootstrap_complete {
+            true => super::registry_pull_secret::assemble(&self.client, skip_unreadable).await?,
+            false => None,
+        };
+        Ok(Some(
+            wanted.map(|b| base64::engine::general_purpose::STANDARD.encode(b)),
+        ))
+    }
+
+    /// Write a base64 `[]byte` field of the ControllerConfig's spec (`None`: none) when it
+    /// differs from what the ControllerConfig holds, logging it as `what`; whether it wrote.
+    async fn write_spec_field(
+        &self,
+        field: &str,
+        encoded: Option<String>,
+        what: &str,
+    ) -> Result<bool, ClusterError> {
+        let api = controller_configs(&self.client);
+        let object = || format!("controllerconfig {CONTROLLER_CONFIG}");
+        let cc = api
+            .get(CONTROLLER_CONFIG)
+            .await
+            .map_err(|e| ClusterError::kube(object(), e))?;
+        if cc.data["spec"][field].as_str() == encoded.as_deref() {
+            return Ok(false);
+        }
+        let patch = json!({"spec": {field: encoded}});
+        let updated = api
+            .patch(CONTROLLER_CONFIG, &PatchParams::default(), &Patch::Merge(patch))
+            .await
+            .map_err(|e| ClusterError::kube(object(), e))?;
+        self.log.record(
+            self.clock.now(),
+            &format!(
+                "operator: controllerconfig {CONTROLLER_CONFIG} {what} updated (resourceVersion {})",
+                updated.metadata.resource_version.unwrap_or_default()
+            ),
+        );
+        Ok(true)
+    }
+
+    /// The 4.16 operator's wait for `kube-apiserver-server-ca` to settle, moved to the clock's
+    /// now: whether the sync may go on (no change pending, or the wait is over, its bundle to be
+    /// copied). A change seen with no wait running starts one.
+    async fn settled(&self) -> Result<bool, ClusterError> {
+        let now = self.clock.now();
+        let server_ca = self.server_ca().await?;
+        let existing = self.kubeconfig_data().await?;
+        let mut settling = self.settling.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(wait) = settling.as_mut() else {
+            let (Some(server_ca), Some(existing)) = (server_ca, existing) else {
+                return Ok(true); // nothing to copy, or kubeconfig-data to create at once
+            };
+            if config_map_bytes(&existing, CA_BUNDLE_KEY).as_deref() == Some(server_ca.as_slice()) {
+                return Ok(true);
+            }
+            *settling = Some(Settling {
+                since: now,
+                polled: now,
+                bundle: server_ca,
+            });
+            drop(settling);
+            self.log.record(
+                now,
+                "operator: kube-apiserver-server-ca differs from kubeconfig-data; polling it every 15 s until it is unchanged for a minute",
+            );
+            return Ok(false);
+        };
+        // Every poll due by now, each reading the bundle as it is now: the clock stops at each
+        // (`deadline`), so no change falls between two polls unseen.
+        while wait.next() <= now && wait.next() < wait.since + SETTLE_WAIT {
+            wait.polled = wait.next();
+            if let Some(seen) = &server_ca
+                && *seen != wait.bundle
+            {
+                wait.bundle = seen.clone();
+                wait.since = wait.polled;
+                self.log.record(
+                    wait.polled,
+                    "operator: found new data in kube-apiserver-server-ca while polling; waiting a further minute",
+                );
+            }
+        }
+        Ok(now >= wait.since + SETTLE_WAIT)
+    }
+
+    async fn server_ca(&self) -> Result<Option<Vec<u8>>, ClusterError> {
+        let (ns, name) = KUBE_APISERVER_SERVER_CA;
+        Ok(Api::<ConfigMap>::namespaced(self.client.clone(), ns)
+            .get_opt(name)
+            .await
+            .map_err(|e| ClusterError::kube(format!("configmap {ns}/{name}"), e))?
+            .and_then(|cm| config_map_bytes(&cm, CA_BUNDLE_KEY)))
+    }
+
+    async fn kubeconfig_data(&self) -> Result<Option<ConfigMap>, ClusterError> {
+        let (ns, name) = KUBECONFIG_DATA;
+        Api::<ConfigMap>::namespaced(self.client.clone(), ns)
+            .get_opt(name)
+            .await
+            .map_err(|e| ClusterError::kube(format!("configmap {ns}/{name}"), e))
     }
 
     /// 4.16: `kube-apiserver-server-ca` into `kubeconfig-data`, and `service-ca-rotate`.
@@ -147,11 +323,21 @@ impl Operator {
                 .await
                 .map_err(|e| ClusterError::kube(format!("configmap {ns}/{name}"), e))
         };
-        // Both sides read as upstream's cmToData: binaryData, else data (base64 or raw).
-        let Some(server_ca) = read(KUBE_APISERVER_SERVER_CA)
-            .await?
-            .and_then(|cm| config_map_bytes(&cm, CA_BUNDLE_KEY))
-        else {
+        // Both sides read as upstream's cmToData: binaryData, else data (base64 or raw). A wait
+        // that ended copies the bundle its last poll saw.
+        let settled = self
+            .settling
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .map(|wait| wait.bundle);
+        let ended_wait = settled.is_some();
+        let Some(server_ca) = (match settled {
+            Some(bundle) => Some(bundle),
+            None => read(KUBE_APISERVER_SERVER_CA)
+                .await?
+                .and_then(|cm| config_map_bytes(&cm, CA_BUNDLE_KEY)),
+        }) else {
             return Ok(false);
         };
         let (ns, name) = KUBECONFIG_DATA;
@@ -160,7 +346,9 @@ impl Operator {
         let copied = existing
             .as_ref()
             .and_then(|cm| config_map_bytes(cm, CA_BUNDLE_KEY));
-        let differs = copied.as_deref() != Some(server_ca.as_slice());
+        // A wait that ended writes what it saw, even what kubeconfig-data already holds, and
+        // marks the rotation (sync.go:1045-1066 patch and set editCCAnno unconditionally).
+        let differs = ended_wait || copied.as_deref() != Some(server_ca.as_slice());
         let mut changed = false;
         if differs {
             // Upstream writes the bundle as binaryData: a create, or a merge patch from the
@@ -232,104 +420,10 @@ impl Operator {
     async fn sync_kubelet_ca(&self) -> Result<bool, ClusterError> {
         let bundle = kubelet_ca_bundle(self.profile, &self.sources().await?)?;
         let encoded = base64::engine::general_purpose::STANDARD.encode(&bundle);
-        let api = controller_configs(&self.client);
-        let what = || format!("controllerconfig {CONTROLLER_CONFIG}");
-        let cc = api
-            .get(CONTROLLER_CONFIG)
+        self.write_spec_field("kubeAPIServerServingCAData", Some(encoded), "kubelet CA bundle")
             .await
-            .map_err(|e| ClusterError::kube(what(), e))?;
-        if cc.data["spec"]["kubeAPIServerServingCAData"].as_str() == Some(encoded.as_str()) {
-            return Ok(false);
-        }
-        let patch = json!({"spec": {"kubeAPIServerServingCAData": encoded}});
-        let updated = api
-            .patch(CONTROLLER_CONFIG, &PatchParams::default(), &Patch::Merge(patch))
-            .await
-            .map_err(|e| ClusterError::kube(what(), e))?;
-        self.log.record(
-            self.clock.now(),
-            &format!(
-                "operator: controllerconfig {CONTROLLER_CONFIG} kubelet CA bundle updated (resourceVersion {})",
-                updated.metadata.resource_version.unwrap_or_default()
-            ),
-        );
-        Ok(true)
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::pki::{SIMULATION_EPOCH, Signer, subjects};
-    use time::Duration;
-
-    fn signer(name: &str, days: i64, serial: u64) -> String {
-        Signer::issue(
-            "openshift-kube-apiserver-operator",
-            name,
-            SIMULATION_EPOCH + Duration::days(days),
-            Duration::days(365),
-            serial,
-        )
-        .unwrap()
-        .cert
-        .pem
-    }
-
-    #[test]
-    fn each_profile_picks_its_sources() {
-        let serving = Signer::issue_named(
-            "kube-apiserver-lb-signer",
-            SIMULATION_EPOCH,
-            Duration::days(3650),
-            1,
-        )
-        .unwrap()
-        .cert
-        .pem;
-        let (old, new) = (
-            signer(KUBE_APISERVER_TO_KUBELET_SIGNER, 0, 2),
-            signer(KUBE_APISERVER_TO_KUBELET_SIGNER, 292, 3),
-        );
-        let csr = signer("csr-signer", 0, 4);
-        let sources = CaSources {
-            initial: Some(format!("{serving}{old}")),
-            kubelet_client_ca: Some(format!("{new}{old}")),
-            client_ca: Some(format!("{csr}{new}{old}")),
-            bootstrap_complete: true,
-        };
-        let names = |pem: &str| subjects(pem).unwrap();
-        assert_eq!(
-            names(&kubelet_ca_bundle(Profile::Ocp412, &sources).unwrap()),
-            names(&format!("{serving}{new}{old}"))
-        );
-        assert_eq!(
-            names(&kubelet_ca_bundle(Profile::Ocp416, &sources).unwrap()),
-            names(&format!("{csr}{new}{old}"))
-        );
-        let bringing_up = CaSources {
-            bootstrap_complete: false,
-            ..sources.clone()
-        };
-        assert_eq!(
-            kubelet_ca_bundle(Profile::Ocp416, &bringing_up).unwrap(),
-            kubelet_ca_bundle(Profile::Ocp412, &bringing_up).unwrap(),
-            "before bootstrap completes, 4.16 renders what the bootstrap did"
-        );
-        let no_new = CaSources {
-            kubelet_client_ca: None,
-            ..sources.clone()
-        };
-        assert_eq!(
-            kubelet_ca_bundle(Profile::Ocp412, &no_new).unwrap(),
-            format!("{serving}{old}")
-        );
-        let nothing = CaSources::default();
-        assert!(
-            kubelet_ca_bundle(Profile::Ocp412, &nothing)
-                .unwrap_err()
-                .to_string()
-                .contains("initial-kube-apiserver-server-ca")
-        );
-    }
-}
+mod tests;

@@ -24,6 +24,8 @@ pub struct PoolView {
     /// Why the render controller could not render the pool's config, as its `RenderDegraded`
     /// condition says it (`None`: it rendered).
     pub render_failure: Option<String>,
+    /// What the conditions' messages put before the target's name (`Traits::pool_update_line_prefix`).
+    pub update_line_prefix: &'static str,
 }
 
 /// What the decisions need of a node, borrowed from it (a pass views every node of a pool).
@@ -35,19 +37,37 @@ pub struct NodeView<'a> {
     pub state: &'a str,
     /// `machineconfiguration.openshift.io/reason`, set with Degraded.
     pub reason: &'a str,
+    /// Whether the node takes work (upstream `checkNodeReady`): its `Ready` condition True,
+    /// `DiskPressure` and `NetworkUnavailable` False where the Node has them, and not cordoned.
+    pub ready: bool,
 }
 
 impl NodeView<'_> {
-    fn busy(&self) -> bool {
-        self.current != self.desired || self.state != STATE_DONE
+    /// The daemon finished the config it was given (upstream `isNodeDone`).
+    fn done(&self) -> bool {
+        !self.current.is_empty() && self.current == self.desired && self.state == STATE_DONE
     }
 
+    /// Done, on `target` (upstream `isNodeDoneAt`).
+    fn done_at(&self, target: &str) -> bool {
+        self.done() && self.current == target
+    }
+
+    /// Its daemon gave up on the config it was given (upstream `isNodeMCDFailing`): such a
+    /// node may be given another config, and is not counted unavailable for it.
+    fn failing(&self) -> bool {
+        self.current != self.desired && (self.state == STATE_DEGRADED || self.state == STATE_UNRECONCILABLE)
+    }
+
+    /// Unready, or working towards a config (upstream `isNodeUnavailable`).
+    fn unavailable(&self) -> bool {
+        !self.ready || (!self.done() && !self.failing())
+    }
+
+    /// Reported Degraded or Unreconcilable on a config it was given (upstream
+    /// `getDegradedMachines`).
     fn degraded(&self) -> bool {
-        self.state == STATE_DEGRADED || self.state == STATE_UNRECONCILABLE
-    }
-
-    fn updated(&self, target: &str) -> bool {
-        self.current == target && self.desired == target && self.state == STATE_DONE
+        !self.desired.is_empty() && (self.state == STATE_DEGRADED || self.state == STATE_UNRECONCILABLE)
     }
 }
 
@@ -82,17 +102,24 @@ pub fn max_unavailable(spec: &Value, pool_size: usize) -> Result<usize, String> 
     Ok(scaled.max(1))
 }
 
-/// Nodes whose `desiredConfig` should now be set to the pool's target, in name order.
+/// Nodes whose `desiredConfig` should now be set to the pool's target, in name order
+/// (upstream `getAllCandidateMachines`): every node not yet given the target is a candidate,
+/// a failing node included (its daemon gave up; a new config may mend it), up to the room
+/// `maxUnavailable` leaves once unavailable nodes and nodes failing on the target are counted.
 pub fn nodes_to_update(pool: &PoolView, nodes: &[NodeView]) -> Vec<String> {
     if pool.paused || pool.target.is_empty() {
         return Vec::new();
     }
-    let busy = nodes.iter().filter(|n| n.busy()).count();
-    let room = pool.max_unavailable.saturating_sub(busy);
-    let mut waiting: Vec<&NodeView> = nodes
+    let unavailable = nodes.iter().filter(|n| n.unavailable()).count();
+    let failing_target = nodes
         .iter()
-        .filter(|n| n.desired != pool.target && !n.busy())
-        .collect();
+        .filter(|n| n.desired == pool.target && n.failing())
+        .count();
+    let room = pool
+        .max_unavailable
+        .saturating_sub(unavailable)
+        .saturating_sub(failing_target);
+    let mut waiting: Vec<&NodeView> = nodes.iter().filter(|n| n.desired != pool.target).collect();
     waiting.sort_by(|a, b| a.name.cmp(b.name));
     waiting
         .into_iter()
@@ -127,34 +154,47 @@ pub fn pool_status(pool: &PoolView, nodes: &[NodeView], observed_generation: i64
             ..MachineConfigPoolStatus::default()
         };
     }
-    let updated = nodes.iter().filter(|n| n.updated(&pool.target)).count();
-    let degraded = nodes.iter().filter(|n| n.degraded()).count();
-    let unavailable = nodes.iter().filter(|n| n.busy()).count();
-    let all_updated = updated == nodes.len() && !pool.target.is_empty();
+    // release-4.12/4.16 node/status.go calculateStatus.
+    let updated = nodes.iter().filter(|n| n.done_at(&pool.target)).count();
+    let ready = nodes
+        .iter()
+        .filter(|n| n.done_at(&pool.target) && n.ready)
+        .count();
+    let degraded: Vec<&NodeView> = nodes.iter().filter(|n| n.degraded()).collect();
+    let unavailable = nodes.iter().filter(|n| n.unavailable()).count();
+    let all_updated = updated == nodes.len() && ready == nodes.len() && unavailable == 0;
     let current = if all_updated {
         pool.target.clone()
     } else {
         pool.current.clone()
     };
-    let updating = !all_updated && !pool.paused;
-    // status.go: each degraded node with its reason, which names the path for config drift.
-    let degraded_message = nodes
+    // Each degraded node with its reason, which names the path for config drift; a node with
+    // no reason is counted but not named.
+    let degraded_message = degraded
         .iter()
-        .filter(|n| n.degraded())
+        .filter(|n| !n.reason.is_empty())
         .map(|n| format!("Node {} is reporting: {:?}", n.name, n.reason))
         .collect::<Vec<_>>()
         .join(", ");
     let count = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
-    let updated_message = if all_updated {
-        format!("All nodes are updated with {current}")
+    let line = format!("{}{}", pool.update_line_prefix, pool.target);
+    let (updated_message, updating, updating_message) = if all_updated {
+        (format!("All nodes are updated with {line}"), false, String::new())
+    } else if pool.paused {
+        (
+            String::new(),
+            false,
+            format!("Pool is paused; will not update to {line}"),
+        )
     } else {
-        String::new()
+        (String::new(), true, format!("All nodes are updating to {line}"))
     };
-    let updating_message = if updating {
-        format!("All nodes are updating to {}", pool.target)
-    } else {
-        String::new()
-    };
+    let mut node_degraded = condition("NodeDegraded", !degraded.is_empty(), "");
+    if !degraded.is_empty() {
+        node_degraded.reason = format!("{} nodes are reporting degraded status on sync", degraded.len());
+        node_degraded.message = degraded_message;
+    }
+    let degraded = degraded.len();
     MachineConfigPoolStatus {
         observed_generation,
         configuration: PoolConfiguration {
@@ -163,13 +203,13 @@ pub fn pool_status(pool: &PoolView, nodes: &[NodeView], observed_generation: i64
         },
         machine_count: count(nodes.len()),
         updated_machine_count: count(updated),
-        ready_machine_count: count(nodes.len() - unavailable),
+        ready_machine_count: count(ready),
         unavailable_machine_count: count(unavailable),
         degraded_machine_count: count(degraded),
         conditions: vec![
             condition("Updated", all_updated, &updated_message),
             condition("Updating", updating, &updating_message),
-            condition("NodeDegraded", degraded > 0, &degraded_message),
+            node_degraded,
             // render_controller.go syncFailingStatus / syncAvailableStatus.
             condition(
                 "RenderDegraded",
@@ -177,11 +217,7 @@ pub fn pool_status(pool: &PoolView, nodes: &[NodeView], observed_generation: i64
                 pool.render_failure.as_deref().unwrap_or(""),
             ),
             // status.go: the pool is Degraded when NodeDegraded or RenderDegraded is.
-            condition(
-                "Degraded",
-                degraded > 0 || pool.render_failure.is_some(),
-                &degraded_message,
-            ),
+            condition("Degraded", degraded > 0 || pool.render_failure.is_some(), ""),
         ],
         cert_expirys: None,
         other: Default::default(),
@@ -215,6 +251,7 @@ mod tests {
             desired,
             state,
             reason: "",
+            ready: true,
         }
     }
 
@@ -226,6 +263,7 @@ mod tests {
             target: "r2".into(),
             current: "r1".into(),
             render_failure: None,
+            update_line_prefix: "",
         }
     }
 
@@ -235,7 +273,108 @@ mod tests {
         assert!(nodes_to_update(&pool(true, 1), &nodes).is_empty());
         let status = written(&pool(true, 1), &nodes, 1);
         assert_eq!(status["configuration"]["name"], "r1");
-        assert_eq!(status["conditions"][1]["status"], "False", "paused: not Updating");
+        assert_eq!(
+            (
+                &status["conditions"][0]["status"],
+                &status["conditions"][0]["message"]
+            ),
+            (&json!("False"), &json!(""))
+        );
+        assert_eq!(
+            (
+                &status["conditions"][1]["status"],
+                &status["conditions"][1]["message"]
+            ),
+            (&json!("False"), &json!("Pool is paused; will not update to r2")),
+            "paused: not Updating, and says why (release-4.12 status.go:97)"
+        );
+    }
+
+    #[test]
+    fn an_unpaused_pool_on_its_way_says_so_and_then_that_it_arrived() {
+        let on_the_way = [node("a", "r1", "r2", "Working"), node("b", "r1", "r1", "Done")];
+        let status = written(&pool(false, 1), &on_the_way, 1);
+        assert_eq!(
+            (
+                &status["conditions"][1]["status"],
+                &status["conditions"][1]["message"]
+            ),
+            (&json!("True"), &json!("All nodes are updating to r2"))
+        );
+        assert_eq!(status["conditions"][0]["status"], "False");
+        let arrived = [node("a", "r2", "r2", "Done"), node("b", "r2", "r2", "Done")];
+        let status = written(&pool(false, 1), &arrived, 1);
+        assert_eq!(
+            (
+                &status["conditions"][0]["status"],
+                &status["conditions"][0]["message"]
+            ),
+            (&json!("True"), &json!("All nodes are updated with r2"))
+        );
+        assert_eq!(status["conditions"][1]["status"], "False");
+    }
+
+    #[test]
+    fn an_unready_node_is_unavailable_and_keeps_the_pool_from_updated() {
+        let mut cordoned = node("a", "r2", "r2", "Done");
+        cordoned.ready = false;
+        let nodes = [cordoned, node("b", "r2", "r2", "Done")];
+        let status = written(&pool(false, 1), &nodes, 1);
+        assert_eq!(
+            (
+                status["updatedMachineCount"].as_u64(),
+                status["readyMachineCount"].as_u64(),
+                status["unavailableMachineCount"].as_u64()
+            ),
+            (Some(2), Some(1), Some(1))
+        );
+        assert_eq!(status["conditions"][0]["status"], "False");
+        assert_eq!(
+            status["configuration"]["name"], "r1",
+            "not all nodes are ready on r2"
+        );
+        let waiting = [
+            NodeView {
+                ready: false,
+                ..node("a", "r1", "r1", "Done")
+            },
+            node("b", "r1", "r1", "Done"),
+        ];
+        assert!(
+            nodes_to_update(&pool(false, 1), &waiting).is_empty(),
+            "the unready node takes the only room"
+        );
+    }
+
+    #[test]
+    fn a_node_that_gave_up_is_given_the_new_target_and_is_not_unavailable() {
+        // Unreconcilable on r3: not unavailable, a candidate for r2 (release-4.12
+        // node_controller.go getAllCandidateMachines, status.go isNodeUnavailable).
+        let nodes = [
+            NodeView {
+                reason: "can't reconcile",
+                ..node("a", "r1", "r3", "Unreconcilable")
+            },
+            node("b", "r1", "r1", "Done"),
+        ];
+        assert_eq!(nodes_to_update(&pool(false, 1), &nodes), ["a"]);
+        assert_eq!(nodes_to_update(&pool(false, 2), &nodes), ["a", "b"]);
+        let status = written(&pool(false, 1), &nodes, 1);
+        assert_eq!(status["unavailableMachineCount"], 0);
+        assert_eq!(status["degradedMachineCount"], 1);
+        assert_eq!(
+            (
+                &status["conditions"][2]["reason"],
+                &status["conditions"][2]["message"]
+            ),
+            (
+                &json!("1 nodes are reporting degraded status on sync"),
+                &json!("Node a is reporting: \"can't reconcile\"")
+            )
+        );
+        // Failing on the target itself: it holds the room, as it may mend.
+        let failing_target = [node("a", "r1", "r2", "Degraded"), node("b", "r1", "r1", "Done")];
+        assert!(nodes_to_update(&pool(false, 1), &failing_target).is_empty());
     }
 
     #[test]

@@ -193,15 +193,27 @@ impl ClusterSide {
     /// predecessor leaves the bundle, say).
     pub async fn next_stop(&self, until: OffsetDateTime) -> Result<OffsetDateTime, ClusterError> {
         let deadlines = retry_transient(|| self.signers.deadlines()).await?;
-        let Some(first) = deadlines.first().copied() else {
-            return Ok(until);
+        let signers = match deadlines.first().copied() {
+            None => until,
+            Some(first) => deadlines
+                .into_iter()
+                .take_while(|d| *d <= first + RESYNC)
+                .last()
+                .unwrap_or(first),
         };
-        let last = deadlines
-            .into_iter()
-            .take_while(|d| *d <= first + RESYNC)
-            .last()
-            .unwrap_or(first);
-        Ok(last.min(until))
+        // The operator's own instants (its polls while it waits for a serving CA bundle to
+        // settle) are met exactly: each reads the bundle as it is then.
+        let operator = self
+            .operator
+            .deadline()
+            .filter(|d| *d > self.clock.now())
+            .unwrap_or(until);
+        Ok(signers.min(operator).min(until))
+    }
+
+    /// The operator's next instant of its own, if it waits on something.
+    pub fn operator_deadline(&self) -> Option<OffsetDateTime> {
+        self.operator.deadline()
     }
 
     /// Run until `stop`, reconciling on every watched change.

@@ -26,7 +26,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-const GENERATED_BY_VERSION: &str = "machineconfiguration.openshift.io/generated-by-version";
+pub(super) const GENERATED_BY_VERSION: &str = "machineconfiguration.openshift.io/generated-by-version";
 
 /// The controller a run names (`--controller-binary`, `--controller-arg`).
 #[derive(Debug, Clone, PartialEq, Eq)]

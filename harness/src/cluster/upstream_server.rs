@@ -50,7 +50,8 @@ pub struct UpstreamServer {
 
 /// The server of one scenario, running until dropped.
 pub struct RunningServer {
-    _child: tokio::process::Child,
+    /// Held for `kill_on_drop`; set once it answered.
+    _child: Option<tokio::process::Child>,
     /// Its TLS port (upstream's 22623).
     pub addr: SocketAddr,
     tls: Arc<rustls::ClientConfig>,
@@ -95,51 +96,72 @@ impl UpstreamServer {
                 .and_then(|l| l.local_addr())
                 .map_err(|e| fail(format!("a port: {e}")))
         };
-        let (secure, insecure) = (port()?, port()?);
-        let log = dir.join("machine-config-server.log");
-        let file = std::fs::File::create(&log).map_err(|e| fail(format!("{}: {e}", log.display())))?;
-        let err = file.try_clone().map_err(|e| fail(e.to_string()))?;
-        let mut args: Vec<String> = vec![
-            "--user".into(),
-            "--map-root-user".into(),
-            "--mount".into(),
-            "--".into(),
-            "/bin/sh".into(),
-            "-c".into(),
-            r#"mount --bind "$0" /etc && exec "$@""#.into(),
-            etc.display().to_string(),
-            self.binary.display().to_string(),
-            "start".into(),
-            format!("--apiserver-url={api_url}"),
-            format!("--kubeconfig={}", config.display()),
-            format!("--secure-port={}", secure.port()),
-            format!("--insecure-port={}", insecure.port()),
-            format!("--cert={}", cert.display()),
-            format!("--key={}", key.display()),
-        ];
-        args.extend(self.args.iter().cloned());
-        let child = tokio::process::Command::new("unshare")
-            .args(&args)
-            .stdout(file)
-            .stderr(err)
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| fail(format!("unshare: {e}")))?;
-        let running = RunningServer {
-            _child: child,
-            addr: secure,
-            tls: Arc::new(client_tls(&serving.ca_pem).map_err(fail)?),
-            log,
-        };
-        crate::wait::eventually(deadline, || running.healthy())
-            .await
-            .map_err(|e| {
-                fail(format!(
-                    "never became healthy: {e}\nits log:\n{}",
-                    running.tail(20)
-                ))
-            })?;
-        Ok(running)
+        // The ports are free when picked and the server binds them a moment later: another
+        // process may take one in between. A server that exits saying so is started again on
+        // other ports (an infrastructure race, not a verdict); any other exit fails at once.
+        const TRIES: usize = 3;
+        for attempt in 1..=TRIES {
+            let (secure, insecure) = (port()?, port()?);
+            let log = dir.join("machine-config-server.log");
+            let file = std::fs::File::create(&log).map_err(|e| fail(format!("{}: {e}", log.display())))?;
+            let err = file.try_clone().map_err(|e| fail(e.to_string()))?;
+            let mut args: Vec<String> = vec![
+                "--user".into(),
+                "--map-root-user".into(),
+                "--mount".into(),
+                "--".into(),
+                "/bin/sh".into(),
+                "-c".into(),
+                r#"mount --bind "$0" /etc && exec "$@""#.into(),
+                etc.display().to_string(),
+                self.binary.display().to_string(),
+                "start".into(),
+                format!("--apiserver-url={api_url}"),
+                format!("--kubeconfig={}", config.display()),
+                format!("--secure-port={}", secure.port()),
+                format!("--insecure-port={}", insecure.port()),
+                format!("--cert={}", cert.display()),
+                format!("--key={}", key.display()),
+            ];
+            args.extend(self.args.iter().cloned());
+            let mut child = tokio::process::Command::new("unshare")
+                .args(&args)
+                .stdout(file)
+                .stderr(err)
+                .kill_on_drop(true)
+                .spawn()
+                .map_err(|e| fail(format!("unshare: {e}")))?;
+            let mut running = RunningServer {
+                _child: None,
+                addr: secure,
+                tls: Arc::new(client_tls(&serving.ca_pem).map_err(fail)?),
+                log,
+            };
+            let waited = tokio::select! {
+                waited = crate::wait::eventually(deadline, || running.healthy()) => Some(waited),
+                _ = child.wait() => None,
+            };
+            match waited {
+                Some(Ok(())) => {
+                    running._child = Some(child);
+                    return Ok(running);
+                }
+                Some(Err(e)) => {
+                    return Err(fail(format!(
+                        "never became healthy: {e}\nits log:\n{}",
+                        running.tail(20)
+                    )));
+                }
+                None if running.tail(20).contains("address already in use") && attempt < TRIES => {}
+                None => {
+                    return Err(fail(format!(
+                        "exited before it became healthy; its log:\n{}",
+                        running.tail(20)
+                    )));
+                }
+            }
+        }
+        unreachable!("the last try returns")
     }
 }
 

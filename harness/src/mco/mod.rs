@@ -64,7 +64,6 @@ pub const STATE_DONE: &str = "Done";
 pub const STATE_WORKING: &str = "Working";
 pub const STATE_DEGRADED: &str = "Degraded";
 pub const STATE_UNRECONCILABLE: &str = "Unreconcilable";
-pub const STATE_REBOOTING: &str = "Rebooting";
 
 /// The Node's first annotations (currentConfig, desiredConfig, state Done) as the
 /// machine-config server writes them on a new node's disk; the daemon's first run applies them

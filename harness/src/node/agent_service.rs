@@ -54,6 +54,7 @@ pub fn stop_on_signals() -> tokio_util::sync::CancellationToken {
 }
 
 /// An agent binary run as the agent service of a node.
+#[derive(Clone)]
 pub struct AgentProcess {
     pub binary: PathBuf,
     pub args: Vec<String>,
@@ -96,8 +97,17 @@ impl Service for AgentProcess {
             std::env::var("PATH").unwrap_or_default()
         );
         let root = ctx.node.root().to_path_buf();
-        let command = || {
-            let mut command = Command::new(&self.binary);
+        // A wrapper (a tracer) goes before the agent's command line, for one start
+        // (`crate::node::crash`).
+        let command = |wrapper: &[String]| {
+            let mut command = match wrapper.split_first() {
+                Some((program, options)) => {
+                    let mut c = Command::new(program);
+                    c.args(options).arg(&self.binary);
+                    c
+                }
+                None => Command::new(&self.binary),
+            };
             command
                 .args(&self.args)
                 .env("KUBECONFIG", root.join(AGENT_KUBECONFIG.trim_start_matches('/')))
@@ -121,18 +131,20 @@ impl Service for AgentProcess {
         };
         let mut restarts = 0;
         loop {
+            let launch = ctx.node.take_agent_launch();
+            let wrapper = launch.as_ref().map(|l| l.wrapper.clone()).unwrap_or_default();
             let child = match boot_id.clone() {
-                Some(id) => match own_boot_id(command(), &id) {
+                Some(id) => match own_boot_id(command(&wrapper), &id) {
                     Ok(child) => Ok(child),
                     Err(e) => {
                         ctx.log(&format!(
                         "the agent reads the host's boot id, not this boot's ({}): {e}; run the node with CAP_SYS_ADMIN",
                         BOOT_ID_PATH
                     ));
-                        command().spawn()
+                        command(&wrapper).spawn()
                     }
                 },
-                None => command().spawn(),
+                None => command(&wrapper).spawn(),
             };
             let mut child = match child {
                 Ok(c) => c,
@@ -147,6 +159,14 @@ impl Service for AgentProcess {
                 let status = exited.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
                 ctx.log(&format!("{} exited: {status}", self.binary.display()));
                 stop_group(&mut child, STOP_GRACE).await;
+                // Whoever wrapped this start looks at the node before the restart.
+                if let Some(launch) = launch {
+                    let _ = launch.ended.send(status.clone());
+                    tokio::select! {
+                        _ = launch.resume => {}
+                        _ = ctx.stop.cancelled() => return,
+                    }
+                }
                 // A daemon that fails is restarted, as its DaemonSet pod is.
                 if failed && pod_restart_back_off(&ctx, restarts).await {
                     restarts += 1;

@@ -55,6 +55,8 @@ struct Inner {
     /// The unit directory's mtime at the last scan of it, and when that scan began.
     /// Per unit directory (`UNIT_DIRS`), its mtime and when the scan that saw it began.
     units_scanned: Mutex<[Option<(std::time::SystemTime, std::time::SystemTime)>; 2]>,
+    /// How the agent service's next start is wrapped (`crate::node::crash`), once.
+    agent_launch: Mutex<Option<super::crash::AgentLaunch>>,
 }
 
 /// How long after the unit directory's last change a scan must have begun for the directory's
@@ -214,6 +216,7 @@ impl EmbeddedNode {
                 bus: Mutex::new(None),
                 private_bus: std::sync::atomic::AtomicBool::new(true),
                 units_scanned: Mutex::new([None; 2]),
+                agent_launch: Mutex::new(None),
             }),
         }
     }
@@ -239,6 +242,17 @@ impl EmbeddedNode {
     /// Attach the program behind a unit (units without one only change state).
     pub fn set_service(&self, unit: &str, service: Arc<dyn Service>) {
         lock(&self.inner.services).insert(unit_name(unit), service);
+    }
+
+    /// Wrap the agent service's next start (a process agent's: `AgentProcess`), once.
+    pub fn arm_agent_launch(&self, launch: super::crash::AgentLaunch) {
+        *lock(&self.inner.agent_launch) = Some(launch);
+    }
+
+    /// The wrapper for this start of the agent, if one was armed (taken: the next start runs
+    /// the agent as it is).
+    pub fn take_agent_launch(&self) -> Option<super::crash::AgentLaunch> {
+        lock(&self.inner.agent_launch).take()
     }
 
     /// Published by the kubelet service once it listens.
@@ -414,6 +428,10 @@ impl Node for EmbeddedNode {
 
     async fn shutdown(&self) {
         EmbeddedNode::shutdown(self).await
+    }
+
+    fn as_embedded(&self) -> Option<&EmbeddedNode> {
+        Some(self)
     }
 }
 

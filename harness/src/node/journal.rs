@@ -24,6 +24,22 @@ pub struct Entry {
 }
 
 impl Entry {
+    /// What keeping the entry costs in memory, as the budget counts it: its line, and every
+    /// field's name and value with what a map entry of two strings costs beside them (three
+    /// words per string, a few for the map's node): a flood of short lines costs as much in
+    /// fields as in text.
+    pub fn cost(&self) -> usize {
+        const STRING: usize = 3 * std::mem::size_of::<usize>();
+        const FIELD: usize = 2 * STRING + 2 * std::mem::size_of::<usize>();
+        STRING
+            + self.line.len()
+            + self
+                .fields
+                .iter()
+                .map(|(k, v)| FIELD + k.len() + v.len())
+                .sum::<usize>()
+    }
+
     /// True for the `-- Boot <id> --` marker between boots.
     pub fn is_boot_marker(&self) -> bool {
         self.fields.is_empty() && self.line.starts_with("-- Boot ")
@@ -40,14 +56,14 @@ pub struct Journal {
     /// A node part in a process of its own prints its messages on stdout, where its service
     /// manager puts them in the node's journal, instead of keeping them.
     to_stdout: bool,
-    /// How many bytes of lines the journal keeps, and how many it has kept: a flood of output
+    /// How many bytes the journal keeps (`Entry::cost`), and how many it has kept: a flood of output
     /// costs neither memory nor a report of gigabytes (journald caps its files likewise,
     /// `SystemMaxUse=`).
     budget: usize,
     kept: Arc<std::sync::atomic::AtomicUsize>,
 }
 
-/// What a node's journal keeps, in bytes of lines, over a scenario.
+/// What a node's journal keeps over a scenario, in bytes of memory (`Entry::cost`).
 pub const JOURNAL_BUDGET: usize = 64 << 20;
 
 /// journald's `LineMax=` default (48K): a stream line longer than this is cut into records of
@@ -115,7 +131,7 @@ impl Journal {
         }
     }
 
-    /// A journal that keeps at most `budget` bytes of lines.
+    /// A journal that keeps at most `budget` bytes (`Entry::cost`).
     pub fn with_budget(host: &str, budget: usize) -> Self {
         Journal {
             budget,
@@ -133,7 +149,7 @@ impl Journal {
 
     fn push(&self, entry: Entry) {
         use std::sync::atomic::Ordering::Relaxed;
-        let size = entry.line.len();
+        let size = entry.cost();
         let before = self.kept.fetch_add(size, Relaxed);
         if before + size > self.budget {
             // Said once, when the budget runs out; the note itself is not counted.
@@ -298,29 +314,40 @@ mod tests {
         assert_eq!(escape_output(b"ok \xff\xfe caf\xc3\xa9"), "ok \\xff\\xfe café");
     }
 
-    /// A journal keeps lines up to its budget, says once that it reached it, and keeps
-    /// nothing after.
+    /// A journal keeps entries up to its budget, counted with their fields (a flood of short
+    /// lines costs several times its text: counting the text alone let a 64 MiB budget hold
+    /// about 600 MB), says once that it reached it, and keeps nothing after.
     #[test]
     fn a_flood_stops_at_the_budget_with_a_note() {
-        let j = Journal::with_budget("node-1", 200);
+        let budget = 20_000;
+        let j = Journal::with_budget("node-1", budget);
         let mark = j.mark();
         let at = datetime!(2026-02-26 07:21:44 UTC);
         for i in 0..1000 {
             j.log(at, "agent", 7, &format!("line {i}"));
         }
+        let entries = j.entries_since(mark);
+        let kept: Vec<&Entry> = entries.iter().filter(|e| e.line.contains("agent[7]")).collect();
+        let cost: usize = kept.iter().map(|e| e.cost()).sum();
+        let text: usize = kept.iter().map(|e| e.line.len()).sum();
+        assert!(!kept.is_empty() && cost <= budget, "{cost} bytes kept");
+        // Each entry's fields cost more than its text, and are counted.
+        assert!(cost > 3 * text, "{cost} for {text} bytes of text");
+        // What one entry costs is at least what its strings hold.
+        let one = kept[0];
+        let held: usize = one.line.capacity()
+            + one
+                .fields
+                .iter()
+                .map(|(k, v)| k.capacity() + v.capacity())
+                .sum::<usize>();
+        assert!(one.cost() >= held, "{} < {held}", one.cost());
         let lines = j.since(mark);
-        let kept: usize = lines
-            .iter()
-            .filter(|l| l.contains("agent[7]"))
-            .map(|l| l.len())
-            .sum();
-        assert!(kept <= 200, "{kept} bytes kept");
-        assert!(lines.len() < 10, "{lines:?}");
         let notes: Vec<&String> = lines.iter().filter(|l| l.contains("budget")).collect();
         assert_eq!(notes.len(), 1, "{lines:?}");
         assert_eq!(
             notes[0],
-            "Feb 26 07:21:44 node-1 mco-conformance[1]: this node's journal reached its budget of 200 bytes; later messages are not kept"
+            "Feb 26 07:21:44 node-1 mco-conformance[1]: this node's journal reached its budget of 20000 bytes; later messages are not kept"
         );
     }
 

@@ -3,7 +3,9 @@
 //!
 //! It serves HTTPS on loopback (port 0) and requires a client certificate, verified against its
 //! clientCAFile `/etc/kubernetes/kubelet-ca.crt` at the **simulated** instant. It reloads the
-//! bundle when the file changes and logs what the real kubelet's watch logs (`CaFileWatch`). A
+//! bundle when the file changes and logs what the real kubelet's watch logs (`CaFileWatch`); a
+//! file that holds no certificate Go reads whole (half written, say) is an error that leaves it
+//! verifying with the bundle it had (`reload`, `pki::go_ca_bundle`). A
 //! rejected client certificate is logged with the evidence (simulated time, validity, issuer).
 //! `probe` is the kube-apiserver's side of that handshake.
 
@@ -122,12 +124,59 @@ fn file_event(watched: Option<u64>, now: Option<u64>) -> Option<FileEvent> {
 
 /// The kubelet's client CA file and its watch (upstream `DynamicFileCAContent`, Kubernetes
 /// 1.25–1.29): every event reloads the file; a replaced or removed file first logs
-/// `WATCH_GONE_LOG` and is watched again. A load logs `CA_RELOAD_LOG` only when the content
-/// changed; an empty or missing file is an error that keeps the bundle it had. Line numbers are
+/// `WATCH_GONE_LOG` and is watched again. What a reload does is `reload`'s. Line numbers are
 /// those of the seeds' 4.12 node log where it shows the line.
 struct CaFileWatch {
     bundle: Bundle,
+    /// The file's bytes at the last load that took: upstream compares the new bytes with them.
+    loaded: Option<Vec<u8>>,
     watched: Option<u64>,
+}
+
+/// What a reload of the client CA file does, by what the file holds now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Reload {
+    /// The same bytes as the last load: nothing.
+    Unchanged,
+    /// A new bundle, as PEM of the certificates Go reads from the file (`pki::go_ca_bundle`):
+    /// it replaces the one the kubelet verifies with, and `CA_RELOAD_LOG` is logged.
+    Loaded(String),
+    /// The file could not be read, is empty or holds no certificate the kubelet reads whole: the
+    /// kubelet keeps the bundle it had and logs the error as its work queue does (`key` is its
+    /// queue's one item) before it retries.
+    Failed(String),
+}
+
+/// Upstream `loadCABundle`: read, refuse an empty file, skip unchanged bytes, parse as
+/// `newCABundleAndVerifier` does (`error loading CA bundle for …`).
+fn reload(loaded: Option<&[u8]>, read: &std::io::Result<Vec<u8>>) -> Reload {
+    let name = format!("client-ca-bundle::{KUBELET_CA_PATH}");
+    let data = match read {
+        Ok(data) => data.as_slice(),
+        Err(e) => {
+            // As Go words the error.
+            let why = match e.kind() {
+                std::io::ErrorKind::NotFound => "no such file or directory".to_string(),
+                _ => e.to_string(),
+            };
+            return Reload::Failed(format!("open {KUBELET_CA_PATH}: {why}"));
+        }
+    };
+    if data.is_empty() {
+        return Reload::Failed(format!("missing content for CA bundle \"{name}\""));
+    }
+    if loaded == Some(data) {
+        return Reload::Unchanged;
+    }
+    match crate::pki::go_ca_bundle(data) {
+        Ok(certs) => Reload::Loaded(
+            certs
+                .iter()
+                .map(|der| crate::pki::pem_encode("CERTIFICATE", der))
+                .collect(),
+        ),
+        Err(e) => Reload::Failed(format!("error loading CA bundle for \"{name}\": {e}")),
+    }
 }
 
 impl CaFileWatch {
@@ -140,15 +189,21 @@ impl CaFileWatch {
         ctx.node.root().join(KUBELET_CA_PATH.trim_start_matches('/'))
     }
 
-    /// The first load, at start: logged whatever it holds.
+    /// The first load, at start: logged whatever it holds; a file the kubelet cannot read
+    /// leaves it with no CA (every client certificate refused).
     fn start(ctx: &ServiceContext, bundle: Bundle) -> Self {
-        let text = std::fs::read_to_string(Self::path(ctx)).unwrap_or_default();
-        *bundle.write().unwrap_or_else(|p| p.into_inner()) = text;
-        ctx.log(&format!("I0000 dynamic_cafile_content.go:119] {CA_RELOAD_LOG}"));
-        CaFileWatch {
+        let mut watch = CaFileWatch {
             bundle,
+            loaded: None,
             watched: Self::inode(ctx),
+        };
+        let read = std::fs::read(Self::path(ctx));
+        if let Reload::Loaded(pem) = reload(None, &read) {
+            *watch.bundle.write().unwrap_or_else(|p| p.into_inner()) = pem;
+            watch.loaded = read.ok();
         }
+        ctx.log(&format!("I0000 dynamic_cafile_content.go:119] {CA_RELOAD_LOG}"));
+        watch
     }
 
     /// Something happened in the file's directory to `kubelet-ca.crt`.
@@ -165,29 +220,17 @@ impl CaFileWatch {
             }
         }
         self.watched = now;
-        let name = format!("client-ca-bundle::{KUBELET_CA_PATH}");
-        let text = match std::fs::read_to_string(Self::path(ctx)) {
-            Ok(text) if text.is_empty() => {
-                return ctx.log(&format!(
-                    "E0000 dynamic_cafile_content.go] {name} failed with : missing content for CA bundle \"{name}\""
-                ));
+        let read = std::fs::read(Self::path(ctx));
+        match reload(self.loaded.as_deref(), &read) {
+            Reload::Unchanged => {}
+            Reload::Loaded(pem) => {
+                *self.bundle.write().unwrap_or_else(|p| p.into_inner()) = pem;
+                self.loaded = read.ok();
+                ctx.log(&format!("I0000 dynamic_cafile_content.go:119] {CA_RELOAD_LOG}"));
             }
-            Ok(text) => text,
-            Err(e) => {
-                // As Go words the error.
-                let why = match e.kind() {
-                    std::io::ErrorKind::NotFound => "no such file or directory".to_string(),
-                    _ => e.to_string(),
-                };
-                return ctx.log(&format!(
-                    "E0000 dynamic_cafile_content.go] {name} failed with : open {KUBELET_CA_PATH}: {why}"
-                ));
-            }
-        };
-        let mut current = self.bundle.write().unwrap_or_else(|p| p.into_inner());
-        if *current != text {
-            *current = text;
-            ctx.log(&format!("I0000 dynamic_cafile_content.go:119] {CA_RELOAD_LOG}"));
+            Reload::Failed(why) => ctx.log(&format!(
+                "E0000 dynamic_cafile_content.go] key failed with : {why}"
+            )),
         }
     }
 }
@@ -222,22 +265,9 @@ impl Service for FakeKubelet {
             Err(e) => return ctx.log(&format!("E0000 cannot watch {}: {e}", dir.display())),
         };
         let (rejections_tx, mut rejections) = tokio::sync::mpsc::unbounded_channel();
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let verifier = Arc::new(SimTimeVerifier {
-            bundle: bundle.clone(),
-            clock: ctx.node.clock().clone(),
-            algorithms: provider.signature_verification_algorithms,
-            rejections: rejections_tx,
-        });
-        let serving =
-            match fake_apiserver::ServingCert::generate("kubelet-serving-ca", &["127.0.0.1", "localhost"]) {
-                Ok(s) => s,
-                Err(e) => return ctx.log(&format!("E0000 serving certificate: {e}")),
-            };
-        let config = server_config(provider, verifier, &serving);
-        let config = match config {
-            Ok(c) => c,
-            Err(e) => return ctx.log(&format!("E0000 TLS configuration: {e}")),
+        let acceptor = match tls_acceptor(&ctx, bundle, rejections_tx) {
+            Ok(a) => a,
+            Err(line) => return ctx.log(&line),
         };
         let listener = match TcpListener::bind("127.0.0.1:0").await {
             Ok(l) => l,
@@ -251,7 +281,6 @@ impl Service for FakeKubelet {
                 addr.port()
             ));
         }
-        let acceptor = tokio_rustls::TlsAcceptor::from(config);
         let status = super::kubelet_status::report(&ctx, addr.map_or(0, |a| a.port()));
         tokio::pin!(status);
         let mut status_ended = false;
@@ -265,20 +294,49 @@ impl Service for FakeKubelet {
                 )),
                 accepted = listener.accept() => {
                     let Ok((tcp, _)) = accepted else { continue };
-                    let acceptor = acceptor.clone();
-                    tokio::spawn(async move {
-                        let Ok(mut tls) = acceptor.accept(tcp).await else { return };
-                        let mut head = vec![0u8; 4096];
-                        let _ = tls.read(&mut head).await;
-                        let _ = tls.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n").await;
-                        let _ = tls.shutdown().await;
-                    });
+                    tokio::spawn(answer(acceptor.clone(), tcp));
                 }
             }
         }
         ctx.node.set_kubelet_endpoint(None);
         drop(watcher);
     }
+}
+
+/// The kubelet's TLS side: its serving certificate, and client certificates verified against
+/// `bundle` at the node's simulated instant, each rejection sent to `rejections`. An error is
+/// the line the kubelet logs.
+fn tls_acceptor(
+    ctx: &ServiceContext,
+    bundle: Bundle,
+    rejections: tokio::sync::mpsc::UnboundedSender<VerifyError>,
+) -> Result<tokio_rustls::TlsAcceptor, String> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier = Arc::new(SimTimeVerifier {
+        bundle,
+        clock: ctx.node.clock().clone(),
+        algorithms: provider.signature_verification_algorithms,
+        rejections,
+    });
+    let serving = fake_apiserver::ServingCert::generate("kubelet-serving-ca", &["127.0.0.1", "localhost"])
+        .map_err(|e| format!("E0000 serving certificate: {e}"))?;
+    let config =
+        server_config(provider, verifier, &serving).map_err(|e| format!("E0000 TLS configuration: {e}"))?;
+    Ok(tokio_rustls::TlsAcceptor::from(config))
+}
+
+/// One connection: the TLS handshake (where a client certificate is judged), then `ok` to
+/// whatever was asked.
+async fn answer(acceptor: tokio_rustls::TlsAcceptor, tcp: tokio::net::TcpStream) {
+    let Ok(mut tls) = acceptor.accept(tcp).await else {
+        return;
+    };
+    let mut head = vec![0u8; 4096];
+    let _ = tls.read(&mut head).await;
+    let _ = tls
+        .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n")
+        .await;
+    let _ = tls.shutdown().await;
 }
 
 fn server_config(
@@ -421,248 +479,4 @@ async fn probe_once(addr: SocketAddr, client_cert_pem: &str, client_key_pem: &st
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::node::{EmbeddedNode, KUBELET_UNIT, Node};
-    use crate::pki::Signer;
-    use std::time::Duration;
-
-    const WAIT: Duration = Duration::from_secs(10);
-
-    /// A kubelet that is down is "not serving", not a rejection of the certificate.
-    #[tokio::test]
-    async fn a_kubelet_that_is_down_is_not_serving() {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        drop(listener);
-        let signer = Signer::issue(
-            "ns",
-            "s",
-            crate::pki::SIMULATION_EPOCH,
-            time::Duration::days(1),
-            1,
-        )
-        .unwrap();
-        let client = signer
-            .issue_client(
-                "system:kube-apiserver",
-                &[],
-                crate::pki::SIMULATION_EPOCH,
-                time::Duration::days(1),
-                2,
-            )
-            .unwrap();
-        let err = probe(addr, &client.pem, &client.key_pem).await.unwrap_err();
-        assert!(matches!(err, ProbeError::NotServing { .. }), "{err}");
-        assert!(err.to_string().contains("is not serving"), "{err}");
-    }
-
-    async fn kubelet_node() -> EmbeddedNode {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let node = EmbeddedNode::new("node-1", &[KUBELET_UNIT], SimClock::default()).unwrap();
-        // A kubeconfig of its own, as every seeded node has (without one the kubelet would
-        // bootstrap first); it names no server, so the kubelet posts no status here.
-        node.write(
-            crate::node::seed::KUBELET_KUBECONFIG,
-            b"apiVersion: v1\nkind: Config\n",
-            0o600,
-        )
-        .await
-        .unwrap();
-        node.set_service(KUBELET_UNIT, Arc::new(FakeKubelet));
-        node
-    }
-
-    async fn endpoint(node: &EmbeddedNode) -> SocketAddr {
-        let mark = crate::node::JournalMark(0);
-        node.wait_for_journal(mark, "Starting to listen", WAIT)
-            .await
-            .unwrap()
-            .expect("the kubelet listens");
-        node.kubelet_endpoint().await.unwrap().expect("published")
-    }
-
-    /// Replace the file as agents do: a new file renamed over the old one.
-    fn replace_atomically(node: &EmbeddedNode, contents: &str) {
-        let path = node.root().join("etc/kubernetes/kubelet-ca.crt");
-        let tmp = node.root().join("etc/kubernetes/.kubelet-ca.crt.tmp");
-        std::fs::write(&tmp, contents).unwrap();
-        std::fs::rename(&tmp, &path).unwrap();
-    }
-
-    #[tokio::test]
-    async fn accepts_reloads_and_rejects_at_simulated_time() {
-        let node = kubelet_node().await;
-        let now = node.clock().now();
-        let old = Signer::issue(
-            "ns",
-            "kube-apiserver-to-kubelet-signer",
-            now,
-            time::Duration::days(365),
-            1,
-        )
-        .unwrap();
-        let new = Signer::issue(
-            "ns",
-            "kube-apiserver-to-kubelet-signer",
-            now + time::Duration::SECOND,
-            time::Duration::days(365),
-            2,
-        )
-        .unwrap();
-        node.write(KUBELET_CA_PATH, old.cert.pem.as_bytes(), 0o644)
-            .await
-            .unwrap();
-        node.boot().await;
-        let addr = endpoint(&node).await;
-        let client = old
-            .issue_client(
-                "system:kube-apiserver",
-                &["kube-master"],
-                now,
-                time::Duration::days(30),
-                3,
-            )
-            .unwrap();
-        probe(addr, &client.pem, &client.key_pem)
-            .await
-            .expect("trusted signer: accepted");
-
-        let mark = node.journal_mark().await.unwrap();
-        replace_atomically(&node, &new.cert.pem);
-        let reload = node
-            .wait_for_journal(mark, CA_RELOAD_LOG, WAIT)
-            .await
-            .unwrap()
-            .expect("reloaded after the rename");
-        assert!(reload.contains("node-1 kubelet["), "{reload}");
-        let err = probe(addr, &client.pem, &client.key_pem).await.unwrap_err();
-        assert!(matches!(err, ProbeError::Rejected { .. }), "{err}");
-        let logged = node
-            .wait_for_journal(mark, "Unable to authenticate the request", WAIT)
-            .await
-            .unwrap()
-            .expect("the rejection logged");
-        assert!(logged.contains("is not in the CA bundle"), "{logged}");
-
-        let mark = node.journal_mark().await.unwrap();
-        replace_atomically(&node, &format!("{}{}", new.cert.pem, old.cert.pem));
-        node.wait_for_journal(mark, CA_RELOAD_LOG, WAIT)
-            .await
-            .unwrap()
-            .expect("reloaded again");
-        probe(addr, &client.pem, &client.key_pem)
-            .await
-            .expect("both signers: accepted again");
-        node.clock().advance(time::Duration::days(31));
-        let mark = node.journal_mark().await.unwrap();
-        assert!(
-            probe(addr, &client.pem, &client.key_pem).await.is_err(),
-            "expired at simulated time"
-        );
-        let logged = node
-            .wait_for_journal(mark, "Unable to authenticate", WAIT)
-            .await
-            .unwrap()
-            .expect("the rejection logged");
-        assert!(logged.contains("(sim), not valid after"), "{logged}");
-        node.shutdown().await;
-    }
-
-    /// What the watch on the file itself reports, from the inode it watched and the one there now.
-    #[test]
-    fn a_new_inode_is_a_replaced_file_and_the_same_one_a_write() {
-        let table = [
-            (Some(7), Some(7), Some(FileEvent::Written)),
-            (Some(7), Some(8), Some(FileEvent::Replaced)),
-            (Some(7), None, Some(FileEvent::Replaced)),
-            (None, Some(8), None),
-            (None, None, None),
-        ];
-        for (watched, now, expected) in table {
-            assert_eq!(file_event(watched, now), expected, "{watched:?} -> {now:?}");
-        }
-    }
-
-    /// The seeds' 4.12 node log: a kubelet-ca.crt renamed over the old one makes the kubelet log
-    /// that its watch is gone, then that it loaded the new bundle; a write in place only the
-    /// load; an emptied file an error, keeping the bundle it had.
-    #[tokio::test]
-    async fn a_rename_and_a_write_in_place_log_what_the_kubelet_logs() {
-        let node = kubelet_node().await;
-        let now = node.clock().now();
-        let issue = |serial| Signer::issue("ns", "signer", now, time::Duration::days(365), serial).unwrap();
-        let (first, second, third) = (issue(1), issue(2), issue(3));
-        node.write(KUBELET_CA_PATH, first.cert.pem.as_bytes(), 0o644)
-            .await
-            .unwrap();
-        node.boot().await;
-        let addr = endpoint(&node).await;
-        let relevant = |lines: Vec<String>| -> Vec<String> {
-            lines
-                .into_iter()
-                .filter(|l| l.contains("dynamic_cafile_content.go"))
-                .map(|l| l.split_once("] ").map(|(_, m)| m.to_string()).unwrap_or(l))
-                .collect()
-        };
-
-        let mark = node.journal_mark().await.unwrap();
-        replace_atomically(&node, &second.cert.pem);
-        node.wait_for_journal(mark, CA_RELOAD_LOG, WAIT)
-            .await
-            .unwrap()
-            .expect("reloaded");
-        let lines = relevant(node.journal_since(mark).await.unwrap());
-        assert_eq!(
-            lines,
-            [
-                format!(
-                    "{WATCH_GONE_LOG} err=\"can't remove non-existent inotify watch for: {KUBELET_CA_PATH}\""
-                ),
-                CA_RELOAD_LOG.to_string()
-            ],
-            "after a rename"
-        );
-
-        // In place: the same inode, written again.
-        let mark = node.journal_mark().await.unwrap();
-        let path = node.root().join("etc/kubernetes/kubelet-ca.crt");
-        std::fs::write(&path, &third.cert.pem).unwrap();
-        node.wait_for_journal(mark, CA_RELOAD_LOG, WAIT)
-            .await
-            .unwrap()
-            .expect("reloaded");
-        let lines = relevant(node.journal_since(mark).await.unwrap());
-        assert!(
-            !lines.is_empty() && lines.iter().all(|l| l == CA_RELOAD_LOG),
-            "after a write in place: {lines:?}"
-        );
-
-        // Emptied in place: an error, and the bundle it had still verifies.
-        let mark = node.journal_mark().await.unwrap();
-        std::fs::write(&path, "").unwrap();
-        let error = node
-            .wait_for_journal(mark, "missing content for CA bundle", WAIT)
-            .await
-            .unwrap()
-            .expect("the empty file is an error");
-        assert!(
-            error.contains("client-ca-bundle::/etc/kubernetes/kubelet-ca.crt failed with"),
-            "{error}"
-        );
-        let client = third
-            .issue_client(
-                "system:kube-apiserver",
-                &["kube-master"],
-                now,
-                time::Duration::days(30),
-                4,
-            )
-            .unwrap();
-        probe(addr, &client.pem, &client.key_pem)
-            .await
-            .expect("the bundle it had is kept");
-        node.shutdown().await;
-    }
-}
+mod tests;

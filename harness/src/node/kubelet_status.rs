@@ -62,7 +62,20 @@ pub async fn report_with(ctx: &ServiceContext, port: u16, client: kube::Client) 
     let mut ready_since: Option<OffsetDateTime> = None;
     loop {
         let now = node.clock().now();
-        let attempt = post(&nodes, node.name(), port, now, &mut ready_since).await;
+        // The kubelet's heartbeat client gives a status update the status frequency at most
+        // (cmd/kubelet/app/server.go: heartbeatClientConfig.Timeout, nodeStatusUpdateFrequency):
+        // an answer that never comes is a failed attempt, tried again, not a kubelet that stops.
+        let attempt = match tokio::time::timeout(
+            STATUS_UPDATE_FREQUENCY,
+            post(&nodes, node.name(), port, now, &mut ready_since),
+        )
+        .await
+        {
+            Ok(attempt) => attempt,
+            Err(_) => Err(format!(
+                "Timeout: request did not complete within requested timeout - context deadline exceeded ({STATUS_UPDATE_FREQUENCY:?})"
+            )),
+        };
         let record = match &attempt {
             Ok(()) => format!("{} ok\n", rfc3339(now)),
             Err(e) => {

@@ -15,10 +15,13 @@
 //!   `kubelet_process`: the same kubelet as a supervised process of its own (container nodes).
 //! - `kubelet_status`: the kubelet's node status (Ready, heartbeats, its published port).
 //! - `seed`: a node's files and Node object as a real one starts.
+//! - `crash`: an agent killed at a chosen system call, under strace.
+//! - `power_loss`: the states a power loss can leave of a recorded sync (a persistence model).
 
 pub mod agent_service;
 pub mod container;
 pub mod control;
+pub mod crash;
 pub mod dir_watch;
 pub mod embedded;
 pub mod image;
@@ -30,6 +33,7 @@ pub mod kubelet_process;
 pub mod kubelet_status;
 pub mod light;
 pub mod output;
+pub mod power_loss;
 pub mod seed;
 pub mod services;
 pub mod systemd_bus;
@@ -229,6 +233,11 @@ pub trait Node: Send + Sync {
     async fn follow_clock(&self, now: time::OffsetDateTime) -> Result<(), NodeError>;
     /// The Docker container a container node runs in (for evidence and `docker exec`).
     fn container_id(&self) -> Option<String> {
+        None
+    }
+    /// The embedded node behind this one, whose services run on this host (crash injection
+    /// runs the agent under a tracer here: `crash`).
+    fn as_embedded(&self) -> Option<&EmbeddedNode> {
         None
     }
 }

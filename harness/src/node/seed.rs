@@ -92,6 +92,15 @@ pub async fn seed_node(admin: &kube::Client, node: &dyn Node, seed: &NodeSeed<'_
         0o644,
     )
     .await?;
+    // RHCOS's users, which the OS image carries (a container node's image has them already):
+    // the daemon writes the `core` user's SSH keys.
+    for (path, text, mode) in [
+        ("/etc/passwd", super::users::PASSWD, 0o644),
+        ("/etc/group", super::users::GROUP, 0o644),
+        ("/etc/shadow", super::users::SHADOW, 0o400),
+    ] {
+        node.write(path, text.as_bytes(), mode).await?;
+    }
     // The served kubeconfig was written above with the node's certificate for the server's
     // bootstrap token.
     for file in served.boot.files() {

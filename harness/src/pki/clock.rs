@@ -1,7 +1,7 @@
 //! The one source of time (STYLE.md: "One clock"). `SimClock` is a scenario's simulated
 //! clock: it moves only when told ("When 292 days pass" takes microseconds) and marks each
-//! move on a watch channel, so its followers react without polling. `WallClock` is real time,
-//! for the identities the API server judges (DESIGN.md, "Time: two domains").
+//! move on a watch channel, so its followers react without polling. The identities the API
+//! server judges live in real time (DESIGN.md, "Time: two domains"), which is the system's.
 
 use std::sync::Arc;
 use time::{Duration, OffsetDateTime};
@@ -10,16 +10,6 @@ use tokio::sync::watch;
 /// A source of "now" (the shape of rustls's `TimeProvider`).
 pub trait Clock: Send + Sync + std::fmt::Debug {
     fn now(&self) -> OffsetDateTime;
-}
-
-/// Real time.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct WallClock;
-
-impl Clock for WallClock {
-    fn now(&self) -> OffsetDateTime {
-        OffsetDateTime::now_utc()
-    }
 }
 
 /// A simulated clock shared by everything in one scenario. Its instant is a watch channel:

@@ -9,6 +9,7 @@ mod bundle;
 mod catalogue;
 mod clock;
 pub mod duration;
+mod go_pem;
 mod names;
 mod signer;
 mod verify;
@@ -20,8 +21,9 @@ pub use bundle::{
 pub use catalogue::{
     Catalogue, CatalogueError, InstallerCert, PolicySpec, SignerSpec, StartingState, TargetKind, TargetSpec,
 };
-pub use clock::{Clock, SIMULATION_EPOCH, SimClock, WallClock};
+pub use clock::{Clock, SIMULATION_EPOCH, SimClock};
 pub use duration::{DurationError, format_duration, parse_duration};
+pub use go_pem::{GoPemError, go_ca_bundle};
 pub use names::{CertificateName, CommonName, Role, UnknownName};
 pub use signer::{
     ISSUER, IssuedCert, LIBRARY_GO_BACKDATE, MANAGED_TYPE_LABEL, NOT_AFTER, NOT_BEFORE, RotationPolicy,

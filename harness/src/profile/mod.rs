@@ -6,8 +6,8 @@ mod traits;
 
 pub use traits::{
     ActionPrecedence, BundleOrder, CertificateWriter, ControllerCertificates, KubeletCaBundleRule,
-    KubeletCaSource, MissingRegistryCaDir, PausedPoolSignal, PostConfigTable, ServerRule, SystemLogQuoting,
-    Traits, UpdateFiles, WriterAnnotates,
+    KubeletCaSource, MissingRegistryCaDir, PausedPoolSignal, PostConfigTable, RegistryPullSecretAssembly,
+    ServerRule, SshKeysWrite, SystemLogQuoting, Traits, UpdateFiles, WriterAnnotates,
 };
 
 use std::fmt;

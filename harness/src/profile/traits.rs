@@ -85,6 +85,19 @@ pub enum ControllerCertificates {
     WithDates,
 }
 
+/// Whether and how the operator assembles ControllerConfig `internalRegistryPullSecret`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RegistryPullSecretAssembly {
+    /// No such field (release-4.12).
+    None,
+    /// A `machine-os-puller` pull secret that does not read is skipped: release-4.14 sync.go:1605
+    /// drops `MergeDockerConfigstoJSONMap`'s error.
+    SkippingUnreadableSecrets,
+    /// One that does not read fails the sync ("could not merge auths from secret …",
+    /// release-4.16 sync.go:1955-1957).
+    Strict,
+}
+
 /// What the machine-config controller publishes about the kubelet CA a pool's nodes hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PausedPoolSignal {
@@ -112,6 +125,17 @@ pub enum SystemLogQuoting {
     AsIs,
     /// Quoted with Go's `%q` (release-4.16 update.go:2620-2640).
     GoQuoted,
+}
+
+/// When an update writes the `core` user's SSH keys (`updateSSHKeys`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SshKeysWrite {
+    /// On every update whose new config has users, changed or not (release-4.12
+    /// update.go:581, :1852-1855; "Writing SSHKeys at %q", :1831).
+    EveryUpdateWithUsers,
+    /// Only when `passwd` changed, the keys of the new config's users even when there are none
+    /// (release-4.14 update.go:532, release-4.16 :1206; "Writing SSH keys to %q").
+    WhenPasswdChanged,
 }
 
 /// The post-config action table beyond the files every release shares
@@ -180,6 +204,11 @@ pub struct Traits {
     /// annotation in step with the kube-apiserver serving CA, and the certificate writer
     /// rewrites the node's kubeconfigs from them.
     pub serving_ca_rotation: bool,
+    /// After the hand-over the operator assembles ControllerConfig `internalRegistryPullSecret`
+    /// from the `machine-os-puller` service account's image pull secrets and the cluster pull
+    /// secret (`getImageRegistryPullSecrets`, release-4.14 sync.go:1560, release-4.16
+    /// sync.go:1910); release-4.12 has no such field.
+    pub registry_pull_secret_assembly: RegistryPullSecretAssembly,
     pub controller_certificates: ControllerCertificates,
     pub paused_pool_signal: PausedPoolSignal,
     pub bundle_order: BundleOrder,
@@ -196,6 +225,17 @@ pub struct Traits {
     /// it (release-4.16 render_controller.go:667-694, IsRenderedConfigReconcilable; release-4.12
     /// and 4.14 leave that to the daemon).
     pub render_checks_reconcilable: bool,
+    /// What the node controller's pool conditions put before the rendered config's name ("All
+    /// nodes are updating to …", "All nodes are updated with …", "Pool is paused; will not
+    /// update to …"): nothing on 4.12 (release-4.12 node/status.go:84-99), `MachineConfig ` from
+    /// 4.14 (`getPoolUpdateLine`, release-4.14 status.go:153-158, release-4.16 :326-331).
+    pub pool_update_line_prefix: &'static str,
+    /// Before its post-config action the daemon records the config it moves to as pending
+    /// (`storePendingState`, in the journal) and raises the Node event `PendingConfig` "Written
+    /// pending config <name>" (release-4.12 update.go:171-193 `finalizeBeforeReboot`); release-4.14
+    /// dropped the pending state.
+    pub pending_state: bool,
+    pub ssh_keys: SshKeysWrite,
     pub server: ServerRule,
 }
 
@@ -237,6 +277,7 @@ pub const OCP_4_12: Traits = Traits {
     kubelet_ca: KubeletCaSource::RenderedConfig,
     kubelet_ca_bundle: KubeletCaBundleRule::InitialMerged,
     serving_ca_rotation: false,
+    registry_pull_secret_assembly: RegistryPullSecretAssembly::None,
     controller_certificates: ControllerCertificates::Absent,
     paused_pool_signal: PausedPoolSignal::PendingFileGauge,
     bundle_order: BundleOrder::NewestFirst,
@@ -260,6 +301,9 @@ pub const OCP_4_12: Traits = Traits {
         kept_when_stale_under: &[],
     },
     render_checks_reconcilable: false,
+    pool_update_line_prefix: "",
+    pending_state: true,
+    ssh_keys: SshKeysWrite::EveryUpdateWithUsers,
     // release-4.12 cluster_server.go GetConfig: the rendered config and the appenders only.
     server: ServerRule {
         controller_config_cas: false,
@@ -287,6 +331,7 @@ pub const OCP_4_14: Traits = Traits {
     kubelet_ca_bundle: KubeletCaBundleRule::ClientCaOnceBootstrapped,
     // §1, §2: no service-ca-rotate, kubeconfig-data or lastObservedServerCA in release-4.14.
     serving_ca_rotation: false,
+    registry_pull_secret_assembly: RegistryPullSecretAssembly::SkippingUnreadableSecrets,
     // §3: template_controller.go:430-511, types.go:164-173.
     controller_certificates: ControllerCertificates::WithoutDates,
     // §3: no paused-pool gauge (removed by 28343237e in 4.13); status.go:46-58 certExpirys.
@@ -314,6 +359,9 @@ pub const OCP_4_14: Traits = Traits {
         kept_when_stale_under: &[REGISTRY_CA_DIR],
     },
     render_checks_reconcilable: false,
+    pool_update_line_prefix: "MachineConfig ",
+    pending_state: false,
+    ssh_keys: SshKeysWrite::WhenPasswdChanged,
     // release-4.14 cluster_server.go:137-138; no kubeconfig-data.
     server: ServerRule {
         controller_config_cas: true,
@@ -334,6 +382,7 @@ pub const OCP_4_16: Traits = Traits {
     }),
     kubelet_ca_bundle: KubeletCaBundleRule::ClientCaOnceBootstrapped,
     serving_ca_rotation: true,
+    registry_pull_secret_assembly: RegistryPullSecretAssembly::Strict,
     controller_certificates: ControllerCertificates::WithDates,
     paused_pool_signal: PausedPoolSignal::CertExpirys,
     bundle_order: BundleOrder::ByRawBytes,
@@ -360,6 +409,9 @@ pub const OCP_4_16: Traits = Traits {
         kept_when_stale_under: &[REGISTRY_CA_DIR],
     },
     render_checks_reconcilable: true,
+    pool_update_line_prefix: "MachineConfig ",
+    pending_state: false,
+    ssh_keys: SshKeysWrite::WhenPasswdChanged,
     // release-4.16 cluster_server.go:137-165.
     server: ServerRule {
         controller_config_cas: true,

@@ -14,7 +14,9 @@ pub const SOURCES: &[(&str, &str)] = &[
         include_str!("../steps/cluster.rs"),
     ),
     ("harness/src/steps/config.rs", include_str!("../steps/config.rs")),
+    ("harness/src/steps/crash.rs", include_str!("../steps/crash.rs")),
     ("harness/src/steps/drift.rs", include_str!("../steps/drift.rs")),
+    ("harness/src/steps/events.rs", include_str!("../steps/events.rs")),
     (
         "harness/src/steps/kubelet.rs",
         include_str!("../steps/kubelet.rs"),
@@ -23,6 +25,10 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("harness/src/steps/oracle.rs", include_str!("../steps/oracle.rs")),
     ("harness/src/steps/params.rs", include_str!("../steps/params.rs")),
     ("harness/src/steps/pool.rs", include_str!("../steps/pool.rs")),
+    (
+        "harness/src/steps/power_loss.rs",
+        include_str!("../steps/power_loss.rs"),
+    ),
     (
         "harness/src/steps/registry.rs",
         include_str!("../steps/registry.rs"),
@@ -290,6 +296,58 @@ fn alternatives(chars: &[char]) -> Vec<&[char]> {
     out
 }
 
+/// A group opening at `i` (`(…)`, `(?:…)`, `(?P<name>…)`, an optional one with `?` after
+/// it) read into `out`; the index after it.
+fn group_into(chars: &[char], i: usize, out: &mut String) -> usize {
+    let end = group_end(chars, i + 1);
+    let mut inner = &chars[i + 1..end.min(chars.len())];
+    // A named group (`(?P<signer>\S+)`) takes what its name says: it reads as the
+    // parameter types do (`<signer>`, `<pool>`).
+    if inner.starts_with(&['?', 'P', '<'])
+        && let Some(close) = inner.iter().position(|c| *c == '>')
+    {
+        out.push('<');
+        out.extend(&inner[3..close]);
+        out.push('>');
+        return end + 1;
+    }
+    if inner.starts_with(&['?', ':']) {
+        inner = &inner[2..];
+    }
+    let optional = chars.get(end + 1) == Some(&'?');
+    let text: String = inner.iter().collect();
+    let choices = alternatives(inner);
+    if let Some(name) = parameter_name(&text) {
+        out.push_str(name);
+    } else if optional && choices.len() > 1 {
+        // `(?:s|\(s\))?`: an optional ending written two ways reads as its first.
+        out.push('(');
+        human_into(choices[0], out);
+        out.push(')');
+    } else if optional {
+        out.push('(');
+        human_into(inner, out);
+        out.push(')');
+    } else if choices.len() > 1 {
+        out.push('[');
+        for (n, choice) in choices.iter().enumerate() {
+            if n > 0 {
+                out.push('|');
+            }
+            human_into(choice, out);
+        }
+        out.push(']');
+    } else if i > 0 && chars[i - 1].is_alphanumeric() && !text.contains(['\\', '[', '(', '.', '+', '*']) {
+        // An expression's optional text after a word (`signer(s)`).
+        out.push('(');
+        human_into(inner, out);
+        out.push(')');
+    } else {
+        human_into(inner, out);
+    }
+    end + 1 + usize::from(optional)
+}
+
 fn human_into(chars: &[char], out: &mut String) {
     let mut i = 0;
     while i < chars.len() {
@@ -323,59 +381,7 @@ fn human_into(chars: &[char], out: &mut String) {
                 }
                 i = end + 1;
             }
-            '(' => {
-                let end = group_end(chars, i + 1);
-                let mut inner = &chars[i + 1..end.min(chars.len())];
-                // A named group (`(?P<signer>\S+)`) takes what its name says: it reads as the
-                // parameter types do (`<signer>`, `<pool>`).
-                if inner.starts_with(&['?', 'P', '<'])
-                    && let Some(close) = inner.iter().position(|c| *c == '>')
-                {
-                    out.push('<');
-                    out.extend(&inner[3..close]);
-                    out.push('>');
-                    i = end + 1;
-                    continue;
-                }
-                if inner.starts_with(&['?', ':']) {
-                    inner = &inner[2..];
-                }
-                let optional = chars.get(end + 1) == Some(&'?');
-                let text: String = inner.iter().collect();
-                let choices = alternatives(inner);
-                if let Some(name) = parameter_name(&text) {
-                    out.push_str(name);
-                } else if optional && choices.len() > 1 {
-                    // `(?:s|\(s\))?`: an optional ending written two ways reads as its first.
-                    out.push('(');
-                    human_into(choices[0], out);
-                    out.push(')');
-                } else if optional {
-                    out.push('(');
-                    human_into(inner, out);
-                    out.push(')');
-                } else if choices.len() > 1 {
-                    out.push('[');
-                    for (n, choice) in choices.iter().enumerate() {
-                        if n > 0 {
-                            out.push('|');
-                        }
-                        human_into(choice, out);
-                    }
-                    out.push(']');
-                } else if i > 0
-                    && chars[i - 1].is_alphanumeric()
-                    && !text.contains(['\\', '[', '(', '.', '+', '*'])
-                {
-                    // An expression's optional text after a word (`signer(s)`).
-                    out.push('(');
-                    human_into(inner, out);
-                    out.push(')');
-                } else {
-                    human_into(inner, out);
-                }
-                i = end + 1 + usize::from(optional);
-            }
+            '(' => i = group_into(chars, i, out),
             // `days?`, `CAs?`: an optional last letter.
             c if chars.get(i + 1) == Some(&'?') => {
                 out.push('(');
@@ -485,134 +491,4 @@ pub fn nearest(text: &str, catalogue: &[StepDoc]) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn phrases_become_words_with_wildcards() {
-        assert_eq!(
-            skeleton(r"^(\d+ (?:days?|hours?)) pass(?:es)?$"),
-            ["\u{0}", "pass"]
-        );
-        assert_eq!(
-            skeleton("the {word} bundle holds {int} signer(s)"),
-            ["the", "\u{0}", "bundle", "holds", "\u{0}", "signer"]
-        );
-        assert_eq!(
-            skeleton(r"^every node's kubelet-ca\.crt (lists|lacks) the current (\S+)$"),
-            [
-                "every",
-                "node's",
-                "kubelet-ca.crt",
-                "\u{0}",
-                "the",
-                "current",
-                "\u{0}"
-            ]
-        );
-    }
-
-    #[test]
-    fn phrases_read_as_words() {
-        let cases = [
-            (
-                r"^(\d+ (?:days?|hours?)) pass(?:es)?$",
-                "<n> [day(s)|hour(s)] pass(es)",
-            ),
-            (
-                r"^every node's (/\S+) is owned by (\d+):(\d+) with mode (0[0-7]{3})$",
-                "every node's <path> is owned by <n>:<n> with mode <mode>",
-            ),
-            (
-                r"^every kubelet loaded a new kubelet-ca\.crt (\d+) time(?:s|\(s\))?$",
-                "every kubelet loaded a new kubelet-ca.crt <n> time(s)",
-            ),
-            (
-                r#"^every node's annotation (\S+) is (?:"(.*)"|(the ControllerConfig's resourceVersion))$"#,
-                r#"every node's annotation <name> is ["<text>"|the ControllerConfig's resourceVersion]"#,
-            ),
-            (
-                r"^the image registry CAs? (.+) (?:is|are) published$",
-                "the image registry CA(s) <text> [is|are] published",
-            ),
-            (
-                r"^every node's (/\S+kubeconfig) (trusts|does not trust) (the kube-apiserver's new CA|the added CA)$",
-                "every node's <path> [trusts|does not trust] [the kube-apiserver's new CA|the added CA]",
-            ),
-            (
-                "the {word} bundle holds {int} signer(s)",
-                "the <name> bundle holds <n> signer(s)",
-            ),
-            (
-                "the {signer} bundle holds {int} signer(s)",
-                "the <signer> bundle holds <n> signer(s)",
-            ),
-            (
-                "the {pool} pool has {int} rendered config(s)",
-                "the <pool> pool has <n> rendered config(s)",
-            ),
-            (
-                r"^the (?P<pool>\w+) pool's certExpirys list the current (?P<signer>\S+) (with its expiry|without an expiry)$",
-                "the <pool> pool's certExpirys list the current <signer> [with its expiry|without an expiry]",
-            ),
-        ];
-        for (phrase, read) in cases {
-            assert_eq!(human(phrase), read, "{phrase}");
-        }
-        // Every phrase of the catalogue reads without regex syntax.
-        for s in catalogue() {
-            let read = human(&s.phrase);
-            assert!(
-                !read.contains('\\') && !read.contains("(?") && !read.contains('^') && !read.contains('$'),
-                "{} reads {read}",
-                s.phrase
-            );
-        }
-    }
-
-    #[test]
-    fn a_misspelt_step_is_offered_the_phrase_it_missed() {
-        let all = catalogue();
-        let offered = nearest("3 dayz pass", &all);
-        assert!(
-            offered.first().is_some_and(|p| p == "When <duration> pass(es)"),
-            "{offered:?}"
-        );
-        assert_eq!(
-            offered.len(),
-            1,
-            "phrases made mostly of parameters are not near: {offered:?}"
-        );
-        let offered = nearest(
-            "every nodes kubelet-ca.crt lists the current kubelet-signer",
-            &all,
-        );
-        assert!(
-            offered
-                .iter()
-                .any(|p| p == "Then every node's kubelet-ca.crt [lists|lacks] the current <signer>"),
-            "{offered:?}"
-        );
-        assert!(nearest("the moon is made of cheese and nothing else", &all).is_empty());
-    }
-
-    #[test]
-    fn parameter_values_come_from_the_fixtures() {
-        let all = parameter_values();
-        let of = |kind: &str| {
-            all.iter()
-                .find(|p| p.kind == kind)
-                .map(|p| p.values.clone())
-                .unwrap()
-        };
-        assert!(of("signer").contains(&"kube-apiserver-to-kubelet-signer".to_string()));
-        assert!(
-            of("signer").contains(&"csr-signer-signer".to_string()),
-            "{:?}",
-            of("signer")
-        );
-        assert!(of("target (a certificate a signer issues)").contains(&"csr-signer".to_string()));
-        assert_eq!(of("pool"), ["master", "worker"]);
-        assert!(of("starting state").contains(&"fresh-install".to_string()));
-    }
-}
+mod tests;

@@ -1,7 +1,8 @@
 //! The features table of `docs/features.md`, generated from the feature files with the run's own
 //! selection rules, so it cannot go stale.
 
-use super::{Nodes, Selection, expanded, lint, scenarios_of, select, tags_of};
+use super::select::{Selection, expanded, scenarios_of, select, tags_of};
+use super::{Nodes, lint};
 use crate::profile::Profile;
 use std::path::PathBuf;
 

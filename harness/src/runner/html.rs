@@ -6,7 +6,8 @@
 //! syncs, kubelet-ca.crt changes and reboots; the paused-pool alerts. Below it, the same events
 //! as a table.
 
-use super::report::FeatureResults;
+use super::identity::{FileScenarios, ScenarioId, anchor};
+use super::report::{FeatureResults, ScenarioOutcome};
 use super::{ScenarioTimeline, Summary};
 use crate::profile::Profile;
 use crate::scenario::timeline::TimelineEvent;
@@ -41,6 +42,7 @@ details.scenario { border: 1px solid #d0d7de; border-radius: 6px; margin: 6px 0;
 details.scenario.fail { border-color: #cf222e; }
 details.scenario > summary { cursor: pointer; }
 .result { font-weight: 700; display: inline-block; width: 3.2em; }
+a.anchor { color: #8c959f; text-decoration: none; }
 .result.pass { color: #1a7f37; } .result.fail { color: #cf222e; }
 ol.steps { margin: 6px 0; padding-left: 22px; }
 ol.steps li.passed::marker { color: #1a7f37; } ol.steps li.failed, ol.steps li.undefined { color: #cf222e; }
@@ -84,18 +86,51 @@ fn offset(started: OffsetDateTime, at: OffsetDateTime) -> String {
     )
 }
 
+/// Where an instant goes on a timeline's horizontal axis.
+struct Scale {
+    start: OffsetDateTime,
+    end: OffsetDateTime,
+}
+
+impl Scale {
+    const LEFT: f64 = 230.0;
+    const WIDTH: f64 = 700.0;
+
+    fn x(&self, at: OffsetDateTime) -> f64 {
+        let at = at.clamp(self.start, self.end);
+        Self::LEFT
+            + Self::WIDTH * ((at - self.start).as_seconds_f64() / (self.end - self.start).as_seconds_f64())
+    }
+}
+
 /// The timeline of one scenario as an SVG drawing.
 fn timeline_svg(t: &ScenarioTimeline) -> String {
     let start = t.started;
     let last = t.events.iter().map(|e| e.at).max().unwrap_or(start).max(t.ended);
     let span = (last - start).max(Duration::hours(1));
-    let end = start + span + span / 20;
-    let (left, width) = (230.0, 700.0);
-    let x = |at: OffsetDateTime| -> f64 {
-        let at = at.clamp(start, end);
-        left + width * ((at - start).as_seconds_f64() / (end - start).as_seconds_f64())
+    let scale = Scale {
+        start,
+        end: start + span + span / 20,
     };
-    // Lanes: signers that rotated (issued more than once), then nodes, then alerts.
+    let lanes = lanes(t);
+    let lane_h = 26.0;
+    let height = 34.0 + lane_h * lanes.len() as f64;
+    let mut svg = String::new();
+    let _ = write!(
+        svg,
+        r#"<svg class="timeline" xmlns="http://www.w3.org/2000/svg" width="960" height="{height}" role="img" aria-label="timeline of {}">"#,
+        esc(&t.scenario)
+    );
+    axis(&mut svg, &scale, height);
+    for (i, lane) in lanes.iter().enumerate() {
+        lane_svg(&mut svg, t, lane, 24.0 + lane_h * i as f64, &scale);
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
+/// The timeline's lanes: signers that rotated (issued more than once), then nodes, then alerts.
+fn lanes(t: &ScenarioTimeline) -> Vec<String> {
     let mut lanes: Vec<String> = Vec::new();
     for e in &t.events {
         if !lanes.contains(&e.lane) && (e.kind != "issued" || t.times_issued(&e.lane) > 1) {
@@ -110,15 +145,12 @@ fn timeline_svg(t: &ScenarioTimeline) -> String {
             _ => 1,
         }
     });
-    let lane_h = 26.0;
-    let height = 34.0 + lane_h * lanes.len() as f64;
-    let mut svg = String::new();
-    let _ = write!(
-        svg,
-        r#"<svg class="timeline" xmlns="http://www.w3.org/2000/svg" width="960" height="{height}" role="img" aria-label="timeline of {}">"#,
-        esc(&t.scenario)
-    );
-    // The axis: about eight ticks, in hours or days.
+    lanes
+}
+
+/// The axis: about eight ticks, in hours or days.
+fn axis(svg: &mut String, scale: &Scale, height: f64) {
+    let (start, end) = (scale.start, scale.end);
     let step = {
         let hours = (end - start).whole_hours().max(1);
         let raw = (hours / 8).max(1);
@@ -130,7 +162,7 @@ fn timeline_svg(t: &ScenarioTimeline) -> String {
     };
     let mut tick = start;
     while tick <= end {
-        let px = x(tick);
+        let px = scale.x(tick);
         let _ = write!(
             svg,
             r##"<line x1="{px:.1}" y1="18" x2="{px:.1}" y2="{height}" stroke="#eaeef2"/><text class="axis" x="{px:.1}" y="12" text-anchor="middle">{}</text>"##,
@@ -138,53 +170,52 @@ fn timeline_svg(t: &ScenarioTimeline) -> String {
         );
         tick += step;
     }
-    for (i, lane) in lanes.iter().enumerate() {
-        let y = 24.0 + lane_h * i as f64;
-        let _ = write!(
-            svg,
-            r#"<text x="8" y="{:.1}">{}</text>"#,
-            y + 15.0,
-            esc(&truncate(lane, 34))
-        );
-        let events: Vec<&TimelineEvent> = t.events.iter().filter(|e| &e.lane == lane).collect();
-        // Successive certificates overlap (a new one is issued before the old one expires): they
-        // alternate between two rows.
-        for (n, e) in events.iter().filter(|e| e.not_before.is_some()).enumerate() {
-            if let (Some(nb), Some(na)) = (e.not_before, e.not_after) {
-                let (x0, x1) = (x(nb), x(na));
-                let _ = write!(
-                    svg,
-                    r##"<rect class="validity" data-lane="{}" x="{x0:.1}" y="{:.1}" width="{:.1}" height="9" rx="2" fill="#ddf4ff" stroke="#54aeff"><title>{} valid {} to {}</title></rect>"##,
-                    esc(lane),
-                    y + if n % 2 == 0 { 2.0 } else { 12.0 },
-                    (x1 - x0).max(1.0),
-                    esc(&e.text),
-                    crate::pki::rfc3339(nb),
-                    crate::pki::rfc3339(na)
-                );
-            }
-        }
-        // Events closer than a marker's width (the same look, or an hour apart over weeks)
-        // are nudged right so each stays visible; the title and the table keep the exact time.
-        let mut last_x = f64::MIN;
-        for e in &events {
-            let cx = x(e.at).max(last_x + 8.0);
-            last_x = cx;
+}
+
+/// One lane at height `y`: its name, each certificate's validity window, each event's marker.
+fn lane_svg(svg: &mut String, t: &ScenarioTimeline, lane: &str, y: f64, scale: &Scale) {
+    let _ = write!(
+        svg,
+        r#"<text x="8" y="{:.1}">{}</text>"#,
+        y + 15.0,
+        esc(&truncate(lane, 34))
+    );
+    let events: Vec<&TimelineEvent> = t.events.iter().filter(|e| e.lane == lane).collect();
+    // Successive certificates overlap (a new one is issued before the old one expires): they
+    // alternate between two rows.
+    for (n, e) in events.iter().filter(|e| e.not_before.is_some()).enumerate() {
+        if let (Some(nb), Some(na)) = (e.not_before, e.not_after) {
+            let (x0, x1) = (scale.x(nb), scale.x(na));
             let _ = write!(
                 svg,
-                r#"<circle class="event {}" data-lane="{}" cx="{:.1}" cy="{:.1}" r="5" fill="{}"><title>{}: {}</title></circle>"#,
-                e.kind,
+                r##"<rect class="validity" data-lane="{}" x="{x0:.1}" y="{:.1}" width="{:.1}" height="9" rx="2" fill="#ddf4ff" stroke="#54aeff"><title>{} valid {} to {}</title></rect>"##,
                 esc(lane),
-                cx,
-                y + 11.0,
-                colour(e.kind),
-                esc(&offset(start, e.at)),
-                esc(&e.text)
+                y + if n % 2 == 0 { 2.0 } else { 12.0 },
+                (x1 - x0).max(1.0),
+                esc(&e.text),
+                crate::pki::rfc3339(nb),
+                crate::pki::rfc3339(na)
             );
         }
     }
-    svg.push_str("</svg>");
-    svg
+    // Events closer than a marker's width (the same look, or an hour apart over weeks)
+    // are nudged right so each stays visible; the title and the table keep the exact time.
+    let mut last_x = f64::MIN;
+    for e in &events {
+        let cx = scale.x(e.at).max(last_x + 8.0);
+        last_x = cx;
+        let _ = write!(
+            svg,
+            r#"<circle class="event {}" data-lane="{}" cx="{:.1}" cy="{:.1}" r="5" fill="{}"><title>{}: {}</title></circle>"#,
+            e.kind,
+            esc(lane),
+            cx,
+            y + 11.0,
+            colour(e.kind),
+            esc(&offset(scale.start, e.at)),
+            esc(&e.text)
+        );
+    }
 }
 
 fn truncate(text: &str, max: usize) -> String {
@@ -224,6 +255,59 @@ fn legend() -> String {
 /// The page.
 pub fn render(page: &Page<'_>) -> String {
     let s = page.summary;
+    let mut out = head(page);
+    // A small run shows every scenario open; a large one opens only the failed ones.
+    let total: usize = page
+        .results
+        .iter()
+        .flat_map(|(_, f)| f.iter())
+        .map(|f| f.scenarios.len())
+        .sum();
+    let open_all = total <= 6;
+    let ids = scenario_ids(page);
+    // How many scenarios on the page share each anchor: hashed only where two would.
+    let mut shared: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for ((profile, _), features) in page.results.iter().zip(&ids) {
+        for id in features.iter().flatten() {
+            *shared.entry(anchor(profile.as_str(), id, true)).or_default() += 1;
+        }
+    }
+    for ((profile, features), feature_ids) in page.results.iter().zip(&ids) {
+        let _ = write!(out, r#"<h2 id="{profile}">{profile}</h2>"#);
+        for (feature, scenario_ids) in features.iter().zip(feature_ids) {
+            let file = std::path::Path::new(&feature.uri)
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let _ = write!(
+                out,
+                "<h3>{} <span class=\"mono\">{}</span></h3>",
+                esc(&feature.name),
+                esc(&file)
+            );
+            for (scenario, id) in feature.scenarios.iter().zip(scenario_ids) {
+                let distinct = shared.get(&anchor(profile.as_str(), id, true)) == Some(&1);
+                let anchor = anchor(profile.as_str(), id, distinct);
+                let open = scenario.failed || open_all;
+                scenario_html(&mut out, s, (*profile, &file), scenario, id, &anchor, open);
+            }
+        }
+    }
+    if !s.skipped.is_empty() {
+        let _ = write!(out, "<h2>Skipped ({})</h2><ul>", s.skipped.len());
+        for skip in &s.skipped {
+            let _ = write!(out, "<li>{}</li>", esc(skip));
+        }
+        out.push_str("</ul>");
+    }
+    out.push_str("</body></html>\n");
+    out
+}
+
+/// The page's head and top: the summary line, the verdict, the command, the undefined steps,
+/// the legend.
+fn head(page: &Page<'_>) -> String {
+    let s = page.summary;
     let mut out = String::new();
     let _ = write!(
         out,
@@ -245,106 +329,108 @@ pub fn render(page: &Page<'_>) -> String {
         out.push_str("</ul>");
     }
     out.push_str(&legend());
-    // A small run shows every scenario open; a large one opens only the failed ones.
-    let total: usize = page
-        .results
+    out
+}
+
+/// Each scenario's identity, per profile and feature, read from the feature files the results
+/// name.
+fn scenario_ids(page: &Page<'_>) -> Vec<Vec<Vec<ScenarioId>>> {
+    page.results
         .iter()
-        .flat_map(|(_, f)| f.iter())
-        .map(|f| f.scenarios.len())
-        .sum();
-    let open_all = total <= 6;
-    for (profile, features) in &page.results {
-        let _ = write!(out, r#"<h2 id="{profile}">{profile}</h2>"#);
-        for feature in features {
-            let file = std::path::Path::new(&feature.uri)
-                .file_name()
-                .map(|f| f.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let _ = write!(
-                out,
-                "<h3>{} <span class=\"mono\">{}</span></h3>",
-                esc(&feature.name),
-                esc(&file)
-            );
-            for scenario in &feature.scenarios {
-                let (class, result) = if scenario.failed {
-                    ("fail", "FAIL")
-                } else {
-                    ("pass", "PASS")
-                };
-                let _ = write!(
-                    out,
-                    r#"<details class="scenario {class}" id="{profile}-{}-{}"{}><summary><span class="result {class}">{result}</span> {} <span class="mono">{}:{}</span></summary><ol class="steps">"#,
-                    esc(&file),
-                    scenario.line,
-                    if scenario.failed || open_all { " open" } else { "" },
-                    esc(&scenario.name),
-                    esc(&file),
-                    scenario.line
-                );
-                for step in &scenario.steps {
-                    let _ = write!(
-                        out,
-                        r#"<li class="{}">{} <span class="mono">(line {}, {})</span>"#,
-                        esc(&step.status),
-                        esc(&step.step),
-                        step.line,
-                        esc(&step.status)
-                    );
-                    if step.status != "passed"
-                        && let Some(m) = &step.message
-                    {
-                        let _ = write!(out, r#"<pre class="message">{}</pre>"#, esc(m));
-                    }
-                    out.push_str("</li>");
-                }
-                out.push_str("</ol>");
-                let timeline = s
-                    .timelines
-                    .iter()
-                    .find(|t| t.profile == *profile && t.file == file && t.line as u64 == scenario.line);
-                if let Some(t) = timeline {
-                    out.push_str(&timeline_svg(t));
-                    let unchanged: Vec<&str> = {
-                        let mut lanes: Vec<&str> = Vec::new();
-                        for e in t.events.iter().filter(|e| e.kind == "issued") {
-                            if !lanes.contains(&e.lane.as_str()) && t.times_issued(&e.lane) == 1 {
-                                lanes.push(&e.lane);
-                            }
-                        }
-                        lanes
-                    };
-                    if !unchanged.is_empty() {
-                        let _ = write!(
-                            out,
-                            "<p class=\"mono\">signers that did not rotate: {}</p>",
-                            esc(&unchanged.join(", "))
-                        );
-                    }
-                    out.push_str(r#"<table class="events"><tr><th>simulated</th><th>when</th><th>what</th><th></th></tr>"#);
-                    for e in &t.events {
-                        let _ = write!(
-                            out,
-                            "<tr><td>{}</td><td class=\"mono\">{}</td><td>{}</td><td>{}</td></tr>",
-                            esc(&offset(t.started, e.at)),
-                            esc(&crate::pki::rfc3339(e.at)),
-                            esc(&e.lane),
-                            esc(&e.text)
-                        );
-                    }
-                    out.push_str("</table>");
-                }
-                out.push_str("</details>");
+        .map(|(_, features)| {
+            features
+                .iter()
+                .map(|f| {
+                    let known = FileScenarios::read(std::path::Path::new(&f.uri));
+                    f.scenarios.iter().map(|s| known.id(s.line, &s.name)).collect()
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// One scenario of `file` in `profile`'s results: its result, its steps (a message under each
+/// that did not pass) and, where the run recorded it, its timeline.
+fn scenario_html(
+    out: &mut String,
+    s: &Summary,
+    (profile, file): (Profile, &str),
+    scenario: &ScenarioOutcome,
+    id: &ScenarioId,
+    anchor: &str,
+    open: bool,
+) {
+    let (class, result) = if scenario.failed {
+        ("fail", "FAIL")
+    } else {
+        ("pass", "PASS")
+    };
+    let _ = write!(
+        out,
+        r##"<details class="scenario {class}" id="{}"{}><summary><span class="result {class}">{result}</span> {} <a class="anchor" href="#{}" title="a link to this scenario">#</a> <span class="mono">{}:{}</span></summary><ol class="steps">"##,
+        esc(anchor),
+        if open { " open" } else { "" },
+        esc(&id.scenario()),
+        esc(anchor),
+        esc(file),
+        scenario.line
+    );
+    for step in &scenario.steps {
+        let _ = write!(
+            out,
+            r#"<li class="{}">{} <span class="mono">(line {}, {})</span>"#,
+            esc(&step.status),
+            esc(&step.step),
+            step.line,
+            esc(&step.status)
+        );
+        if step.status != "passed"
+            && let Some(m) = &step.message
+        {
+            let _ = write!(out, r#"<pre class="message">{}</pre>"#, esc(m));
+        }
+        out.push_str("</li>");
+    }
+    out.push_str("</ol>");
+    let timeline = s
+        .timelines
+        .iter()
+        .find(|t| t.profile == profile && t.file == file && t.line as u64 == scenario.line);
+    if let Some(t) = timeline {
+        timeline_html(out, t);
+    }
+    out.push_str("</details>");
+}
+
+/// A scenario's timeline: the drawing, the signers that did not rotate, the events as a table.
+fn timeline_html(out: &mut String, t: &ScenarioTimeline) {
+    out.push_str(&timeline_svg(t));
+    let unchanged: Vec<&str> = {
+        let mut lanes: Vec<&str> = Vec::new();
+        for e in t.events.iter().filter(|e| e.kind == "issued") {
+            if !lanes.contains(&e.lane.as_str()) && t.times_issued(&e.lane) == 1 {
+                lanes.push(&e.lane);
             }
         }
+        lanes
+    };
+    if !unchanged.is_empty() {
+        let _ = write!(
+            out,
+            "<p class=\"mono\">signers that did not rotate: {}</p>",
+            esc(&unchanged.join(", "))
+        );
     }
-    if !s.skipped.is_empty() {
-        let _ = write!(out, "<h2>Skipped ({})</h2><ul>", s.skipped.len());
-        for skip in &s.skipped {
-            let _ = write!(out, "<li>{}</li>", esc(skip));
-        }
-        out.push_str("</ul>");
+    out.push_str(r#"<table class="events"><tr><th>simulated</th><th>when</th><th>what</th><th></th></tr>"#);
+    for e in &t.events {
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td class=\"mono\">{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&offset(t.started, e.at)),
+            esc(&crate::pki::rfc3339(e.at)),
+            esc(&e.lane),
+            esc(&e.text)
+        );
     }
-    out.push_str("</body></html>\n");
-    out
+    out.push_str("</table>");
 }

@@ -134,6 +134,92 @@ fn expanded(file: &str, scenario: &Scenario, tags: &[String]) -> Vec<Expanded> {
     out
 }
 
+/// The HTML report's anchor for a scenario of a profile's run: the profile, the feature file
+/// and the scenario as `ScenarioId::scenario` writes it, lower case, every run of other
+/// characters than letters, digits, `.` and `_` one `-`
+/// (`ocp-4.16/signer_rotation.feature/a-forced-rotation-reaches-the-node`). No line: a line
+/// added to a feature file moves no anchor. `distinct` is false when another scenario on the
+/// same page comes to the same anchor; both then end with a hash of their whole identity.
+pub fn anchor(profile: &str, id: &ScenarioId, distinct: bool) -> String {
+    let mut slug = String::new();
+    for c in id.scenario().chars().flat_map(char::to_lowercase) {
+        if c.is_ascii_alphanumeric() || c == '.' || c == '_' {
+            slug.push(c);
+        } else if !slug.is_empty() && !slug.ends_with('-') {
+            slug.push('-');
+        }
+    }
+    let slug = slug.trim_end_matches('-');
+    let base = format!("{profile}/{}/{slug}", id.file);
+    if distinct {
+        return base;
+    }
+    // FNV-1a: the same on every run and platform.
+    let hash = id.to_string().bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!("{base}-{:08x}", hash as u32)
+}
+
+/// The identities of a feature file's scenarios, read from the file at `path` (as a run's
+/// results name it), to name each result a run reports by its line.
+pub struct FileScenarios {
+    file: String,
+    scenarios: Vec<Expanded>,
+}
+
+impl FileScenarios {
+    pub fn read(path: &Path) -> Self {
+        let file = path
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let scenarios = Feature::parse_path(path, GherkinEnv::default())
+            .map(|f| scenarios(&f))
+            .unwrap_or_default();
+        FileScenarios { file, scenarios }
+    }
+
+    /// Who the scenario the run placed at `line` and named `name` is; a file that no longer
+    /// has it there (edited during the run) leaves its name alone.
+    pub fn id(&self, line: u64, name: &str) -> ScenarioId {
+        self.scenarios
+            .iter()
+            .find(|s| s.line == line)
+            .map(|s| s.id.clone())
+            .unwrap_or_else(|| ScenarioId {
+                file: self.file.clone(),
+                name: name.to_string(),
+                row: Vec::new(),
+            })
+    }
+}
+
+/// Who a scenario cucumber runs is, from the feature as cucumber hands it to a hook: an
+/// Outline's rows already expanded, each a scenario at its row's line with its name filled in and
+/// one Examples table of the header and its row. `line` is the scenario's; one the feature has
+/// no scenario at leaves `name` alone.
+pub fn of(feature: &Feature, line: u64, name: &str) -> ScenarioId {
+    let found = feature
+        .scenarios
+        .iter()
+        .chain(feature.rules.iter().flat_map(|r| r.scenarios.iter()))
+        .find(|s| s.position.line as u64 == line);
+    let row = found
+        .and_then(|s| s.examples.first())
+        .and_then(|e| e.table.as_ref())
+        .and_then(|t| match t.rows.as_slice() {
+            [header, values] => Some(header.iter().cloned().zip(values.iter().cloned()).collect()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    ScenarioId {
+        file: feature_file(feature),
+        name: found.map_or(name, |s| s.name.as_str()).to_string(),
+        row,
+    }
+}
+
 /// The identity of the scenario cucumber places at `line` of the feature file at `path`.
 pub fn at_line(path: &Path, line: u64) -> Option<ScenarioId> {
     let feature = Feature::parse_path(path, GherkinEnv::default()).ok()?;
@@ -179,8 +265,54 @@ mod tests {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../features")
     }
 
+    /// The anchors of the HTML page of a run of every scenario of `files` for every profile,
+    /// in the page's order.
+    fn html_anchors(files: &[PathBuf]) -> Vec<String> {
+        use super::super::report::{FeatureResults, ScenarioOutcome};
+        let results = crate::profile::Profile::ALL
+            .into_iter()
+            .map(|profile| {
+                let features = files
+                    .iter()
+                    .map(|path| FeatureResults {
+                        name: String::new(),
+                        uri: path.display().to_string(),
+                        scenarios: scenarios(&Feature::parse_path(path, GherkinEnv::default()).unwrap())
+                            .into_iter()
+                            .filter(|s| s.for_profile(profile.as_str()))
+                            .map(|s| ScenarioOutcome {
+                                name: s.id.name,
+                                line: s.line,
+                                tags: Vec::new(),
+                                failed: false,
+                                failure: None,
+                                steps: Vec::new(),
+                            })
+                            .collect(),
+                    })
+                    .collect();
+                (profile, features)
+            })
+            .collect();
+        let summary = super::super::Summary::default();
+        let page = super::super::html::render(&super::super::html::Page {
+            summary: &summary,
+            results,
+            command: "",
+            verdict: "passed",
+        });
+        page.split(r#"<details class="scenario "#)
+            .skip(1)
+            .map(|d| {
+                let id = &d[d.find(r#"id=""#).unwrap() + 4..];
+                id[..id.find('"').unwrap()].to_string()
+            })
+            .collect()
+    }
+
     /// Every shipped feature file, and a copy of each with a line inserted at its top: the same
-    /// identities, each one line further down, and unique within its file for each profile.
+    /// identities, each one line further down, and unique within its file for each profile; the
+    /// same anchors on the HTML page, one for each scenario.
     #[test]
     fn a_line_inserted_at_the_top_changes_no_identity() {
         let copy = tempfile::tempdir().unwrap();
@@ -223,6 +355,68 @@ mod tests {
                 }
             }
         }
+        let moved: Vec<PathBuf> = files
+            .iter()
+            .map(|f| copy.path().join(f.file_name().unwrap()))
+            .collect();
+        let (before, after) = (html_anchors(&files), html_anchors(&moved));
+        assert!(before.len() > 3 * files.len(), "{before:?}");
+        assert_eq!(before, after, "the HTML page's anchors");
+        let mut unique = after.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), after.len(), "one anchor per scenario: {after:?}");
+        assert!(
+            after.iter().all(|a| !a.contains(':') && !a.contains(' ')),
+            "{after:?}"
+        );
+    }
+
+    /// As a hook sees them (cucumber expands every Outline row into a scenario of its own, its
+    /// Examples table cut to the header and its row), every scenario of every shipped feature
+    /// file is who the file says it is.
+    #[test]
+    fn a_scenario_as_cucumber_runs_it_is_who_its_file_says() {
+        use cucumber::feature::Ext as _;
+        let mut rows = 0;
+        for file in feature_files(&[features()]) {
+            let feature = Feature::parse_path(&file, GherkinEnv::default()).unwrap();
+            let expected = scenarios(&feature);
+            let run = feature.expand_examples().unwrap();
+            let seen: Vec<(u64, ScenarioId)> = run
+                .scenarios
+                .iter()
+                .chain(run.rules.iter().flat_map(|r| r.scenarios.iter()))
+                .map(|s| (s.position.line as u64, of(&run, s.position.line as u64, &s.name)))
+                .collect();
+            rows += seen.iter().filter(|(_, id)| !id.row.is_empty()).count();
+            assert_eq!(
+                seen,
+                expected.into_iter().map(|s| (s.line, s.id)).collect::<Vec<_>>(),
+                "{}",
+                file.display()
+            );
+        }
+        assert!(rows > 50, "{rows} Outline rows");
+    }
+
+    /// Two scenarios whose names differ only in what an anchor leaves out each get their own,
+    /// both ending with a hash; others keep the readable one.
+    #[test]
+    fn anchors_that_would_meet_are_told_apart() {
+        let id = |name: &str| ScenarioId {
+            file: "f.feature".into(),
+            name: name.into(),
+            row: Vec::new(),
+        };
+        assert_eq!(
+            anchor("ocp-4.16", &id("A forced rotation: 80 % (day 292)"), true),
+            "ocp-4.16/f.feature/a-forced-rotation-80-day-292"
+        );
+        let (a, b) = (id("Pool: paused"), id("Pool paused"));
+        assert_eq!(anchor("ocp-4.16", &a, true), anchor("ocp-4.16", &b, true));
+        assert_ne!(anchor("ocp-4.16", &a, false), anchor("ocp-4.16", &b, false));
+        assert!(anchor("ocp-4.16", &a, false).starts_with("ocp-4.16/f.feature/pool-paused-"));
     }
 
     /// The tables that name scenarios (the self-test table of docs/self-test.md, the upstream

@@ -92,16 +92,49 @@ pub fn lint(files: &[PathBuf]) -> Result<Vec<Feature>, Vec<LintError>> {
                 continue;
             }
         };
-        let err = |line: usize, message: String| LintError {
-            file: name.clone(),
+        let mut check = Check {
+            file: &name,
+            text: &text,
+            errors: &mut errors,
+        };
+        check.profile_tags(&feature);
+        let background_steps = feature.background.as_ref().map_or(0, |b| b.steps.len());
+        for scenario in scenarios(&feature) {
+            check.scenario(scenario, background_steps);
+        }
+        features.push(feature);
+    }
+    if errors.is_empty() {
+        Ok(features)
+    } else {
+        Err(errors)
+    }
+}
+
+/// The checks of one parsed feature file, each problem added to `errors`.
+struct Check<'a> {
+    file: &'a str,
+    text: &'a str,
+    errors: &'a mut Vec<LintError>,
+}
+
+impl Check<'_> {
+    fn err(&mut self, line: usize, message: String) {
+        self.errors.push(LintError {
+            file: self.file.to_string(),
             line,
             message,
-        };
+        });
+    }
+
+    /// A tag `@ocp-…` on the feature, a rule, a scenario or an Examples block that names no
+    /// profile of this suite.
+    fn profile_tags(&mut self, feature: &Feature) {
         let mut tagged_at: Vec<(usize, &Vec<String>)> = vec![(feature.position.line, &feature.tags)];
         for rule in &feature.rules {
             tagged_at.push((rule.position.line, &rule.tags));
         }
-        for scenario in scenarios(&feature) {
+        for scenario in scenarios(feature) {
             tagged_at.push((scenario.position.line, &scenario.tags));
             for examples in &scenario.examples {
                 tagged_at.push((examples.position.line, &examples.tags));
@@ -110,8 +143,9 @@ pub fn lint(files: &[PathBuf]) -> Result<Vec<Feature>, Vec<LintError>> {
         for (line, tags) in tagged_at {
             for tag in tags {
                 if tag.starts_with("ocp-") && !PROFILE_TAGS.contains(&tag.as_str()) {
-                    errors.push(err(
-                        tag_line(&text, line, tag),
+                    let line = tag_line(self.text, line, tag);
+                    self.err(
+                        line,
                         format!(
                             "@{tag} names no profile of this suite (it would run on every profile): use {}",
                             PROFILE_TAGS
@@ -120,93 +154,96 @@ pub fn lint(files: &[PathBuf]) -> Result<Vec<Feature>, Vec<LintError>> {
                                 .collect::<Vec<_>>()
                                 .join(" or ")
                         ),
-                    ));
+                    );
                 }
             }
         }
-        let background_steps = feature.background.as_ref().map_or(0, |b| b.steps.len());
-        for scenario in scenarios(&feature) {
-            if scenario.steps.is_empty() && background_steps == 0 {
-                let hint = scenario
-                    .description
-                    .as_deref()
-                    .and_then(|d| d.lines().map(str::trim).find(|l| !l.is_empty()))
-                    .map(|l| {
-                        format!(
-                            ": `{l}` is description text, not a step (a step starts with Given, When, Then, And, But or *)"
-                        )
-                    })
-                    .unwrap_or_default();
-                errors.push(err(
-                    scenario.position.line,
-                    format!(
-                        "Scenario {:?} has no steps, and would pass doing nothing{hint}",
-                        scenario.name
-                    ),
-                ));
-            }
-            let outline = scenario.keyword.contains("Outline") || scenario.keyword.contains("Template");
-            if outline && scenario.examples.is_empty() {
-                errors.push(err(
-                    scenario.position.line,
-                    format!("Scenario Outline {:?} has no Examples", scenario.name),
-                ));
-            }
-            let tagged = scenario
-                .examples
-                .iter()
-                .filter(|e| e.tags.iter().any(|t| PROFILE_TAGS.contains(&t.as_str())))
-                .count();
-            for examples in &scenario.examples {
-                if let Some(header) = examples.table.as_ref().and_then(|t| t.rows.first())
-                    && header.iter().any(|h| h.trim().eq_ignore_ascii_case("profile"))
-                {
-                    errors.push(err(
-                        examples.position.line,
-                        format!(
-                            "a `profile` column: write one Examples block per profile, tagged {}",
-                            profile_tag_list()
-                        ),
-                    ));
-                }
-                // The parser drops cells beyond the header's width: count them in the text.
-                if let Some(table) = &examples.table {
-                    let cells = |n: usize| {
-                        text.lines()
-                            .nth(n.saturating_sub(1))
-                            .map_or(0, |l| l.trim().matches('|').count().saturating_sub(1))
-                    };
-                    let width = cells(table.position.line);
-                    for n in table.position.line..table.position.line + table.rows.len() {
-                        if cells(n) != width {
-                            errors.push(err(
-                                n,
-                                format!(
-                                    "an Examples row with {} cells under a header of {width}",
-                                    cells(n)
-                                ),
-                            ));
-                        }
-                    }
-                }
-                let untagged = !examples.tags.iter().any(|t| PROFILE_TAGS.contains(&t.as_str()));
-                if tagged > 0 && untagged {
-                    errors.push(err(
-                        examples.position.line,
-                        format!(
-                            "untagged Examples in an Outline whose other Examples are tagged by profile: tag it {}",
-                            profile_tag_list()
-                        ),
-                    ));
-                }
-            }
-        }
-        features.push(feature);
     }
-    if errors.is_empty() {
-        Ok(features)
-    } else {
-        Err(errors)
+
+    /// A scenario with no steps (nor a Background's), an Outline without Examples, and its
+    /// Examples blocks.
+    fn scenario(&mut self, scenario: &Scenario, background_steps: usize) {
+        if scenario.steps.is_empty() && background_steps == 0 {
+            let hint = scenario
+                .description
+                .as_deref()
+                .and_then(|d| d.lines().map(str::trim).find(|l| !l.is_empty()))
+                .map(|l| {
+                    format!(
+                        ": `{l}` is description text, not a step (a step starts with Given, When, Then, And, But or *)"
+                    )
+                })
+                .unwrap_or_default();
+            self.err(
+                scenario.position.line,
+                format!(
+                    "Scenario {:?} has no steps, and would pass doing nothing{hint}",
+                    scenario.name
+                ),
+            );
+        }
+        let outline = scenario.keyword.contains("Outline") || scenario.keyword.contains("Template");
+        if outline && scenario.examples.is_empty() {
+            self.err(
+                scenario.position.line,
+                format!("Scenario Outline {:?} has no Examples", scenario.name),
+            );
+        }
+        let tagged = scenario
+            .examples
+            .iter()
+            .filter(|e| e.tags.iter().any(|t| PROFILE_TAGS.contains(&t.as_str())))
+            .count();
+        for examples in &scenario.examples {
+            self.examples(examples, tagged > 0);
+        }
+    }
+
+    /// An Examples block with a `profile` column, rows of another width than the header, or no
+    /// profile tag where a block of the Outline has one (`any_tagged`).
+    fn examples(&mut self, examples: &cucumber::gherkin::Examples, any_tagged: bool) {
+        if let Some(header) = examples.table.as_ref().and_then(|t| t.rows.first())
+            && header.iter().any(|h| h.trim().eq_ignore_ascii_case("profile"))
+        {
+            self.err(
+                examples.position.line,
+                format!(
+                    "a `profile` column: write one Examples block per profile, tagged {}",
+                    profile_tag_list()
+                ),
+            );
+        }
+        // The parser drops cells beyond the header's width: count them in the text.
+        if let Some(table) = &examples.table {
+            let text = self.text;
+            let cells = |n: usize| {
+                text.lines()
+                    .nth(n.saturating_sub(1))
+                    .map_or(0, |l| l.trim().matches('|').count().saturating_sub(1))
+            };
+            let width = cells(table.position.line);
+            for n in table.position.line..table.position.line + table.rows.len() {
+                if cells(n) != width {
+                    self.err(
+                        n,
+                        format!(
+                            "an Examples row with {} cells under a header of {width}",
+                            cells(n)
+                        ),
+                    );
+                }
+            }
+        }
+        let untagged = !examples.tags.iter().any(|t| PROFILE_TAGS.contains(&t.as_str()));
+        if any_tagged && untagged {
+            self.err(
+                examples.position.line,
+                format!(
+                    "untagged Examples in an Outline whose other Examples are tagged by profile: tag it {}",
+                    profile_tag_list()
+                ),
+            );
+        }
     }
 }
 

@@ -15,8 +15,11 @@
 //! - `catalogue`: the step phrases, read from the step sources, and the nearest ones to a step
 //!   that matches none.
 //! - `progress`: the console while a run goes, a line per scenario.
-//! - `select`: which scenarios a run takes; `undefined`: steps no definition matches;
-//!   `profile_run`: one cucumber run for one profile.
+//! - `select`: which scenarios a run takes; `undefined`: steps no definition matches.
+//! - The run itself, a pipeline: `plan` (paths, lint, `--only`, tags, undefined steps, skips)
+//!   → `execute` (the node backend, then per profile `profile_run`: one cucumber run, its
+//!   After hook `scenario_finished`, the process's `panic_hook` meanwhile) → `publish` (the
+//!   console recap, the YAML report, the HTML page, the summary line).
 //!
 //! No silent green: a step no definition matches is named before the run with the nearest
 //! phrases, and fails its scenario in every report; a run whose paths and tags select no
@@ -24,27 +27,31 @@
 //! before it starts, so a refused run leaves none from an earlier one.
 
 pub mod catalogue;
+mod execute;
 mod features_table;
 pub mod html;
 mod identity;
+mod junit;
 pub mod lint;
 pub mod options;
+mod panic_hook;
+mod plan;
 mod profile_run;
 mod progress;
+mod publish;
 pub mod report;
+mod scenario_finished;
 mod select;
 pub mod self_test;
 mod summary;
 mod undefined;
 pub mod watchdog;
 
-use profile_run::{report_path, run_profile};
+use profile_run::report_path;
 pub use select::scenario_at;
-use select::{Selection, TagFilter, expanded, picked, scenarios_of, select, select_for_agent, tags_of};
-use undefined::undefined_steps;
 
 pub use features_table::features_markdown;
-pub use summary::{ScenarioTimeline, Summary, SyncLatency, UndefinedStep};
+pub use summary::{CrashCounts, ScenarioTimeline, Summary, SyncLatency, UndefinedStep};
 
 use crate::node::image;
 use crate::profile::Profile;
@@ -210,290 +217,22 @@ pub enum RunError {
 /// reference daemon meets): judged for the reference daemon, reported apart for other agents.
 pub const BEYOND_UPSTREAM: &str = "beyond-upstream";
 
-/// The node backend for a run: for container nodes, the node image built here (with the agent
-/// binary in it, if one is given) or the vendor's agent image. `Ok(None)`: no Docker engine,
-/// and why.
-async fn prepare_backend(config: &RunConfig) -> Result<Result<NodeBackend, String>, RunError> {
-    if config.nodes == Nodes::Embedded {
-        return Ok(Ok(NodeBackend::Embedded));
-    }
-    let agent = config.agent.clone();
-    let quiet = config.quiet;
-    tokio::task::spawn_blocking(move || {
-        if let Some(why) = image::docker_unavailable() {
-            return Ok(Err(why));
-        }
-        // What a run killed outright left behind goes first.
-        match image::remove_orphaned_nodes() {
-            Ok(removed) if !removed.is_empty() && !quiet => crate::sayln!(
-                "removed {} node container(s) left by a run that was killed: {}",
-                removed.len(),
-                removed.join(" ")
-            ),
-            Ok(_) => {}
-            Err(e) => return Err(RunError::Containers(e.to_string())),
-        }
-        let image = match &agent {
-            AgentKind::Image { image, .. } => image.clone(),
-            AgentKind::Reference | AgentKind::Mutant(_) | AgentKind::Binary { .. } => {
-                let mut binaries =
-                    image::harness_binaries().map_err(|e| RunError::Containers(e.to_string()))?;
-                if let AgentKind::Binary { path, .. } = &agent {
-                    binaries.push(path.clone());
-                }
-                let built =
-                    image::ensure_node_image(&binaries).map_err(|e| RunError::Containers(e.to_string()))?;
-                if !quiet {
-                    crate::sayln!("node image: {} ({})", built.reference, built.how());
-                }
-                built.reference
-            }
-        };
-        Ok(Ok(NodeBackend::Container { image }))
-    })
-    .await
-    .map_err(|e| RunError::Containers(e.to_string()))?
-}
-
-/// Every report file a run writes: removed before it starts.
-fn report_files(config: &RunConfig) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = config
-        .profiles
-        .iter()
-        .flat_map(|&p| {
-            [
-                report_path(config, config.junit.as_ref(), p, "junit.xml"),
-                report_path(config, config.json.as_ref(), p, "cucumber.json"),
-            ]
-        })
-        .collect();
-    files.extend(config.report.clone());
-    files.extend(config.html.clone());
-    files
-}
-
-/// Lint, run every profile, print the skips and the summary line last.
+/// Plan, execute, publish: lint and select (refusing a run with nothing to run), run every
+/// profile, then the recap, the reports asked for and the summary line last.
 pub async fn run(config: &RunConfig) -> Result<Summary, RunError> {
     crate::node::raise_open_file_limit();
-    // A stale report must not stand for this run, refused or not.
-    for file in report_files(config) {
-        match std::fs::remove_file(&file) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(RunError::Io(file, e)),
-            _ => {}
-        }
-    }
-    for profile in &config.profiles {
-        let _ = std::fs::remove_dir_all(config.report_dir.join("failed").join(profile.as_str()));
-    }
-    for path in &config.paths {
-        if !path.exists() {
-            return Err(RunError::MissingPath(path.clone()));
-        }
-        if path.is_file() && path.extension().is_none_or(|x| x != "feature") {
-            return Err(RunError::NotAFeature(path.clone()));
-        }
-    }
-    let files = lint::feature_files(&config.paths);
-    if files.is_empty() {
-        return Err(RunError::NoFeatures(config.paths.clone()));
-    }
-    let features = lint::lint(&files).map_err(RunError::Lint)?;
-    if let Some((file, line)) = &config.only {
-        let lines: Vec<u64> = features
-            .iter()
-            .filter(|f| {
-                f.path
-                    .as_ref()
-                    .and_then(|p| p.file_name())
-                    .is_some_and(|n| n.to_string_lossy() == *file)
-            })
-            .flat_map(|f| scenarios_of(f).flat_map(|(_, s)| expanded(s)).map(|(_, _, l)| l))
-            .collect();
-        if !lines.contains(line) {
-            return Err(RunError::NoScenarioAt {
-                file: file.clone(),
-                line: *line,
-                lines,
-            });
-        }
-    }
-    let tags = match &config.tags {
-        Some(t) => Some(TagFilter::parse(t).map_err(|e| RunError::Tags(t.clone(), e))?),
-        None => None,
-    };
+    plan::clear_reports(config)?;
+    let plan = plan::plan(config)?;
     std::fs::create_dir_all(&config.report_dir).map_err(|e| RunError::Io(config.report_dir.clone(), e))?;
-    let mut summary = Summary {
-        undefined: undefined_steps(config, &features, tags.as_ref()),
-        ..Summary::default()
-    };
     if !config.quiet {
-        for u in &summary.undefined {
+        for u in &plan.undefined {
             crate::sayln!("{u}");
         }
     }
-    let backend = prepare_backend(config).await?;
-    let mut to_run = 0;
-    for &profile in &config.profiles {
-        for feature in &features {
-            for (rule, scenario) in scenarios_of(feature) {
-                for (name, scenario_tags, line) in expanded(scenario) {
-                    if !picked(config.only.as_ref(), feature, line) {
-                        continue;
-                    }
-                    let mut all = tags_of(feature, rule, scenario);
-                    all.extend(scenario_tags);
-                    let reference = matches!(config.agent, AgentKind::Reference);
-                    let selection = select_for_agent(
-                        profile,
-                        config.nodes,
-                        tags.as_ref(),
-                        &all,
-                        reference,
-                        config.real_apiserver(),
-                    );
-                    let reason = match (selection, &backend) {
-                        (Selection::Skip(reason), _) => reason,
-                        // Without a Docker engine nothing runs, and nothing counts as passed.
-                        (Selection::Run, Err(why)) => format!("no Docker engine ({why})"),
-                        (Selection::Run, Ok(_)) => {
-                            to_run += 1;
-                            continue;
-                        }
-                        (Selection::Out, _) => continue,
-                    };
-                    summary
-                        .skipped
-                        .push(format!("{profile}: {}: {name}: {reason}", feature.name));
-                }
-            }
-        }
-    }
-    if to_run == 0 && !config.allow_empty {
-        let profiles: Vec<&str> = config.profiles.iter().map(|p| p.as_str()).collect();
-        let mut why = format!(
-            "no scenario of {} is selected to run on {} with {} nodes",
-            config
-                .paths
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", "),
-            profiles.join(" and "),
-            match config.nodes {
-                Nodes::Embedded => "embedded",
-                Nodes::Container => "container",
-            },
-        );
-        if let Some(t) = &config.tags {
-            why.push_str(&format!(" and the tags {t:?}"));
-        }
-        if !summary.skipped.is_empty() {
-            why.push_str(&format!(
-                "; {} skipped: {}",
-                summary.skipped.len(),
-                summary
-                    .skipped
-                    .iter()
-                    .take(3)
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            ));
-        }
-        return Err(RunError::Empty(why));
-    }
-    for &profile in &config.profiles {
-        let Ok(backend) = &backend else { continue };
-        if let Some(signal) = crate::interrupt::interrupted() {
-            summary.skipped.push(format!(
-                "{profile}: every scenario: the run was interrupted ({signal}) before this profile"
-            ));
-            continue;
-        }
-        let started = std::time::Instant::now();
-        let tally = run_profile(config, profile, &features, tags.clone(), backend.clone()).await?;
-        if !config.quiet && config.profiles.len() > 1 {
-            let prefix = format!("{profile}: ");
-            crate::sayln!(
-                "{profile}: {} passed, {} failed, {} skipped in {:.1} s",
-                tally.passed,
-                tally.failed,
-                summary.skipped.iter().filter(|s| s.starts_with(&prefix)).count(),
-                started.elapsed().as_secs_f64()
-            );
-        }
-        summary.absorb(tally);
-    }
-    summary.interrupted = crate::interrupt::interrupted();
-    if !config.quiet {
-        for skip in &summary.skipped {
-            crate::sayln!("skipped: {skip}");
-        }
-        // A recap, as `cargo test` ends with its failures: the FAIL lines are far up a long run.
-        for failure in &summary.failures {
-            crate::sayln!("failed: {failure}");
-        }
-    }
-    if summary.mco_logs_failed > 0 && !config.quiet {
-        crate::sayln!(
-            "{} @mco-logs scenario(s) failed: they check upstream MCO log wording and are reported apart from the verdict for this agent",
-            summary.mco_logs_failed
-        );
-    }
-    if summary.beyond_upstream_failed > 0 && !config.quiet {
-        crate::sayln!(
-            "{} @beyond-upstream scenario(s) failed: they ask more than upstream MCO does (hardening) and are reported apart from the verdict for this agent",
-            summary.beyond_upstream_failed
-        );
-    }
-    if let Some(path) = &config.report {
-        let ctx = report::ReportContext {
-            agent: &config.agent,
-            nodes: config.nodes,
-            api_server: config.endpoint.describe(),
-            summary: &summary,
-            results: config
-                .profiles
-                .iter()
-                .map(|&p| (p, report_path(config, config.json.as_ref(), p, "cucumber.json")))
-                .collect(),
-            command: config.command.clone(),
-            agent_timeout: config.agent_timeout,
-        };
-        let yaml = report::conformance_report(&ctx).await.map_err(RunError::Report)?;
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| RunError::Io(dir.to_path_buf(), e))?;
-        }
-        std::fs::write(path, yaml).map_err(|e| RunError::Io(path.clone(), e))?;
-        if !config.quiet {
-            crate::sayln!("conformance report: {}", path.display());
-        }
-    }
-    if let Some(path) = &config.html {
-        let mut results = Vec::new();
-        for &p in &config.profiles {
-            let json = report_path(config, config.json.as_ref(), p, "cucumber.json");
-            if json.exists() {
-                results.push((p, report::read_results(&json).map_err(RunError::Report)?));
-            }
-        }
-        let page = html::render(&html::Page {
-            summary: &summary,
-            results,
-            command: &config.command,
-            verdict: summary.verdict(),
-        });
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| RunError::Io(dir.to_path_buf(), e))?;
-        }
-        std::fs::write(path, page).map_err(|e| RunError::Io(path.clone(), e))?;
-        if !config.quiet {
-            crate::sayln!("HTML report: {}", path.display());
-        }
-    }
-    if !config.quiet {
-        crate::sayln!("{}", summary.line());
-    }
+    let backend = execute::prepare_backend(config).await?;
+    let skipped = plan.skips(config, backend.as_ref().err().map(String::as_str))?;
+    let summary = execute::execute(config, &plan, &backend, skipped).await?;
+    publish::publish(config, &summary).await?;
     Ok(summary)
 }
 
@@ -552,6 +291,7 @@ mod tests {
     }
 
     use super::profile_run::relative_to;
+    use super::select::{Selection, TagFilter, select, select_for_agent};
     use super::*;
 
     fn t(tags: &[&str]) -> Vec<String> {
@@ -593,6 +333,13 @@ mod tests {
         );
         assert!(
             matches!(select(p, Nodes::Embedded, None, &t(&["container"])), Selection::Skip(r) if r.starts_with("@container"))
+        );
+        assert!(
+            matches!(select(p, Nodes::Container, None, &t(&["embedded"])), Selection::Skip(r) if r.starts_with("@embedded"))
+        );
+        assert_eq!(
+            select(p, Nodes::Embedded, None, &t(&["embedded"])),
+            Selection::Run
         );
         assert_eq!(
             select(p, Nodes::Container, None, &t(&["container"])),

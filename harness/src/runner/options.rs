@@ -51,7 +51,7 @@ pub struct RunOptions {
     pub agent_timeout: String,
     /// How long any one step may run before it is stopped and fails, naming itself: a
     /// safety net for an await that never answers, far beyond every step's own waits.
-    #[arg(long, default_value = "10m")]
+    #[arg(long, default_value = "20m")]
     pub step_limit: String,
     /// Run against the kube-apiserver this kubeconfig names (its current context's server
     /// and certificate authority) instead of a fake API server per scenario: scenarios run
@@ -165,54 +165,8 @@ impl RunOptions {
             )),
             _ => ClusterEndpoint::InProcess,
         };
-        let agent = match agent_binary {
-            None if !agent_args.is_empty() => return Err("--agent-arg needs --agent-binary".into()),
-            None => match agent_image {
-                None => AgentKind::Reference,
-                Some(image) => match crate::node::image::agent_image_command(&image) {
-                    Ok(command) => AgentKind::Image { image, command },
-                    Err(e) => return Err(format!("--agent-image {image}: {e}")),
-                },
-            },
-            Some(path) => {
-                if !path.is_file() {
-                    return Err(format!("--agent-binary {}: no such file", path.display()));
-                }
-                let Some(shim) = std::env::current_exe()
-                    .ok()
-                    .map(|exe| exe.with_file_name("mco-node-tools"))
-                    .filter(|shim| shim.is_file())
-                else {
-                    return Err(
-                        "mco-node-tools (a node's systemctl, journalctl and logger) is not beside this binary: build the workspace's binaries (cargo build --release)".into(),
-                    );
-                };
-                if nodes == Nodes::Embedded {
-                    crate::warnln!(
-                        "mco-conformance: embedded nodes run {} as a host process: it must keep every node path under MCO_NODE_ROOT (an agent that writes absolute paths needs container nodes)",
-                        path.display()
-                    );
-                }
-                AgentKind::Binary {
-                    path: std::fs::canonicalize(&path).unwrap_or(path),
-                    args: agent_args,
-                    node_tools: shim,
-                }
-            }
-        };
-        // `file.feature:LINE` (as the progress lines name a scenario) runs that scenario.
-        let at: Vec<(PathBuf, u64)> = features.iter().filter_map(|p| super::scenario_at(p)).collect();
-        let (features, only) = match at.as_slice() {
-            [] => (features, None),
-            [(file, line)] if features.len() == 1 => {
-                let name = file
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                (vec![file.clone()], Some((name, *line)))
-            }
-            _ => return Err("FILE:LINE names one scenario: give it as the only path".into()),
-        };
+        let agent = agent(agent_binary, agent_args, agent_image, nodes)?;
+        let (features, only) = scenario_at_line(features)?;
         let mut config = RunConfig::new(features, report_dir);
         config.only = only;
         config.profiles = profiles;
@@ -240,6 +194,72 @@ impl RunOptions {
         config.allow_empty = allow_empty;
         Ok(config)
     }
+}
+
+/// The agent every node runs: the reference daemon, a binary (with the node tools beside this
+/// one) or an image; a bad combination names its flags.
+fn agent(
+    agent_binary: Option<PathBuf>,
+    agent_args: Vec<String>,
+    agent_image: Option<String>,
+    nodes: Nodes,
+) -> Result<AgentKind, String> {
+    Ok(match agent_binary {
+        None if !agent_args.is_empty() => return Err("--agent-arg needs --agent-binary".into()),
+        None => match agent_image {
+            None => AgentKind::Reference,
+            Some(image) => match crate::node::image::agent_image_command(&image) {
+                Ok(command) => AgentKind::Image { image, command },
+                Err(e) => return Err(format!("--agent-image {image}: {e}")),
+            },
+        },
+        Some(path) => {
+            if !path.is_file() {
+                return Err(format!("--agent-binary {}: no such file", path.display()));
+            }
+            let Some(shim) = std::env::current_exe()
+                .ok()
+                .map(|exe| exe.with_file_name("mco-node-tools"))
+                .filter(|shim| shim.is_file())
+            else {
+                return Err(
+                    "mco-node-tools (a node's systemctl, journalctl and logger) is not beside this binary: build the workspace's binaries (cargo build --bins)".into(),
+                );
+            };
+            if nodes == Nodes::Embedded {
+                crate::warnln!(
+                    "mco-conformance: embedded nodes run {} as a host process: it must keep every node path under MCO_NODE_ROOT (an agent that writes absolute paths needs container nodes)",
+                    path.display()
+                );
+            }
+            AgentKind::Binary {
+                path: std::fs::canonicalize(&path).unwrap_or(path),
+                args: agent_args,
+                node_tools: shim,
+            }
+        }
+    })
+}
+
+/// A run's feature paths, and the one scenario (file name, line) it is narrowed to, if any.
+type Paths = (Vec<PathBuf>, Option<(String, u64)>);
+
+/// The paths, and the one scenario a `file.feature:LINE` path names, if it does.
+fn scenario_at_line(features: Vec<PathBuf>) -> Result<Paths, String> {
+    // `file.feature:LINE` (as the progress lines name a scenario) runs that scenario.
+    let at: Vec<(PathBuf, u64)> = features.iter().filter_map(|p| super::scenario_at(p)).collect();
+    let (features, only) = match at.as_slice() {
+        [] => (features, None),
+        [(file, line)] if features.len() == 1 => {
+            let name = file
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            (vec![file.clone()], Some((name, *line)))
+        }
+        _ => return Err("FILE:LINE names one scenario: give it as the only path".into()),
+    };
+    Ok((features, only))
 }
 
 /// A duration flag's value, whole seconds and at least one: the error names the flag.

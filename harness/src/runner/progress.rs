@@ -2,6 +2,11 @@
 //! and wall time; under a failed scenario, the step that failed, its message, and where its
 //! journals were kept. Verbose (`-v`), each scenario's steps come first, one line each.
 //!
+//! The place is `FILE:LINE`, where the scenario is now, for the user to paste back
+//! (`mco-conformance run FILE:LINE`). Within the run it is also the key that finds a scenario's
+//! kept journals; nothing kept after the run is keyed by it: the reports and the evidence
+//! directories name a scenario by its identity (`identity.rs`).
+//!
 //! An undefined step is printed as `undefined`, never as a skip: the run's writer chain turns
 //! cucumber's "skipped" for a step that matches no definition into a failure (`fail_on_skipped`)
 //! before any writer sees it, so the JUnit and Cucumber JSON reports say the same.
@@ -73,34 +78,10 @@ impl Progress {
     ) {
         let key = scenario_key(feature, scenario);
         let state = self.running.entry(key.clone()).or_default();
-        if self.verbose {
-            let line = match ev {
-                Scenario::Started => Some(format!(
-                    "---- {} {} {}",
-                    self.profile,
-                    place(feature, key.1),
-                    scenario.name
-                )),
-                Scenario::Step(step, result) | Scenario::Background(step, result) => {
-                    let mark = match result {
-                        Step::Started => None,
-                        Step::Passed(..) => Some("ok  "),
-                        Step::Skipped => Some("skip"),
-                        Step::Failed(_, _, _, StepError::NotFound) => Some("undefined"),
-                        Step::Failed(..) => Some("FAIL"),
-                    };
-                    mark.map(|m| {
-                        format!(
-                            "     {m} {}{} (line {})",
-                            step.keyword, step.value, step.position.line
-                        )
-                    })
-                }
-                _ => None,
-            };
-            if let Some(line) = line {
-                let _ = writeln!(self.out, "{line}");
-            }
+        if self.verbose
+            && let Some(line) = step_line(self.profile, feature, scenario, ev)
+        {
+            let _ = writeln!(self.out, "{line}");
         }
         match ev {
             Scenario::Started => state.started = Some(at),
@@ -122,42 +103,85 @@ impl Progress {
                     message,
                 ));
             }
-            Scenario::Finished => {
-                let state = self.running.remove(&key).unwrap_or_default();
-                let took = state
-                    .started
-                    .and_then(|s| at.duration_since(s).ok())
-                    .unwrap_or_default();
-                let verdict = match state.failure {
-                    None => "PASS",
-                    Some(_) => "FAIL",
-                };
-                let _ = writeln!(
-                    self.out,
-                    "{verdict} {} {} {} ({:.1} s)",
-                    self.profile,
-                    place(feature, key.1),
-                    scenario.name,
-                    took.as_secs_f64()
-                );
-                if let Some((step, line, message)) = state.failure {
-                    let _ = writeln!(self.out, "     at {}: {step}", place(feature, line));
-                    for l in message.lines() {
-                        let _ = writeln!(self.out, "       {l}");
-                    }
-                    let kept = self
-                        .evidence
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .remove(&key);
-                    if let Some(dir) = kept {
-                        let _ = writeln!(self.out, "     journals and cluster log: {}", dir.display());
-                    }
-                }
-                let _ = self.out.flush();
-            }
+            Scenario::Finished => self.finished(feature, scenario, key, at),
             _ => {}
         }
+    }
+
+    /// The scenario's line, `PASS` or `FAIL` with how long it took, and for a failure where and
+    /// why, and where its journals were kept.
+    fn finished(
+        &mut self,
+        feature: &cucumber::gherkin::Feature,
+        scenario: &cucumber::gherkin::Scenario,
+        key: (String, usize),
+        at: SystemTime,
+    ) {
+        let state = self.running.remove(&key).unwrap_or_default();
+        let took = state
+            .started
+            .and_then(|s| at.duration_since(s).ok())
+            .unwrap_or_default();
+        let verdict = match state.failure {
+            None => "PASS",
+            Some(_) => "FAIL",
+        };
+        let _ = writeln!(
+            self.out,
+            "{verdict} {} {} {} ({:.1} s)",
+            self.profile,
+            place(feature, key.1),
+            scenario.name,
+            took.as_secs_f64()
+        );
+        if let Some((step, line, message)) = state.failure {
+            let _ = writeln!(self.out, "     at {}: {step}", place(feature, line));
+            for l in message.lines() {
+                let _ = writeln!(self.out, "       {l}");
+            }
+            let kept = self
+                .evidence
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&key);
+            if let Some(dir) = kept {
+                let _ = writeln!(self.out, "     journals and cluster log: {}", dir.display());
+            }
+        }
+        let _ = self.out.flush();
+    }
+}
+
+/// A verbose run's line for a scenario's start or a step's end.
+fn step_line<W>(
+    profile: Profile,
+    feature: &cucumber::gherkin::Feature,
+    scenario: &cucumber::gherkin::Scenario,
+    ev: &Scenario<W>,
+) -> Option<String> {
+    match ev {
+        Scenario::Started => Some(format!(
+            "---- {} {} {}",
+            profile,
+            place(feature, scenario.position.line),
+            scenario.name
+        )),
+        Scenario::Step(step, result) | Scenario::Background(step, result) => {
+            let mark = match result {
+                Step::Started => None,
+                Step::Passed(..) => Some("ok  "),
+                Step::Skipped => Some("skip"),
+                Step::Failed(_, _, _, StepError::NotFound) => Some("undefined"),
+                Step::Failed(..) => Some("FAIL"),
+            };
+            mark.map(|m| {
+                format!(
+                    "     {m} {}{} (line {})",
+                    step.keyword, step.value, step.position.line
+                )
+            })
+        }
+        _ => None,
     }
 }
 

@@ -145,77 +145,23 @@ pub struct ReportContext<'a> {
     pub agent_timeout: std::time::Duration,
 }
 
+/// The scenarios judged apart from the verdict for an agent other than the reference daemon,
+/// each with its feature and profile.
+#[derive(Default)]
+struct Apart {
+    mco_logs: Vec<Value>,
+    beyond_upstream: Vec<Value>,
+}
+
 /// The report as YAML.
 pub async fn conformance_report(ctx: &ReportContext<'_>) -> Result<String, String> {
     let mut profiles = Vec::new();
-    let mut mco_logs = Vec::new();
-    let mut beyond_upstream = Vec::new();
+    let mut apart = Apart::default();
     let vendor = !matches!(ctx.agent, AgentKind::Reference);
     for (profile, path) in &ctx.results {
         let mut features = Vec::new();
         for feature in read_results(path)? {
-            let mut scenarios = Vec::new();
-            let file = Path::new(&feature.uri)
-                .file_name()
-                .map(|f| f.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            // Who each scenario is, from the feature file the run read: an Outline row is its
-            // name and its values, whatever line it is at.
-            let ids: Vec<super::identity::Expanded> = cucumber::gherkin::Feature::parse_path(
-                &feature.uri,
-                cucumber::gherkin::GherkinEnv::default(),
-            )
-            .map(|f| super::identity::scenarios(&f))
-            .unwrap_or_default();
-            for outcome in feature.scenarios {
-                let result = if outcome.failed { "failed" } else { "passed" };
-                let mut entry = json!({"name": outcome.name, "line": outcome.line, "result": result});
-                if let Some(s) = ids
-                    .iter()
-                    .find(|s| s.line == outcome.line && !s.id.row.is_empty())
-                {
-                    let row: serde_json::Map<String, Value> =
-                        s.id.row.iter().map(|(h, v)| (h.clone(), json!(v))).collect();
-                    entry["row"] = Value::Object(row);
-                }
-                if let Some(f) = &outcome.failure {
-                    entry["failure"] = json!({"step": f.step, "line": f.line, "message": f.message});
-                }
-                // What changed when, in simulated time: the events the HTML page draws.
-                if let Some(t) = ctx
-                    .summary
-                    .timelines
-                    .iter()
-                    .find(|t| t.profile == *profile && t.file == file && t.line as u64 == outcome.line)
-                {
-                    entry["timeline"] = json!({
-                        "started": crate::pki::rfc3339(t.started),
-                        "ended": crate::pki::rfc3339(t.ended),
-                        "events": serde_json::to_value(&t.events).map_err(|e| e.to_string())?,
-                    });
-                }
-                let tags = outcome.tags;
-                // Scenarios judged apart for an agent other than the reference daemon: their
-                // own list, in the profile's results only for the reference daemon.
-                let apart = if tags.iter().any(|t| t == "mco-logs") {
-                    Some(&mut mco_logs)
-                } else if tags.iter().any(|t| t == super::BEYOND_UPSTREAM) {
-                    Some(&mut beyond_upstream)
-                } else {
-                    None
-                };
-                if let Some(list) = apart {
-                    let mut apart_entry = entry.clone();
-                    apart_entry["feature"] = json!(feature.name);
-                    apart_entry["profile"] = json!(profile.as_str());
-                    list.push(apart_entry);
-                    if vendor {
-                        continue;
-                    }
-                }
-                scenarios.push(entry);
-            }
-            features.push(json!({"name": feature.name, "file": feature.uri, "scenarios": scenarios}));
+            features.push(feature_results(ctx, *profile, feature, vendor, &mut apart)?);
         }
         profiles.push(json!({"profile": profile.as_str(), "features": features}));
     }
@@ -267,7 +213,7 @@ pub async fn conformance_report(ctx: &ReportContext<'_>) -> Result<String, Strin
             } else {
                 "@mco-logs scenarios check upstream MCO log wording; for the reference daemon they count toward the verdict"
             },
-            "scenarios": mco_logs,
+            "scenarios": apart.mco_logs,
         }),
         beyond_upstream: json!({
             "note": if vendor {
@@ -275,10 +221,107 @@ pub async fn conformance_report(ctx: &ReportContext<'_>) -> Result<String, Strin
             } else {
                 "@beyond-upstream scenarios ask more than upstream MCO does; for the reference daemon they count toward the verdict"
             },
-            "scenarios": beyond_upstream,
+            "scenarios": apart.beyond_upstream,
         }),
     };
     serde_yaml::to_string(&report).map_err(|e| e.to_string())
+}
+
+/// A feature's entry in a profile's results: its scenarios, each also listed in `apart` when
+/// it is judged apart, and then left out here for a `vendor`'s agent.
+fn feature_results(
+    ctx: &ReportContext<'_>,
+    profile: Profile,
+    feature: FeatureResults,
+    vendor: bool,
+    apart: &mut Apart,
+) -> Result<Value, String> {
+    let mut scenarios = Vec::new();
+    let file = Path::new(&feature.uri)
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    // Who each scenario is, from the feature file the run read: an Outline row is its
+    // name and its values, whatever line it is at.
+    let ids: Vec<super::identity::Expanded> =
+        cucumber::gherkin::Feature::parse_path(&feature.uri, cucumber::gherkin::GherkinEnv::default())
+            .map(|f| super::identity::scenarios(&f))
+            .unwrap_or_default();
+    for outcome in feature.scenarios {
+        let entry = scenario_entry(ctx, profile, &file, &ids, &outcome)?;
+        let tags = outcome.tags;
+        // Scenarios judged apart for an agent other than the reference daemon: their
+        // own list, in the profile's results only for the reference daemon.
+        let list = if tags.iter().any(|t| t == "mco-logs") {
+            Some(&mut apart.mco_logs)
+        } else if tags.iter().any(|t| t == super::BEYOND_UPSTREAM) {
+            Some(&mut apart.beyond_upstream)
+        } else {
+            None
+        };
+        if let Some(list) = list {
+            let mut apart_entry = entry.clone();
+            apart_entry["feature"] = json!(feature.name);
+            apart_entry["profile"] = json!(profile.as_str());
+            list.push(apart_entry);
+            if vendor {
+                continue;
+            }
+        }
+        scenarios.push(entry);
+    }
+    Ok(json!({"name": feature.name, "file": feature.uri, "scenarios": scenarios}))
+}
+
+/// One scenario's entry: its result, its Outline row's values, its failure, and what the run
+/// recorded of it (its timeline, its crash counts).
+fn scenario_entry(
+    ctx: &ReportContext<'_>,
+    profile: Profile,
+    file: &str,
+    ids: &[super::identity::Expanded],
+    outcome: &ScenarioOutcome,
+) -> Result<Value, String> {
+    let result = if outcome.failed { "failed" } else { "passed" };
+    let mut entry = json!({"name": outcome.name, "line": outcome.line, "result": result});
+    if let Some(s) = ids
+        .iter()
+        .find(|s| s.line == outcome.line && !s.id.row.is_empty())
+    {
+        let row: serde_json::Map<String, Value> =
+            s.id.row.iter().map(|(h, v)| (h.clone(), json!(v))).collect();
+        entry["row"] = Value::Object(row);
+    }
+    if let Some(f) = &outcome.failure {
+        entry["failure"] = json!({"step": f.step, "line": f.line, "message": f.message});
+    }
+    // What changed when, in simulated time: the events the HTML page draws.
+    if let Some(t) = ctx
+        .summary
+        .timelines
+        .iter()
+        .find(|t| t.profile == profile && t.file == file && t.line as u64 == outcome.line)
+    {
+        entry["timeline"] = json!({
+            "started": crate::pki::rfc3339(t.started),
+            "ended": crate::pki::rfc3339(t.ended),
+            "events": serde_json::to_value(&t.events).map_err(|e| e.to_string())?,
+        });
+    }
+    // How much a crash-consistency scenario tried (docs/crash-consistency.md).
+    if let Some(c) = ctx
+        .summary
+        .crash_counts
+        .iter()
+        .find(|c| c.profile == profile && c.file == file && c.line as u64 == outcome.line)
+    {
+        entry["crashes"] = json!({
+            "crashPointsTried": c.crash_points,
+            "crashRuns": c.crash_runs,
+            "powerLossStatesJudged": c.power_loss_states,
+        });
+    }
+    Ok(entry)
 }
 
 /// The report's top level, in the order a reader wants it.
@@ -357,21 +400,38 @@ async fn agent_entry(agent: &AgentKind) -> Value {
 }
 
 /// The first line an agent prints for `--version`, if it answers within two seconds with exit 0.
+/// The probe runs in a process group of its own, read for at most 64 KiB: an agent that takes
+/// `--version` for a start, floods its output or leaves children behind is killed with all it
+/// started and reaped, whatever it did, so nothing of the probe outlives it.
 async fn agent_version(path: &Path) -> Option<String> {
-    let child = tokio::process::Command::new(path)
+    use tokio::io::AsyncReadExt;
+    const MOST: u64 = 64 * 1024;
+    let mut child = tokio::process::Command::new(path)
         .arg("--version")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
+        .process_group(0)
         .kill_on_drop(true)
         .spawn()
         .ok()?;
-    let output = tokio::time::timeout(std::time::Duration::from_secs(2), child.wait_with_output())
-        .await
-        .ok()?
-        .ok()
-        .filter(|o| o.status.success())?;
-    String::from_utf8_lossy(&output.stdout)
+    let group = child.id()?;
+    let mut stdout = child.stdout.take()?;
+    let answered = tokio::time::timeout(std::time::Duration::from_secs(2), async {
+        let mut out = Vec::new();
+        (&mut stdout).take(MOST).read_to_end(&mut out).await.ok()?;
+        drop(stdout);
+        let status = child.wait().await.ok()?;
+        status.success().then_some(out)
+    })
+    .await
+    .ok()
+    .flatten();
+    // The whole group, the agent's children included; then the agent itself is reaped.
+    // SAFETY: kill(2) with a negative pid signals the process group the probe leads.
+    unsafe { libc::kill(-(group as i32), libc::SIGKILL) };
+    let _ = child.wait().await;
+    String::from_utf8_lossy(&answered?)
         .lines()
         .next()
         .map(|l| l.trim().to_string())
@@ -395,133 +455,4 @@ fn harness_commit() -> String {
 }
 
 #[cfg(test)]
-mod step_message_tests {
-    #[test]
-    fn the_rust_source_place_and_cucumber_s_prefix_are_dropped() {
-        assert_eq!(
-            super::step_message(
-                "Matched: harness/src/steps/node.rs:103:1\nStep panicked. Captured output: worker-0 rebooted\n"
-            ),
-            "worker-0 rebooted"
-        );
-        assert_eq!(
-            super::step_message("Step doesn't match any function"),
-            "Step doesn't match any function"
-        );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A `@beyond-upstream` failure is listed apart for every agent and, for a vendor's agent
-    /// (here a mutant, judged as one), left out of the profile's results; the verdict is the
-    /// run's one rule (`Summary::verdict`), whatever the results file says.
-    #[tokio::test]
-    async fn beyond_upstream_failures_are_apart_for_other_agents_and_the_verdict_is_the_runs() {
-        let dir = tempfile::tempdir().unwrap();
-        let json = dir.path().join("r.json");
-        let scenario = |name: &str, tags: &[&str], status: &str| {
-            json!({"name": name, "line": 1,
-                   "tags": tags.iter().map(|t| json!({"name": t})).collect::<Vec<_>>(),
-                   "steps": [{"keyword": "Then ", "name": "x", "line": 2, "result": {"status": status, "error_message": "seen"}}]})
-        };
-        let document = json!([{"uri": "f.feature", "name": "F", "tags": [], "elements": [
-            scenario("hardening", &["@beyond-upstream"], "failed"),
-            scenario("plain", &[], "passed"),
-        ]}]);
-        std::fs::write(&json, document.to_string()).unwrap();
-        let report = |agent: AgentKind, summary: Summary| {
-            let json = json.clone();
-            async move {
-                let ctx = ReportContext {
-                    agent: &agent,
-                    nodes: Nodes::Embedded,
-                    api_server: "in-process".into(),
-                    summary: &summary,
-                    results: vec![(Profile::Ocp416, json)],
-                    command: String::new(),
-                    agent_timeout: std::time::Duration::from_secs(30),
-                };
-                let yaml: serde_yaml::Value =
-                    serde_yaml::from_str(&conformance_report(&ctx).await.unwrap()).unwrap();
-                let listed: Vec<String> = yaml["results"][0]["features"][0]["scenarios"]
-                    .as_sequence()
-                    .unwrap()
-                    .iter()
-                    .map(|s| s["name"].as_str().unwrap().to_string())
-                    .collect();
-                (
-                    yaml["verdict"].as_str().unwrap().to_string(),
-                    yaml["beyondUpstream"]["scenarios"].as_sequence().unwrap().len(),
-                    listed,
-                )
-            }
-        };
-        let mutant = || AgentKind::Mutant(crate::agent::Mutant::WrongMode);
-        let counted = |passed, failed, beyond_upstream_failed| Summary {
-            passed,
-            failed,
-            beyond_upstream_failed,
-            ..Summary::default()
-        };
-        // The runner counts the hardening failure apart for the vendor, toward the verdict for
-        // the reference daemon; the report follows the count.
-        assert_eq!(
-            report(mutant(), counted(1, 0, 1)).await,
-            ("passed".into(), 1, vec!["plain".into()])
-        );
-        assert_eq!(
-            report(AgentKind::Reference, counted(1, 1, 0)).await,
-            ("failed".into(), 1, vec!["hardening".into(), "plain".into()])
-        );
-        let stopped = Summary {
-            interrupted: Some("SIGINT"),
-            ..counted(1, 0, 1)
-        };
-        assert_eq!(report(mutant(), stopped).await.0, "interrupted");
-    }
-
-    /// An Outline row's entry carries its values, read from the feature file the results name,
-    /// so two rows of one name are told apart without their lines.
-    #[tokio::test]
-    async fn an_outline_row_is_reported_with_its_values() {
-        let dir = tempfile::tempdir().unwrap();
-        let feature = dir.path().join("o.feature");
-        std::fs::write(
-            &feature,
-            "Feature: f\n  Scenario Outline: logs\n    Then <line>\n\n    Examples:\n      | line |\n      | a    |\n      | b    |\n\n  Scenario: plain\n    Then x\n",
-        )
-        .unwrap();
-        let json_path = dir.path().join("r.json");
-        let scenario = |line: u64| {
-            json!({"name": if line == 10 { "plain" } else { "logs" }, "line": line, "tags": [],
-                   "steps": [{"keyword": "Then ", "name": "x", "line": 3, "result": {"status": "passed"}}]})
-        };
-        let document = json!([{"uri": feature.display().to_string(), "name": "f", "tags": [],
-                               "elements": [scenario(7), scenario(8), scenario(10)]}]);
-        std::fs::write(&json_path, document.to_string()).unwrap();
-        let summary = Summary {
-            passed: 3,
-            ..Summary::default()
-        };
-        let ctx = ReportContext {
-            agent: &AgentKind::Reference,
-            nodes: Nodes::Embedded,
-            api_server: "in-process".into(),
-            summary: &summary,
-            results: vec![(Profile::Ocp416, json_path)],
-            command: String::new(),
-            agent_timeout: std::time::Duration::from_secs(30),
-        };
-        let yaml: serde_yaml::Value = serde_yaml::from_str(&conformance_report(&ctx).await.unwrap()).unwrap();
-        let rows: Vec<Option<String>> = yaml["results"][0]["features"][0]["scenarios"]
-            .as_sequence()
-            .unwrap()
-            .iter()
-            .map(|s| s["row"]["line"].as_str().map(String::from))
-            .collect();
-        assert_eq!(rows, [Some("a".into()), Some("b".into()), None]);
-    }
-}
+mod tests;

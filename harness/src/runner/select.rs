@@ -1,5 +1,5 @@
-//! Which scenarios a run takes: the profile tags, the user's tag expression, `@slow`, `@scale`
-//! and `@container`, and one scenario by file and line; and the scenarios of a feature as cucumber
+//! Which scenarios a run takes: the profile tags, the user's tag expression, `@slow`, `@scale`,
+//! `@container` and `@embedded`, and one scenario by file and line; and the scenarios of a feature as cucumber
 //! expands them (an Outline's rows, each with its own line).
 
 use super::*;
@@ -7,6 +7,10 @@ use crate::scenario::endpoint::{IN_PROCESS_REASON, IN_PROCESS_TAG};
 
 /// Why an embedded run skips a `@container` scenario.
 pub(super) const CONTAINER_SKIP: &str = "@container: needs container nodes (--nodes container)";
+
+/// Why a container run skips an `@embedded` scenario.
+pub(super) const EMBEDDED_SKIP: &str =
+    "@embedded: needs embedded nodes (its steps run the agent as a process of this host)";
 
 /// Why a run whose agent is not the reference daemon skips a `@light` scenario.
 pub(super) const LIGHT_SKIP: &str =
@@ -69,6 +73,9 @@ pub(super) fn select(
     }
     if has("container") && nodes == Nodes::Embedded {
         return Selection::Skip(CONTAINER_SKIP.into());
+    }
+    if has("embedded") && nodes == Nodes::Container {
+        return Selection::Skip(EMBEDDED_SKIP.into());
     }
     Selection::Run
 }
@@ -146,13 +153,21 @@ pub(super) fn in_process_step<'a>(
     rule: Option<&'a Rule>,
     scenario: &'a Scenario,
 ) -> Option<&'a cucumber::gherkin::Step> {
+    steps_run(feature, rule, scenario).find(|s| IN_PROCESS_STEPS.iter().any(|p| s.value.starts_with(p)))
+}
+
+/// Every step a scenario runs, in order: the feature's Background, the rule's, then its own.
+pub(super) fn steps_run<'a>(
+    feature: &'a Feature,
+    rule: Option<&'a Rule>,
+    scenario: &'a Scenario,
+) -> impl Iterator<Item = &'a cucumber::gherkin::Step> {
     feature
         .background
         .iter()
         .chain(rule.and_then(|r| r.background.as_ref()))
         .flat_map(|b| b.steps.iter())
         .chain(scenario.steps.iter())
-        .find(|s| IN_PROCESS_STEPS.iter().any(|p| s.value.starts_with(p)))
 }
 
 /// A scenario's name, the extra tags of each row it expands to, and the line cucumber gives it

@@ -25,6 +25,8 @@ pub struct Summary {
     pub undefined: Vec<UndefinedStep>,
     /// Per scenario run, what changed when (recorded when `--html` or `--report` asks).
     pub timelines: Vec<ScenarioTimeline>,
+    /// Per crash-consistency scenario run, the crash points it tried and the states it judged.
+    pub crash_counts: Vec<CrashCounts>,
     /// Every failed scenario (those counted apart too): `profile: file:line: scenario: the
     /// first line of why`.
     pub failures: Vec<String>,
@@ -52,6 +54,21 @@ impl ScenarioTimeline {
             .filter(|e| e.lane == lane && e.kind == "issued")
             .count()
     }
+}
+
+/// How much a crash-consistency scenario tried: the agent killed at crash points, and the
+/// states a power loss can leave judged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CrashCounts {
+    pub profile: Profile,
+    /// The feature file's name and the scenario's line (an Outline row's own line).
+    pub file: String,
+    pub line: usize,
+    /// The crash points the counting runs found, and the crash runs that tried them.
+    pub crash_points: usize,
+    pub crash_runs: usize,
+    /// The states a power loss can leave of the recorded syncs, each judged.
+    pub power_loss_states: usize,
 }
 
 /// A step that matches no definition, or more than one.
@@ -111,6 +128,7 @@ impl Summary {
         self.skipped.extend(part.skipped);
         self.sync_latencies.extend(part.sync_latencies);
         self.timelines.extend(part.timelines);
+        self.crash_counts.extend(part.crash_counts);
         self.failures.extend(part.failures);
         self.interrupted = self.interrupted.or(part.interrupted);
         for u in part.undefined {

@@ -1,7 +1,7 @@
 //! The steps no definition matches (or several do), named before a run with the nearest
 //! phrases of the catalogue.
 
-use super::select::{Selection, TagFilter, picked, scenarios_of, select, tags_of};
+use super::select::{Selection, TagFilter, picked, scenarios_of, select, steps_run, tags_of};
 use super::*;
 
 /// The steps of the scenarios this run selects that match no step definition, or several.
@@ -32,14 +32,7 @@ pub(super) fn undefined_steps(
             {
                 continue;
             }
-            let backgrounds = feature
-                .background
-                .iter()
-                .chain(rule.and_then(|r| r.background.as_ref()));
-            for step in backgrounds
-                .flat_map(|b| b.steps.iter())
-                .chain(scenario.steps.iter())
-            {
+            for step in steps_run(&feature, rule, scenario) {
                 let (problem, nearest) = match steps.find(step) {
                     Ok(Some(_)) => continue,
                     Ok(None) => ("undefined".to_string(), catalogue::nearest(&step.value, &phrases)),

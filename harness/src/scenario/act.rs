@@ -15,6 +15,9 @@ pub enum ServingCaChange {
     Signer { common_name: String },
 }
 
+/// Polls of the operator's serving-CA wait a step goes through before it gives up.
+const OPERATOR_WAIT_STOPS: usize = 100;
+
 impl Scenario {
     /// MCO's e2e way to force a rotation: null `certificate-not-after` with a JSON patch, a
     /// minute after the last step (a rotation in the same second as the signer's issue would
@@ -144,6 +147,14 @@ impl Scenario {
     /// current one, as the kube-apiserver operator does before it serves from it, then wait
     /// for the cluster and nodes to follow. Returns the CA added (PEM).
     pub async fn publish_serving_ca(&self, change: ServingCaChange) -> Result<String, ScenarioError> {
+        let added = self.publish_serving_ca_now(change).await?;
+        self.through_operator_wait().await?;
+        Ok(added)
+    }
+
+    /// [`Scenario::publish_serving_ca`], ending once the cluster side reacted to the change
+    /// without moving the clock: a 4.16 operator is then still waiting for the bundle to settle.
+    pub async fn publish_serving_ca_now(&self, change: ServingCaChange) -> Result<String, ScenarioError> {
         let added = match change {
             ServingCaChange::Next => self
                 .next_serving
@@ -215,7 +226,8 @@ impl Scenario {
             )));
         }
         self.write_serving_ca_bundle(&bundle.replacen(pem.trim(), "", 1).replace("\n\n", "\n"))
-            .await
+            .await?;
+        self.through_operator_wait().await
     }
 
     async fn write_serving_ca_bundle(&self, bundle: &str) -> Result<(), ScenarioError> {
@@ -232,6 +244,24 @@ impl Scenario {
         self.advance(time::Duration::ZERO).await
     }
 
+    /// Move the clock through the 4.16 operator's wait for the serving CA bundle to settle (a
+    /// minute after the last change, polling every 15 s), so the step ends once it has copied
+    /// the bundle into kubeconfig-data and the nodes have caught up.
+    async fn through_operator_wait(&self) -> Result<(), ScenarioError> {
+        // Each stop is a poll or the wait's end; a bundle that changes at every poll (which no
+        // step does) would wait forever, so the stops are bounded.
+        for _ in 0..OPERATOR_WAIT_STOPS {
+            let Some(at) = self.side.operator_deadline() else {
+                return Ok(());
+            };
+            self.advance((at - self.clock.now()).max(time::Duration::ZERO))
+                .await?;
+        }
+        Err(ScenarioError::NotConverged(format!(
+            "the operator still waits for kube-apiserver-server-ca to settle after {OPERATOR_WAIT_STOPS} polls"
+        )))
+    }
+
     /// Merge-patch ControllerConfig `machine-config-controller` (as the operator would write
     /// it), let the cluster side settle, and wait until every node's agent synced the result or
     /// marked its node Degraded (on 4.12, where no agent reads it, until the nodes converged).
@@ -244,12 +274,20 @@ impl Scenario {
             )
             .await
             .map_err(|e| ClusterError::kube("controllerconfig machine-config-controller".into(), e))?;
-        let started = std::time::Instant::now();
+        self.controller_config_synced(super::pace::Mark::now()).await
+    }
+
+    /// After a change made at `started` that the operator turns into the ControllerConfig (or a
+    /// change to it): let the cluster side settle, and wait until every node's agent synced the
+    /// result or marked its node Degraded (on 4.12, where no agent reads it, until the nodes
+    /// converged).
+    pub async fn controller_config_synced(&self, started: super::pace::Mark) -> Result<(), ScenarioError> {
         self.settle().await?;
         if self.options.profile.traits().certificate_writer().is_none() {
             return self.converge().await;
         }
-        eventually(self.options.deadline, || async {
+        // Ok(Some(lateness)): still unsynced past the sync bound, which no longer wait mends.
+        let late = eventually(self.options.deadline, || async {
             let cc_rv = controller_configs(&self.admin)
                 .get("machine-config-controller")
                 .await
@@ -264,16 +302,27 @@ impl Scenario {
                     .map_err(|e| e.to_string())?;
                 let synced = a.get(LAST_SYNCED_CONTROLLER_CONFIG).cloned().unwrap_or_default();
                 if synced != cc_rv && a.get(STATE).map(String::as_str) != Some(STATE_DEGRADED) {
-                    return Err(format!(
+                    let seen = format!(
                         "node {} synced controllerconfig {synced:?}, current is {cc_rv}",
                         node.name()
-                    ));
+                    );
+                    return match self.late_yet(
+                        started.elapsed(),
+                        "synced the new ControllerConfig",
+                        Some(&seen),
+                    ) {
+                        Some(late) => Ok(Some(late)),
+                        None => Err(seen),
+                    };
                 }
             }
-            Ok(())
+            Ok(None)
         })
         .await
         .map_err(ScenarioError::NotConverged)?;
+        if let Some(late) = late {
+            return Err(ScenarioError::NotConverged(late));
+        }
         self.in_time(started, "synced the new ControllerConfig")
     }
 
@@ -478,6 +527,14 @@ impl Scenario {
             .unwrap_or_else(|p| p.into_inner())
             .as_ref()
             .map(|n| n.ca_pem.clone())
+    }
+
+    /// The CA an upgraded cluster's serving CA bundle held from the start beside the nodes' (see
+    /// `ScenarioOptions::upgraded_with_serving_signer`), as PEM.
+    pub fn upgraded_serving_ca(&self) -> Option<String> {
+        self.options.upgraded_with_serving_signer.as_ref()?;
+        let added = self.added_serving.lock().unwrap_or_else(|p| p.into_inner());
+        added.first().map(|ca| ca.cert_pem.clone())
     }
 
     /// Replace the API server's serving certificate with one issued by a CA a step added by name

@@ -12,17 +12,27 @@
 //! - `act`: forced rotation, added MachineConfigs, serving-certificate rotation.
 //! - `observe`: what steps read back.
 //! - `node_history`: each Node's cordon and drain annotations over the scenario, from a watch.
+//! - `crash`: a node's sync crashed at each of its file-changing system calls in turn.
+//! - `power_loss`: a node's sync recorded, and every state a power loss can leave of it.
+//! - `pool_history`: each pool's target and `Updated`/`Updating` conditions, from a watch.
+//! - `pace`: the host's paced time, which lateness is judged in.
 
 mod act;
+mod crash;
 pub mod endpoint;
 mod join;
 pub mod node_history;
 mod nudge;
 mod observe;
+pub use crate::pace;
+pub mod pool_history;
+mod power_loss;
 mod stepping;
 pub mod timeline;
 pub use act::ServingCaChange;
+pub use crash::{CrashPlan, CrashReport, CrashRun, Expectation, FileState, Files};
 pub use endpoint::{ClusterEndpoint, KubeconfigEndpoint};
+pub use power_loss::PowerLossReport;
 pub use stepping::SYNC_BOUND;
 
 use crate::agent::ReferenceDaemon;
@@ -76,6 +86,10 @@ pub struct ScenarioOptions {
     /// Whether the bootstrap node has handed over (`kube-system/bootstrap` exists) when the
     /// scenario starts. When not, the nodes run the configs the bootstrap MCO rendered.
     pub bootstrap_complete: bool,
+    /// Installed on an earlier release and upgraded into this one: the serving CA bundle holds
+    /// a signer made in the cluster since (named so), which the nodes' kubeconfigs lack, and
+    /// `kubeconfig-data` was never written (`crate::cluster::install::History`).
+    pub upgraded_with_serving_signer: Option<String>,
     /// Record what changed when, for the reports (`timeline`): API reads at every clock stop.
     pub timeline: bool,
     /// `--nudge-first-sync` (see `nudge`).
@@ -158,6 +172,7 @@ impl ScenarioOptions {
             agent: AgentKind::Reference,
             backend: NodeBackend::Embedded,
             bootstrap_complete: true,
+            upgraded_with_serving_signer: None,
             timeline: false,
             nudge_first_sync: false,
             endpoint: ClusterEndpoint::InProcess,
@@ -345,7 +360,9 @@ pub struct Scenario {
     prometheus: std::sync::Mutex<crate::prometheus::Prometheus>,
     /// Every Node's cordon and drain annotations over the scenario, as a watch saw them.
     pub node_history: node_history::NodeHistory,
-    /// The longest the nodes took to reflect a change (wall milliseconds), for the report.
+    /// Every pool's target and update conditions over the scenario, as a watch saw them.
+    pub pool_history: pool_history::PoolHistory,
+    /// The longest the nodes took to reflect a change (paced milliseconds, `pace`), for the report.
     slowest_sync_ms: std::sync::atomic::AtomicU64,
     /// The signers and targets the cluster rotates (`fixtures/signers.yaml`).
     catalogue: Arc<Catalogue>,
@@ -389,6 +406,13 @@ impl Scenario {
         )
         .map_err(|e| ScenarioError::ApiServer(e.to_string()))?;
         let trusted = format!("{}{}", server.ca_pem(), next_serving.ca_pem);
+        // An upgraded cluster's signer made in the cluster since install (named by the options).
+        let upgraded_ca = options
+            .upgraded_with_serving_signer
+            .as_deref()
+            .map(fake_apiserver::CertificateAuthority::generate)
+            .transpose()
+            .map_err(|e| ScenarioError::ApiServer(e.to_string()))?;
         // The cluster's own clients (operators, controllers, the harness as `oc`) also trust
         // every serving CA a step adds and then serves from, as OpenShift's operators read the
         // serving CA bundle again: the API server presents such a CA cross-signed by this root,
@@ -470,13 +494,22 @@ impl Scenario {
             &side.signers,
             &state,
             &server.ca_pem(),
-            options.bootstrap_complete,
+            &crate::cluster::install::History {
+                bootstrap_complete: options.bootstrap_complete,
+                upgraded_with_serving_ca: upgraded_ca.as_ref().map(|ca| ca.cert_pem.clone()),
+            },
         )
         .await?;
-        let bootstrap = if options.bootstrap_complete {
-            BTreeMap::new()
-        } else {
-            bootstrap_renders(&admin, &templates, profile, &side.operator).await?
+        let bootstrap = match (&options.controller, options.bootstrap_complete) {
+            (_, true) => BTreeMap::new(),
+            (Some(upstream), false) => {
+                let bundle = crate::cluster::kubelet_ca_bundle(profile, &side.operator.sources().await?)?;
+                let dir = tempfile::tempdir().map_err(|e| ScenarioError::ApiServer(e.to_string()))?;
+                upstream
+                    .bootstrap_render(&admin, &bundle, profile.payload_version(), dir.path())
+                    .await?
+            }
+            (None, false) => bootstrap_renders(&admin, &templates, profile, &side.operator).await?,
         };
         side.settle().await?;
         let controller = match &options.controller {
@@ -532,6 +565,17 @@ impl Scenario {
                 (None, Some((running, _))) => running.serve(role).await?,
                 (None, None) => crate::cluster::server::serve(&admin, profile, role).await?,
             };
+            // An upgraded cluster's nodes were served at install, before kubeconfig-data
+            // existed: their kubeconfigs trust the bootstrap token's CA, not what the server
+            // would build from kubeconfig-data now.
+            let served = if options.upgraded_with_serving_signer.is_some() {
+                crate::cluster::server::Served {
+                    kubeconfig_ca: None,
+                    ..served
+                }
+            } else {
+                served
+            };
             for i in 0..*count {
                 planned.push((format!("{role}-{i}"), role.as_str(), served.clone()));
             }
@@ -568,6 +612,7 @@ impl Scenario {
             return Err(e);
         }
         let node_history = node_history::NodeHistory::spawn(admin.clone(), stop.clone());
+        let pool_history = pool_history::PoolHistory::spawn(admin.clone(), stop.clone());
         tokio::spawn(crate::cluster::csr::run(
             admin.clone(),
             server.client_ca().clone(),
@@ -601,7 +646,7 @@ impl Scenario {
             stop,
             next_serving: std::sync::Mutex::new(Some(next_serving)),
             cluster_root,
-            added_serving: Default::default(),
+            added_serving: std::sync::Mutex::new(upgraded_ca.into_iter().collect()),
             metrics_addr,
             bootstrap_rendered: bootstrap
                 .into_iter()
@@ -609,6 +654,7 @@ impl Scenario {
                 .collect(),
             prometheus: std::sync::Mutex::new(Default::default()),
             node_history,
+            pool_history,
             slowest_sync_ms: std::sync::atomic::AtomicU64::new(0),
             catalogue,
             agent_trust: trusted,
@@ -622,6 +668,9 @@ impl Scenario {
             scenario.await_first_sync().await?;
             scenario.scrape_metrics().await?;
             scenario.record_timeline().await;
+            scenario.pools_updated_at_start().await;
+            scenario.pools_shown_now().await?;
+            scenario.pool_history.mark_started();
             Ok(())
         };
         if let Err(e) = ready.await {

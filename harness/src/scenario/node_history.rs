@@ -52,22 +52,7 @@ impl NodeHistory {
     pub fn spawn(client: kube::Client, stop: CancellationToken) -> Self {
         let history = NodeHistory::default();
         let recorder = history.clone();
-        tokio::spawn(async move {
-            let mut events = watcher(Api::<Node>::all(client), watcher::Config::default())
-                .default_backoff()
-                .applied_objects()
-                .boxed();
-            loop {
-                tokio::select! {
-                    _ = stop.cancelled() => return,
-                    event = events.next() => match event {
-                        Some(Ok(node)) => recorder.record(&node),
-                        Some(Err(_)) => continue,
-                        None => return,
-                    },
-                }
-            }
-        });
+        follow(Api::<Node>::all(client), stop, move |node| recorder.record(&node));
         history
     }
 
@@ -149,4 +134,27 @@ impl NodeHistory {
             .get(node)
             .is_some_and(|rv| *rv >= resource_version)
     }
+}
+
+/// Hand every object a watch shows to `record` until `stop` (a history's recorder task).
+pub(super) fn follow<K>(api: Api<K>, stop: CancellationToken, record: impl Fn(K) + Send + 'static)
+where
+    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
+{
+    tokio::spawn(async move {
+        let mut events = watcher(api, watcher::Config::default())
+            .default_backoff()
+            .applied_objects()
+            .boxed();
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                event = events.next() => match event {
+                    Some(Ok(object)) => record(object),
+                    Some(Err(_)) => continue,
+                    None => return,
+                },
+            }
+        }
+    });
 }

@@ -140,6 +140,84 @@ impl Scenario {
         Ok(self.node_history.since(mark, node))
     }
 
+    /// The cluster is up once its controller has written every pool's status for the nodes
+    /// it has: each pool that targets a config shows `Updated` (its nodes booted on it). Waited
+    /// for up to the deadline, so the pool history's first showing is the cluster as it came
+    /// up, not a status written before the agents' first sync; a pool that does not get there
+    /// (a step may judge why) is left as it is.
+    pub(super) async fn pools_updated_at_start(&self) {
+        let _ = eventually(self.options.deadline, || async {
+            let pools = machine_config_pools(&self.admin)
+                .list(&Default::default())
+                .await
+                .map_err(|e| e.to_string())?;
+            for pool in &pools.items {
+                let Ok(pool) =
+                    serde_json::to_value(pool).and_then(serde_json::from_value::<MachineConfigPool>)
+                else {
+                    continue;
+                };
+                if pool.spec.configuration.name.is_empty() {
+                    continue;
+                }
+                let updated = pool
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.condition("Updated"))
+                    .is_some_and(|c| c.status == "True");
+                if !updated {
+                    return Err(format!("pool {} is not Updated yet", pool.name()));
+                }
+            }
+            Ok(())
+        })
+        .await;
+    }
+
+    /// Wait until the pool watch has shown every pool as the API server holds it now.
+    pub(super) async fn pools_shown_now(&self) -> Result<(), ScenarioError> {
+        let pools = machine_config_pools(&self.admin)
+            .list(&Default::default())
+            .await
+            .map_err(|e| ClusterError::kube("machineconfigpools".into(), e))?;
+        let versions = versions(pools.items.iter().map(|p| &p.metadata));
+        self.watch_shown("MachineConfigPool", &versions, |pool, rv| {
+            self.pool_history.caught_up(pool, rv)
+        })
+        .await
+    }
+
+    /// Wait until a watch has shown every object of `versions` (name, resourceVersion) at that
+    /// version or later.
+    async fn watch_shown(
+        &self,
+        kind: &str,
+        versions: &[(String, u64)],
+        caught_up: impl Fn(&str, u64) -> bool,
+    ) -> Result<(), ScenarioError> {
+        eventually(self.options.deadline, || async {
+            match versions.iter().find(|(name, rv)| !caught_up(name, *rv)) {
+                None => Ok(()),
+                Some((name, rv)) => Err(format!(
+                    "the {kind} watch has not shown {name} at resourceVersion {rv} yet"
+                )),
+            }
+        })
+        .await
+        .map_err(ScenarioError::NotConverged)
+    }
+
+    /// What the pool showed since the steps began, oldest first, once the watch has caught up
+    /// with every pool as the API server holds it now.
+    pub async fn pool_changes_since_start(
+        &self,
+        pool: &str,
+    ) -> Result<Vec<pool_history::PoolChange>, ScenarioError> {
+        self.require_pool(pool).await?;
+        self.pools_shown_now().await?;
+        Ok(self.pool_history.since_start(pool))
+    }
+
     /// The most nodes of `pool` that were updating at once (`desiredConfig` ≠ `currentConfig`)
     /// over the scenario, once the Node watch has caught up with every Node as the API server
     /// holds it now. A pool's nodes are those labelled with its role, as the harness labels
@@ -150,31 +228,11 @@ impl Scenario {
             .list(&Default::default())
             .await
             .map_err(|e| ClusterError::kube("nodes".into(), e))?;
-        let versions: Vec<(String, u64)> = nodes
-            .items
-            .iter()
-            .map(|n| {
-                let rv = n
-                    .metadata
-                    .resource_version
-                    .as_deref()
-                    .and_then(|rv| rv.parse().ok());
-                (n.metadata.name.clone().unwrap_or_default(), rv.unwrap_or(0))
-            })
-            .collect();
-        eventually(self.options.deadline, || async {
-            match versions
-                .iter()
-                .find(|(node, rv)| !self.node_history.caught_up(node, *rv))
-            {
-                None => Ok(()),
-                Some((node, rv)) => Err(format!(
-                    "the Node watch has not shown {node} at resourceVersion {rv} yet"
-                )),
-            }
+        let versions = versions(nodes.items.iter().map(|n| &n.metadata));
+        self.watch_shown("Node", &versions, |node, rv| {
+            self.node_history.caught_up(node, rv)
         })
-        .await
-        .map_err(ScenarioError::NotConverged)?;
+        .await?;
         Ok(self.node_history.most_updating_at_once(pool))
     }
 
@@ -253,4 +311,14 @@ impl Scenario {
         })
         .await?)
     }
+}
+
+/// Each object's name and resourceVersion (0 when it has none that parses).
+fn versions<'a>(objects: impl Iterator<Item = &'a kube::api::ObjectMeta>) -> Vec<(String, u64)> {
+    objects
+        .map(|m| {
+            let rv = m.resource_version.as_deref().and_then(|rv| rv.parse().ok());
+            (m.name.clone().unwrap_or_default(), rv.unwrap_or(0))
+        })
+        .collect()
 }

@@ -1,18 +1,22 @@
 //! Moving a scenario through simulated time: deadline by deadline, each kubelet reporting at
 //! every stop, the cluster side settling there, and the nodes converging before time moves on.
 
+use super::pace::{Elapsed, Mark};
 use super::*;
 use crate::mco::pool::MachineConfigPool;
 
-/// How long the nodes may take, in wall time, to reflect a change once the cluster side made it,
-/// whatever `--agent-timeout` says. Upstream acts on the informer event: the 4.16 daemon queues
+/// How long the nodes may take, in paced time (`pace`: wall time weighted by the share of the
+/// CPU the host gave the harness, so it does not move with load), to reflect a change once the
+/// cluster side made it, whatever `--agent-timeout` says. Upstream acts on the informer event: the 4.16 daemon queues
 /// every ControllerConfig event with client-go's default rate limiter (5 ms, doubling only on
 /// failure; release-4.16 certificate_writer.go:52) and the 4.12 path is the controller's render
 /// and node sync on their events, then the daemon's on its Node event (release-4.12
 /// daemon.go). The 60 s `ccRequeueDelay` applies only before the daemon has read its Node,
-/// which the start of a scenario waits out (`await_first_sync`). Ten seconds is generous to
-/// event-driven agents on a loaded 2-core machine; an agent that polls on a timer instead
-/// is late, and late is a failure.
+/// which the start of a scenario waits out (`await_first_sync`). Ten seconds of an idle host's
+/// time is generous to event-driven agents; an agent that polls on a timer instead is late,
+/// and late is a failure. A timer only gains what the host's pace takes off it, and paced time
+/// counts at least `pace::MIN_SHARE` of wall time: a timer longer than this bound divided by
+/// that (500 s) is late however loaded the host is.
 pub const SYNC_BOUND: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// What the bounds grow by per node of the scenario: every node's agent, kubelet and files run
@@ -31,9 +35,28 @@ pub fn rollout_start_bound(profile: Profile) -> std::time::Duration {
     SYNC_BOUND + profile.traits().start_hold
 }
 
+/// Whether a wait that took `took` is past `bound`: in paced time, never in wall time (see
+/// `pace`), so the verdict is the same on an idle host and on one running at a fraction of its
+/// pace.
+pub fn late(took: Elapsed, bound: std::time::Duration) -> bool {
+    took.paced > bound
+}
+
+/// How long a wait took, as a lateness message says it.
+fn how_long(took: Elapsed) -> String {
+    format!(
+        "{:.1} s of host time ({:.1} s of wall time, the host at {:.0} % of its pace)",
+        took.paced.as_secs_f64(),
+        took.wall.as_secs_f64(),
+        took.pace() * 100.0
+    )
+}
+
 /// Why the nodes have not caught up: still working, or stuck.
 enum Pending {
     Waiting(String),
+    /// A node's agent has not synced the current ControllerConfig: the agent's to do alone.
+    Unsynced(String),
     /// An update failed (the node is Degraded or Unreconcilable): waiting longer will not help.
     Failed(String),
 }
@@ -58,7 +81,7 @@ struct Unstarted {
 #[derive(Default)]
 struct Rollout {
     seen: bool,
-    slowest_start: std::time::Duration,
+    slowest_start: Elapsed,
     slowest_node: String,
 }
 
@@ -223,29 +246,53 @@ impl Scenario {
     /// itself likewise, release-4.16 drain.go:90), and a daemon whose Node cache lags its own
     /// write runs the same config once more (release-4.16 took 33 s for an SSH key change).
     /// Otherwise (a ControllerConfig sync, a rotation on 4.16) the nodes must have caught up
-    /// within `SYNC_BOUND`.
+    /// within `SYNC_BOUND`. Both in paced time ([`late`]); a wait that is already late ends
+    /// then, without waiting out `--agent-timeout`.
     pub async fn converge(&self) -> Result<(), ScenarioError> {
-        let started = std::time::Instant::now();
-        let rollout = self.converge_within(self.options.deadline).await?;
+        let started = Mark::now();
+        let rollout = self.converge_within(self.options.deadline, Some(started)).await?;
         self.record_timeline().await;
         if !rollout.seen {
             return self.in_time(started, "caught up with the cluster");
         }
-        self.slowest_sync_ms.fetch_max(
-            u64::try_from(rollout.slowest_start.as_millis()).unwrap_or(u64::MAX),
-            std::sync::atomic::Ordering::Relaxed,
-        );
-        let bound = rollout_start_bound(self.options.profile) + self.per_node_allowance();
-        if rollout.slowest_start <= bound {
+        self.note_sync(rollout.slowest_start);
+        if !late(rollout.slowest_start, self.rollout_bound()) {
             return Ok(());
         }
-        Err(ScenarioError::NotConverged(format!(
-            "late: node {} began applying its new config {:.1} s after it was given it (its desiredConfig set; no state, desiredDrain or currentConfig written), past the {} s an agent acting on the API server's events may take on {} (upstream acts on the Node event at once); --agent-timeout does not extend this",
-            rollout.slowest_node,
-            rollout.slowest_start.as_secs_f64(),
-            bound.as_secs(),
-            self.options.profile
+        Err(ScenarioError::NotConverged(self.late_start(
+            &rollout.slowest_node,
+            rollout.slowest_start,
+            "began",
         )))
+    }
+
+    /// How long a node may take to begin applying a config it was given (paced time).
+    fn rollout_bound(&self) -> std::time::Duration {
+        rollout_start_bound(self.options.profile) + self.per_node_allowance()
+    }
+
+    /// How long the nodes may take to catch up with a change that rolls out no config (paced
+    /// time).
+    fn sync_bound(&self) -> std::time::Duration {
+        SYNC_BOUND + self.per_node_allowance()
+    }
+
+    /// The lateness of a node that `began` (or `has not begun`) applying its new config after
+    /// `waited`.
+    fn late_start(&self, node: &str, waited: Elapsed, began: &str) -> String {
+        format!(
+            "late: node {node} {began} applying its new config {} after it was given it (its desiredConfig set; no state, desiredDrain or currentConfig written), past the {} s an agent acting on the API server's events may take on {} (upstream acts on the Node event at once); --agent-timeout does not extend this",
+            how_long(waited),
+            self.rollout_bound().as_secs(),
+            self.options.profile
+        )
+    }
+
+    fn note_sync(&self, took: Elapsed) {
+        self.slowest_sync_ms.fetch_max(
+            u64::try_from(took.paced.as_millis()).unwrap_or(u64::MAX),
+            std::sync::atomic::Ordering::Relaxed,
+        );
     }
 
     /// The agents' first sync after the nodes booted, waited for up to the agent timeout and
@@ -256,10 +303,10 @@ impl Scenario {
             let writer = self.options.profile.traits().certificate_writer().is_some();
             self.nudge_first_sync(writer).await?;
         }
-        self.converge_within(self.options.deadline).await.map(drop)
+        self.converge_within(self.options.deadline, None).await.map(drop)
     }
 
-    /// The longest the nodes took to reflect a change so far in this scenario.
+    /// The longest the nodes took to reflect a change so far in this scenario, in paced time.
     pub fn slowest_sync(&self) -> std::time::Duration {
         std::time::Duration::from_millis(self.slowest_sync_ms.load(std::sync::atomic::Ordering::Relaxed))
     }
@@ -270,34 +317,50 @@ impl Scenario {
     }
 
     /// `Err` naming how late the nodes were when they took longer than `SYNC_BOUND` (and the
-    /// allowance for the scenario's nodes).
-    pub(super) fn in_time(&self, started: std::time::Instant, what: &str) -> Result<(), ScenarioError> {
+    /// allowance for the scenario's nodes) since `started`, in paced time.
+    pub(super) fn in_time(&self, started: Mark, what: &str) -> Result<(), ScenarioError> {
         let took = started.elapsed();
-        self.slowest_sync_ms.fetch_max(
-            u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
-            std::sync::atomic::Ordering::Relaxed,
-        );
-        let bound = SYNC_BOUND + self.per_node_allowance();
+        self.note_sync(took);
+        match self.late_yet(took, what, None) {
+            None => Ok(()),
+            Some(late) => Err(ScenarioError::NotConverged(late)),
+        }
+    }
+
+    /// The lateness message when `took` is past the sync bound, saying what the nodes `did`
+    /// (or, with what was `seen`, have not done yet); `None` while on time.
+    pub(super) fn late_yet(&self, took: Elapsed, did: &str, seen: Option<&str>) -> Option<String> {
         // With an upstream machine-config controller the time includes its own schedule (its
         // render controller waits 5 s, its node controller acts on its queue): not the agent's
         // to answer for. Each node's start on a config it was given is still bound (`converge`).
-        if took <= bound || self.upstream_controller().is_some() {
-            return Ok(());
+        if !late(took, self.sync_bound()) || self.upstream_controller().is_some() {
+            return None;
         }
-        Err(ScenarioError::NotConverged(format!(
-            "late: the nodes {what} {:.1} s after the change, past the {:.1} s an agent acting on the API server's events needs with {} node(s) (upstream reacts to the watch event at once); --agent-timeout does not extend this",
-            took.as_secs_f64(),
-            bound.as_secs_f64(),
-            self.nodes.len()
-        )))
+        let when = match seen {
+            None => format!("the nodes {did} {} after the change", how_long(took)),
+            Some(_) => format!("the nodes have not {did} {} after the change", how_long(took)),
+        };
+        Some(format!(
+            "late: {when}, past the {:.1} s an agent acting on the API server's events needs with {} node(s) (upstream reacts to the watch event at once); --agent-timeout does not extend this{}",
+            self.sync_bound().as_secs_f64(),
+            self.nodes.len(),
+            seen.map(|s| format!("; last seen: {s}")).unwrap_or_default()
+        ))
     }
 
-    async fn converge_within(&self, deadline: Duration) -> Result<Rollout, ScenarioError> {
+    /// Wait until nothing is pending, up to `deadline`. With `change` (when the change being
+    /// waited for was made), a wait that is late already ends then, failed: an agent has not
+    /// synced the ControllerConfig past the sync bound, or a node has not begun applying a
+    /// config past the rollout bound.
+    async fn converge_within(
+        &self,
+        deadline: Duration,
+        change: Option<Mark>,
+    ) -> Result<Rollout, ScenarioError> {
         // Per (node, config): when it was first seen given the config and not begun, and what
         // its Node said then; it has begun once that changes (upstream's first write is the
         // drain request, or the uncordon request when the change needs no drain).
-        let first_seen =
-            std::sync::Mutex::new(BTreeMap::<(String, String), (std::time::Instant, String)>::new());
+        let first_seen = std::sync::Mutex::new(BTreeMap::<(String, String), (Mark, String)>::new());
         let begun = std::sync::Mutex::new(std::collections::BTreeSet::<(String, String)>::new());
         let rollout = std::sync::Mutex::new(Rollout::default());
         // Whether every agent still runs is asked of every node, so not at every look.
@@ -312,8 +375,9 @@ impl Scenario {
                 due
             };
             let look = self.pending(agents).await;
+            let mut late_start = None;
             {
-                let now = std::time::Instant::now();
+                let now = Mark::now();
                 let mut first_seen = first_seen.lock().unwrap_or_else(|p| p.into_inner());
                 let mut begun = begun.lock().unwrap_or_else(|p| p.into_inner());
                 let mut rollout = rollout.lock().unwrap_or_else(|p| p.into_inner());
@@ -331,19 +395,35 @@ impl Scenario {
                     if still {
                         return true;
                     }
-                    let took = now - *since;
-                    if took >= rollout.slowest_start {
+                    let took = since.until(&now);
+                    if took.paced >= rollout.slowest_start.paced {
                         rollout.slowest_start = took;
                         rollout.slowest_node = key.0.clone();
                     }
                     begun.insert(key.clone());
                     false
                 });
+                if change.is_some() {
+                    late_start = first_seen
+                        .iter()
+                        .map(|((node, _), (since, _))| (node, since.until(&now)))
+                        .find(|(_, waited)| late(*waited, self.rollout_bound()))
+                        .map(|(node, waited)| self.late_start(node, waited, "has not begun"));
+                }
+                if let (Some(change), false) = (change, rollout.seen)
+                    && let Some(Pending::Unsynced(what)) = &look.pending
+                    && late_start.is_none()
+                {
+                    late_start = self.late_yet(change.until(&now), "caught up with the cluster", Some(what));
+                }
+            }
+            if let Some(late) = late_start {
+                return Ok(Some(late));
             }
             match look.pending {
                 None => Ok(None),
                 Some(Pending::Failed(why)) => Ok(Some(why)),
-                Some(Pending::Waiting(what)) => Err(what),
+                Some(Pending::Waiting(what) | Pending::Unsynced(what)) => Err(what),
             }
         })
         .await;
@@ -522,7 +602,7 @@ impl Scenario {
                 && get(LAST_SYNCED_CONTROLLER_CONFIG) != cc_rv
                 && get(STATE) != STATE_DEGRADED
             {
-                found = Some(Pending::Waiting(format!(
+                found = Some(Pending::Unsynced(format!(
                     "node {name} synced controllerconfig {:?}, current is {cc_rv}",
                     get(LAST_SYNCED_CONTROLLER_CONFIG)
                 )));

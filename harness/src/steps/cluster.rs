@@ -111,6 +111,32 @@ async fn bootstrap_cluster(world: &mut ConformanceWorld, workers: usize) -> anyh
     start_with(world, options).await
 }
 
+/// A cluster installed on the release before and upgraded into this one: since install the
+/// kube-apiserver operator made a localhost-recovery serving signer in the cluster
+/// (`openshift-kube-apiserver-operator_localhost-recovery-serving-signer@<unix>`), which the
+/// serving CA bundle holds and the nodes' kubeconfigs, made at install, lack; and no machine-config
+/// operator of this release has written `kubeconfig-data` yet. "The added CA" of later steps is
+/// that signer; the journal steps read each node's journal from its first boot, as the daemon's
+/// first sync after the upgrade comes while the nodes start.
+#[given(
+    expr = "a cluster upgraded into this release with {int} worker node(s), before its operator wrote kubeconfig-data"
+)]
+async fn upgraded_cluster(world: &mut ConformanceWorld, workers: usize) -> anyhow::Result<()> {
+    let mut options = ScenarioOptions::new(world.profile);
+    options.nodes = vec![("worker".to_string(), workers)];
+    // Made by KAS-O a month before the scenario begins, as library-go names a signer.
+    let made = harness::pki::SIMULATION_EPOCH.unix_timestamp() - 30 * 24 * 3600;
+    options.upgraded_with_serving_signer = Some(format!(
+        "openshift-kube-apiserver-operator_localhost-recovery-serving-signer@{made}"
+    ));
+    start_with(world, options).await?;
+    world.added_serving_ca = world.cluster()?.upgraded_serving_ca();
+    for mark in world.marks.values_mut() {
+        *mark = harness::node::JournalMark(0);
+    }
+    Ok(())
+}
+
 /// The bootstrap node hands over (`kube-system/bootstrap` appears); the step ends when the
 /// cluster and the nodes have followed.
 #[when("the bootstrap node hands over")]

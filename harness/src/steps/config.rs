@@ -191,9 +191,9 @@ pub async fn write_force_file(world: &ConformanceWorld) -> anyhow::Result<()> {
 async fn applied_with(world: &mut ConformanceWorld, action: String) -> anyhow::Result<()> {
     let c = world.cluster()?;
     for node in &c.nodes {
-        let lines = node.journal_since(world.marks[node.name()]).await?;
+        let lines = node.journal_since(world.mark(node.name())?).await?;
         let has = |text: &str| lines.iter().any(|l| l.contains(text));
-        let rebooted = node.boot_id().await? != world.boot_ids[node.name()];
+        let rebooted = node.boot_id().await? != world.boot_id_at_start(node.name())?;
         let seen = match (
             rebooted,
             has("Reloading crio.service..."),
@@ -321,4 +321,61 @@ mod tests {
         let err = changes_spec("the file /etc/a and the moon").unwrap_err();
         assert!(err.to_string().contains("unknown change \"the moon\""), "{err}");
     }
+}
+
+/// The file holds the SSH keys of the pool's newest rendered config as the daemon writes them
+/// for `core` (every key of every user in `passwd.users`, each followed by a newline), read from
+/// the rendered config itself. Waited for: the daemon writes them as it applies the config.
+#[then(
+    regex = r"^every node's (?P<path>/\S+) holds the SSH keys of the (?P<pool>\w+) pool's newest rendered config$"
+)]
+async fn holds_ssh_keys(world: &mut ConformanceWorld, path: String, pool: String) -> anyhow::Result<()> {
+    let c = world.cluster()?;
+    c.require_pool(&pool).await?;
+    for node in &c.nodes {
+        harness::wait::eventually(world.deadline, || async {
+            let name = c
+                .pool_spec(&pool)
+                .await
+                .map_err(|e| e.to_string())?
+                .configuration
+                .name;
+            let spec = c.machine_config_spec(&name).await.map_err(|e| e.to_string())?;
+            let users = spec
+                .config
+                .passwd
+                .as_ref()
+                .and_then(|p| p.get("users"))
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            let expected: String = users
+                .iter()
+                .filter_map(|u| u.get("sshAuthorizedKeys").and_then(Value::as_array))
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(|k| format!("{k}\n"))
+                .collect();
+            if expected.is_empty() {
+                return Err(format!(
+                    "{name}, the newest rendered config of pool {pool}, has no SSH keys"
+                ));
+            }
+            let seen = node
+                .read(&path)
+                .await
+                .map_err(|e| format!("{}: {path}: {e}", node.name()))?;
+            if seen != expected.as_bytes() {
+                return Err(format!(
+                    "{}: {path} holds {:?}, not the keys of {name}: {expected:?}",
+                    node.name(),
+                    String::from_utf8_lossy(&seen)
+                ));
+            }
+            Ok(())
+        })
+        .await
+        .map_err(anyhow::Error::msg)?;
+    }
+    Ok(())
 }

@@ -168,7 +168,7 @@ async fn matches_config(world: &mut ConformanceWorld, path: String) -> anyhow::R
 async fn rebooted(world: &mut ConformanceWorld) -> anyhow::Result<()> {
     for node in &world.cluster()?.nodes {
         ensure!(
-            node.boot_id().await? != world.boot_ids[node.name()],
+            node.boot_id().await? != world.boot_id_at_start(node.name())?,
             "{} has not rebooted",
             node.name()
         );

@@ -56,7 +56,7 @@ async fn kubelet_ca_loads(world: &mut ConformanceWorld, expected: usize) -> anyh
     for node in &world.cluster()?.nodes {
         // A kubelet in a process of its own logs the load when its file watch fires, which may
         // come after the agent reported the update done: wait for the loads expected, then count.
-        let mark = world.marks[node.name()];
+        let mark = world.mark(node.name())?;
         let _ = harness::wait::eventually(world.deadline, || async {
             let lines = node.journal_since(mark).await.map_err(|e| e.to_string())?;
             let seen = lines.iter().filter(|l| l.contains(CA_RELOAD_LOG)).count();

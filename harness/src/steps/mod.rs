@@ -13,12 +13,15 @@
 pub mod bootstrap;
 pub mod cluster;
 pub mod config;
+pub mod crash;
 pub mod drift;
+pub mod events;
 pub mod kubelet;
 pub mod node;
 pub mod oracle;
 pub mod params;
 pub mod pool;
+pub mod power_loss;
 pub mod registry;
 pub mod serving;
 pub mod signer;

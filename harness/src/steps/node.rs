@@ -101,7 +101,7 @@ async fn kubelet_ca_count(world: &mut ConformanceWorld, count: usize) -> anyhow:
 async fn no_reboot(world: &mut ConformanceWorld) -> anyhow::Result<()> {
     for node in &world.cluster()?.nodes {
         ensure!(
-            node.boot_id().await? == world.boot_ids[node.name()],
+            node.boot_id().await? == world.boot_id_at_start(node.name())?,
             "{} rebooted",
             node.name()
         );
@@ -116,21 +116,108 @@ async fn no_reboot(world: &mut ConformanceWorld) -> anyhow::Result<()> {
 /// following `journalctl` would; a journal that cannot be read fails the step at once.
 #[then(regex = r#"^every node's journal shows "(.+)"$"#)]
 async fn journal_shows(world: &mut ConformanceWorld, text: String) -> anyhow::Result<()> {
+    journal_shows_from(world, &text, "since the cluster was up", |node| world.mark(node)).await
+}
+
+/// As `every node's journal shows "<text>"`, counting only lines since the last step that
+/// restarted the agent (`the agent restarts on every node`) began: what the agent that started
+/// then logged.
+#[then(regex = r#"^every node's journal shows "(.+)" since the agent restarted$"#)]
+async fn journal_shows_since_restart(world: &mut ConformanceWorld, text: String) -> anyhow::Result<()> {
+    journal_shows_from(world, &text, "since the agent restarted", |node| {
+        world
+            .restart_marks
+            .get(node)
+            .copied()
+            .with_context(|| format!("{node}: no step restarted its agent"))
+    })
+    .await
+}
+
+async fn journal_shows_from(
+    world: &ConformanceWorld,
+    text: &str,
+    since: &str,
+    mark_of: impl Fn(&str) -> anyhow::Result<harness::node::JournalMark>,
+) -> anyhow::Result<()> {
     for node in &world.cluster()?.nodes {
-        let mark = world.marks[node.name()];
+        let mark = mark_of(node.name())?;
         let found = tokio::select! {
-            found = node.wait_for_journal(mark, &text, world.deadline) => found?,
+            found = node.wait_for_journal(mark, text, world.deadline) => found?,
             () = harness::interrupt::cancelled() => anyhow::bail!(harness::interrupt::reason()),
         };
         if found.is_none() {
             let lines = node.journal_since(mark).await?;
             anyhow::bail!(
-                "{} journal has no line with {text:?} within {:?}; last lines:\n{}",
+                "{} journal has no line with {text:?} {since} within {:?}; last lines:\n{}",
                 node.name(),
                 world.deadline,
                 lines[lines.len().saturating_sub(15)..].join("\n")
             );
         }
+    }
+    Ok(())
+}
+
+/// Lines containing the text appear in every node's journal since the cluster started, as many
+/// as said: waited for until there are that many, then counted (more fails). A message MCO's
+/// daemon logs with `logSystem` is two lines (its own log and, through `logger`, `root[…]`):
+/// count what happened by a line only one writer makes (`Stopping kubelet.service`).
+#[then(regex = r#"^every node's journal shows "(.+)" (once|twice|(\d+) times)$"#)]
+async fn journal_shows_times(
+    world: &mut ConformanceWorld,
+    text: String,
+    times: String,
+    n: String,
+) -> anyhow::Result<()> {
+    let wanted = match times.as_str() {
+        "once" => 1,
+        "twice" => 2,
+        _ => n
+            .parse()
+            .with_context(|| format!("{n:?} is not a number of times"))?,
+    };
+    journal_shows(world, text.clone()).await?;
+    for node in &world.cluster()?.nodes {
+        let mark = world.mark(node.name())?;
+        let matching =
+            |lines: Vec<String>| -> Vec<String> { lines.into_iter().filter(|l| l.contains(&text)).collect() };
+        let found = tokio::select! {
+            found = eventually(world.deadline, || async {
+                let lines = matching(node.journal_since(mark).await.map_err(|e| e.to_string())?);
+                if lines.len() >= wanted {
+                    Ok(lines)
+                } else {
+                    Err(format!("{} lines with {text:?}, not {wanted}: {lines:?}", lines.len()))
+                }
+            }) => found,
+            () = harness::interrupt::cancelled() => anyhow::bail!(harness::interrupt::reason()),
+        };
+        let lines = found.map_err(|e| anyhow::anyhow!("{} journal: {e}", node.name()))?;
+        anyhow::ensure!(
+            lines.len() == wanted,
+            "{} journal has {} lines with {text:?}, not {wanted}:\n{}",
+            node.name(),
+            lines.len(),
+            lines.join("\n")
+        );
+    }
+    Ok(())
+}
+
+/// Every node's service manager says the unit is enabled (or disabled), as `systemctl
+/// is-enabled` answers on the node.
+#[then(regex = r"^every node's unit (\S+) is (enabled|disabled)$")]
+async fn unit_enabled(world: &mut ConformanceWorld, unit: String, state: String) -> anyhow::Result<()> {
+    for node in &world.cluster()?.nodes {
+        let out = node.systemctl(&["is-enabled", &unit]).await?;
+        anyhow::ensure!(
+            out.stdout.trim() == state,
+            "{}: systemctl is-enabled {unit} says {:?} (exit {}), not {state}",
+            node.name(),
+            out.stdout.trim(),
+            out.exit_code
+        );
     }
     Ok(())
 }
@@ -143,14 +230,69 @@ async fn kubelet_ca_lists(
     verdict: String,
     signer: String,
 ) -> anyhow::Result<()> {
+    kubelet_ca_judged(world, verdict == "lists", &signer).await
+}
+
+/// The longest a failed ControllerConfig waits for its next try in upstream's certificate
+/// writer: release-4.16 `handleControllerConfigErr` puts it back with `AddRateLimited` on a
+/// queue built with client-go's `DefaultControllerRateLimiter`, whose per-item backoff doubles
+/// from 5 ms and stops at 1000 s. Every event about the ControllerConfig goes through the same
+/// limiter (`enqueueControllerConfig`), so no change to it brings the try sooner.
+const CC_QUEUE_LONGEST_BACKOFF: std::time::Duration = std::time::Duration::from_secs(1000);
+
+/// As `every node's kubelet-ca.crt lists the current <signer>`, for a node whose certificate
+/// writer failed before (a 4.16 node with no role label): waited for up to the longest backoff
+/// of upstream's rate-limited ControllerConfig queue, plus the sync bound, in wall time (the
+/// queue's timer is the wall clock's), or until every node's writer has synced the
+/// ControllerConfig as it is now (its `lastSyncedControllerConfigResourceVersion`), after which
+/// the file is judged as it is. An agent that tries again sooner passes sooner.
+#[then(
+    regex = r"^on its certificate writer's next try every node's kubelet-ca\.crt lists the current (?P<signer>\S+)$"
+)]
+async fn kubelet_ca_lists_on_retry(world: &mut ConformanceWorld, signer: String) -> anyhow::Result<()> {
+    let deadline = CC_QUEUE_LONGEST_BACKOFF + harness::scenario::SYNC_BOUND;
     let c = world.cluster()?;
-    let (_, current) = c.named_certificate(&signer).await?;
+    harness::wait::eventually_wall(deadline, || async {
+        let Err(e) = kubelet_ca_judged(world, true, &signer).await else {
+            return Ok(Ok(()));
+        };
+        // Every node's writer synced the ControllerConfig as it is now (it annotates the Node
+        // with its resourceVersion once it wrote, release-4.16 certificate_writer.go:291-303):
+        // no try is pending, the file is what it will be.
+        let cc_rv = c
+            .controller_config_resource_version()
+            .await
+            .map_err(|e| e.to_string())?;
+        for node in &c.nodes {
+            let synced = c
+                .node_annotations(node.name())
+                .await
+                .map_err(|e| e.to_string())?
+                .get(harness::mco::LAST_SYNCED_CONTROLLER_CONFIG)
+                .cloned()
+                .unwrap_or_default();
+            if synced != cc_rv {
+                return Err(format!(
+                    "{e:#}; {} synced controllerconfig {synced:?}, not {cc_rv}",
+                    node.name()
+                ));
+            }
+        }
+        Ok(Err(e))
+    })
+    .await
+    .map_err(anyhow::Error::msg)?
+}
+
+async fn kubelet_ca_judged(world: &ConformanceWorld, lists_wanted: bool, signer: &str) -> anyhow::Result<()> {
+    let c = world.cluster()?;
+    let (_, current) = c.named_certificate(signer).await?;
     for node in &c.nodes {
         let names = oracle::names(&node.read(KUBELET_CA_PATH).await?)
             .with_context(|| format!("{}: {KUBELET_CA_PATH}", node.name()))?;
         let lists = names.contains(&current.common_name);
         ensure!(
-            lists == (verdict == "lists"),
+            lists == lists_wanted,
             "{}: kubelet-ca.crt {} {}: it holds {names:?}",
             node.name(),
             if lists { "lists" } else { "lacks" },
@@ -160,8 +302,9 @@ async fn kubelet_ca_lists(
     Ok(())
 }
 
-/// Whether every node's `/etc/kubernetes/kubelet-ca.crt` holds a certificate whose name
-/// contains the text and that expired before the scenario's simulated now.
+/// Whether every node's `/etc/kubernetes/kubelet-ca.crt` holds a certificate of the named
+/// signer or target (by any name it goes by, as `lists the current <signer>` reads names) that
+/// expired before the scenario's simulated now.
 #[then(regex = r"^every node's kubelet-ca\.crt (lists|lacks) an expired (\S+)$")]
 async fn kubelet_ca_expired(
     world: &mut ConformanceWorld,
@@ -173,20 +316,37 @@ async fn kubelet_ca_expired(
     for node in &c.nodes {
         let certs = oracle::certs(&node.read(KUBELET_CA_PATH).await?)
             .with_context(|| format!("{}: {KUBELET_CA_PATH}", node.name()))?;
-        let expired: Vec<&str> = certs
-            .iter()
-            .filter(|c| c.name.contains(&name) && c.not_after < now)
-            .map(|c| c.name.as_str())
-            .collect();
+        let (named, expired) = expired_of(&certs, now, &name, |n| c.certificate_name(n))?;
         ensure!(
             expired.is_empty() == (verdict == "lacks"),
-            "{}: kubelet-ca.crt {} an expired {name}: expired ones {expired:?}; it holds {:?}",
+            "{}: kubelet-ca.crt {} an expired {}: expired ones of it {expired:?}; it holds {:?}",
             node.name(),
             if expired.is_empty() { "lacks" } else { "lists" },
+            named.described(),
             certs.iter().map(|c| c.name.as_str()).collect::<Vec<_>>()
         );
     }
     Ok(())
+}
+
+/// What `written` names (`resolve`: `pki::names`), and the common names of the certificates
+/// of `certs` that expired before `now` (unix seconds) and whose common name names the same
+/// Secret: names are resolved whole, never matched as a part of another (`kubelet-signer`, the
+/// installer's first csr-signer-signer, is not `kube-apiserver-to-kubelet-signer`).
+fn expired_of<'a, E>(
+    certs: &'a [oracle::Cert],
+    now: i64,
+    written: &str,
+    resolve: impl Fn(&str) -> Result<harness::pki::CertificateName, E>,
+) -> Result<(harness::pki::CertificateName, Vec<&'a str>), E> {
+    let named = resolve(written)?;
+    let expired = certs
+        .iter()
+        .filter(|c| c.not_after < now)
+        .filter(|c| resolve(&c.name).is_ok_and(|n| n.namespace == named.namespace && n.name == named.name))
+        .map(|c| c.name.as_str())
+        .collect();
+    Ok((named, expired))
 }
 
 /// What the write step puts in a file.
@@ -242,6 +402,43 @@ async fn reboot(world: &mut ConformanceWorld) -> anyhow::Result<()> {
         .await
         .map_err(anyhow::Error::msg)?;
     }
+    Ok(())
+}
+
+/// `systemctl restart machine-config-daemon.service` on every node, as deleting the daemon's
+/// pod restarts it on a real cluster; the step ends when each node's service manager has
+/// started it again.
+#[when("the agent restarts on every node")]
+async fn restart_agent(world: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let unit = harness::node::AGENT_UNIT;
+    let c = world.cluster()?;
+    let mut marks = std::collections::BTreeMap::new();
+    for node in &c.nodes {
+        let mark = node.journal_mark().await?;
+        marks.insert(node.name().to_string(), mark);
+        let out = node.systemctl(&["restart", unit]).await?;
+        ensure!(
+            out.exit_code == 0,
+            "{}: systemctl restart {unit}: {}",
+            node.name(),
+            out.stderr.trim()
+        );
+        let node = node.as_ref();
+        eventually(world.deadline, || async {
+            let lines = node.journal_since(mark).await.map_err(|e| e.to_string())?;
+            if lines.iter().any(|l| l.ends_with(&format!("Started {unit}."))) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{}: {unit} has not started again; journal since the restart: {lines:?}",
+                    node.name()
+                ))
+            }
+        })
+        .await
+        .map_err(anyhow::Error::msg)?;
+    }
+    world.restart_marks = marks;
     Ok(())
 }
 
@@ -507,4 +704,73 @@ async fn node_annotation_is(
         .map_err(anyhow::Error::msg)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use harness::pki::{Catalogue, SIMULATION_EPOCH, Signer};
+
+    /// `an expired kubelet-signer` names the installer's first csr-signer-signer (its CN) and so
+    /// every csr-signer-signer, whatever its CN; an expired kube-apiserver-to-kubelet-signer,
+    /// whose CN holds the text `kubelet-signer`, is not one.
+    #[test]
+    fn an_expired_certificate_is_named_whole_not_by_a_part_of_its_name() {
+        let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/signers.yaml");
+        let catalogue = Catalogue::load(&fixtures).unwrap();
+        let day: time::Duration = time::Duration::days(1);
+        let pem = |signer: Signer| signer.cert.pem;
+        let bundle = [
+            pem(Signer::issue_named("kube-apiserver-to-kubelet-signer", SIMULATION_EPOCH, day, 1).unwrap()),
+            pem(Signer::issue(
+                "openshift-kube-apiserver-operator",
+                "kube-apiserver-to-kubelet-signer",
+                SIMULATION_EPOCH,
+                day,
+                2,
+            )
+            .unwrap()),
+            pem(Signer::issue_named("kube-apiserver-lb-signer", SIMULATION_EPOCH, day * 3650, 3).unwrap()),
+        ]
+        .concat();
+        let certs = oracle::certs(bundle.as_bytes()).unwrap();
+        let now = (SIMULATION_EPOCH + time::Duration::days(2)).unix_timestamp();
+        let expired = |written: &str, certs: &[oracle::Cert]| -> Vec<String> {
+            let (_, found) = expired_of(certs, now, written, |n| catalogue.resolve(n)).unwrap();
+            found.into_iter().map(String::from).collect()
+        };
+        assert_eq!(expired("kubelet-signer", &certs), Vec::<String>::new());
+        assert_eq!(expired("csr-signer-signer", &certs), Vec::<String>::new());
+        assert_eq!(expired("kube-apiserver-to-kubelet-signer", &certs).len(), 2);
+        // Not expired: not listed.
+        assert_eq!(
+            expired("loadbalancer-serving-signer", &certs),
+            Vec::<String>::new()
+        );
+        assert_eq!(expired("kube-apiserver-lb-signer", &certs), Vec::<String>::new());
+
+        let with_csr = [
+            bundle,
+            pem(Signer::issue_named("kubelet-signer", SIMULATION_EPOCH, day, 4).unwrap()),
+            pem(Signer::issue(
+                "openshift-kube-controller-manager-operator",
+                "csr-signer-signer",
+                SIMULATION_EPOCH,
+                day,
+                5,
+            )
+            .unwrap()),
+        ]
+        .concat();
+        let certs = oracle::certs(with_csr.as_bytes()).unwrap();
+        let csr_signers = expired("kubelet-signer", &certs);
+        assert_eq!(csr_signers.len(), 2, "{csr_signers:?}");
+        assert!(
+            csr_signers.iter().all(|n| !n.contains("kube-apiserver")),
+            "{csr_signers:?}"
+        );
+        assert_eq!(expired("csr-signer-signer", &certs), csr_signers);
+        // A name no certificate goes by is refused, as every other step refuses it.
+        assert!(expired_of(&certs, now, "signer", |n| catalogue.resolve(n)).is_err());
+    }
 }

@@ -27,6 +27,8 @@ pub struct Cert {
     pub name: String,
     /// The subject as Go's `pkix.Name.String()` would contain it (`CN=…,OU=…`).
     pub subject: String,
+    /// NotBefore and NotAfter, in unix seconds.
+    pub not_before: i64,
     pub not_after: i64,
 }
 
@@ -53,6 +55,7 @@ pub fn certs(pem: &[u8]) -> anyhow::Result<Vec<Cert>> {
             der: block.contents.clone(),
             name,
             subject,
+            not_before: cert.validity().not_before.timestamp(),
             not_after: cert.validity().not_after.timestamp(),
         });
     }

@@ -207,7 +207,7 @@ async fn paused_pool_alert(
 
 /// The pool's `status.certExpirys` (4.14+) lists the signer's current certificate: with its
 /// notAfter as `expiry` (4.16), or with no `expiry` at all (4.14, whose `CertExpiry` is
-/// `{bundle, subject}`: release-4.14 types.go:338-346).
+/// `{bundle, subject}`: release-4.14 types.go:338-346); waited for up to the deadline.
 #[then(
     regex = r"^the (?P<pool>\w+) pool's certExpirys list the current (?P<signer>\S+) (with its expiry|without an expiry)$"
 )]
@@ -220,26 +220,41 @@ async fn cert_expirys(
     let c = world.cluster()?;
     c.require_pool(&pool).await?;
     let (_, current) = c.named_certificate(&signer).await?;
-    let status = c.pool_status(&pool).await?;
-    let listed = status.cert_expirys.unwrap_or_default();
-    let names_it = |e: &CertExpiry| e.subject.contains(&current.common_name);
-    if expiry == "without an expiry" {
-        ensure!(
-            listed.iter().any(|e| names_it(e) && e.expiry.is_none()),
-            "pool {pool} certExpirys has no {} without an expiry: {listed:?}",
-            current.common_name
-        );
-        return Ok(());
-    }
-    let expiry = harness::pki::rfc3339(current.not_after);
-    ensure!(
-        listed
-            .iter()
-            .any(|e| names_it(e) && e.expiry.as_deref() == Some(expiry.as_str())),
-        "pool {pool} certExpirys has no {} expiring {expiry}: {listed:?}",
-        current.common_name
-    );
-    Ok(())
+    let dated = expiry == "with its expiry";
+    let not_after = harness::pki::rfc3339(current.not_after);
+    // Waited for, as `oc wait` would: the node controller copies the ControllerConfig's
+    // certificates into the pool's status on its own schedule (upstream's at its next sync of
+    // the pool, after the template controller wrote the ControllerConfig's status).
+    let judge = || async {
+        let status = c.pool_status(&pool).await.map_err(|e| e.to_string())?;
+        let listed = status.cert_expirys.unwrap_or_default();
+        let names_it = |e: &CertExpiry| e.subject.contains(&current.common_name);
+        let found = listed.iter().any(|e| {
+            names_it(e)
+                && if dated {
+                    e.expiry.as_deref() == Some(not_after.as_str())
+                } else {
+                    e.expiry.is_none()
+                }
+        });
+        if found {
+            return Ok(());
+        }
+        Err(if dated {
+            format!(
+                "pool {pool} certExpirys has no {} expiring {not_after}: {listed:?}",
+                current.common_name
+            )
+        } else {
+            format!(
+                "pool {pool} certExpirys has no {} without an expiry: {listed:?}",
+                current.common_name
+            )
+        })
+    };
+    harness::wait::eventually(c.options.deadline, judge)
+        .await
+        .map_err(anyhow::Error::msg)
 }
 
 /// Every node still runs (`currentConfig` and `desiredConfig`) the rendered config it ran when
@@ -249,13 +264,13 @@ async fn runs_config_at_start(world: &mut ConformanceWorld) -> anyhow::Result<()
     let c = world.cluster()?;
     for node in &c.nodes {
         let a = c.node_annotations(node.name()).await?;
-        let at_start = &world.configs_at_start[node.name()];
+        let at_start = world.config_at_start(node.name())?;
         let (current, desired) = (
             a.get(harness::mco::CURRENT_CONFIG).cloned().unwrap_or_default(),
             a.get(harness::mco::DESIRED_CONFIG).cloned().unwrap_or_default(),
         );
         ensure!(
-            current == *at_start && desired == *at_start,
+            current == at_start && desired == at_start,
             "{}: currentConfig {current}, desiredConfig {desired}; it started on {at_start}",
             node.name()
         );
@@ -324,4 +339,152 @@ async fn pool_lacks_condition(
         pool_status.condition(&type_)
     );
     Ok(())
+}
+
+/// The rendered config as a step says the node controller names it in a pool's `Updated` and
+/// `Updating` messages: "by name" (release-4.12 node/status.go:84-99) or "as MachineConfig and
+/// its name" (`getPoolUpdateLine`, release-4.14 status.go:153-158, release-4.16 :326-331).
+fn update_line(naming: &str, rendered: &str) -> String {
+    if naming.starts_with("as") {
+        format!("MachineConfig {rendered}")
+    } else {
+        rendered.to_string()
+    }
+}
+
+/// `Updated`/`Updating` as one showing of the pool had them, for messages.
+fn shown(change: &harness::scenario::pool_history::PoolChange) -> String {
+    format!(
+        "Updated={} {:?}, Updating={} {:?}, {}/{} updated, target {}",
+        change.updated.status,
+        change.updated.message,
+        change.updating.status,
+        change.updating.message,
+        change.updated_machines,
+        change.machines,
+        change.target
+    )
+}
+
+/// A rollout as `oc get mcp -w` shows it (release-4.12/4.16 node/status.go calculateStatus):
+/// since the steps began, the pool showed `Updating` True ("All nodes are updating to" its
+/// newest rendered config) with `Updated` False, and it comes to show `Updated` True ("All
+/// nodes are updated with" it) with `Updating` False, every machine updated and the config
+/// reached: waited for, as the node controller writes the pool's status on its own schedule
+/// (upstream's after the last node is done). The messages name the config by its name
+/// (4.12), or as "MachineConfig" and its name (from 4.14).
+#[then(
+    regex = r"^the (?P<pool>\w+) pool went from Updating to Updated on its newest rendered config, named (by name|as MachineConfig and its name)$"
+)]
+async fn pool_went_updating_to_updated(
+    world: &mut ConformanceWorld,
+    pool: String,
+    naming: String,
+) -> anyhow::Result<()> {
+    let c = world.cluster()?;
+    let judge = || async {
+        let target = c
+            .pool_spec(&pool)
+            .await
+            .map_err(|e| e.to_string())?
+            .configuration
+            .name;
+        if target.is_empty() {
+            return Err(format!(
+                "pool {pool} names no rendered config in spec.configuration"
+            ));
+        }
+        let line = update_line(&naming, &target);
+        let changes = c
+            .pool_changes_since_start(&pool)
+            .await
+            .map_err(|e| e.to_string())?;
+        let history = changes.iter().map(shown).collect::<Vec<_>>().join("\n  ");
+        let updating = format!("All nodes are updating to {line}");
+        if !changes.iter().any(|s| {
+            s.target == target
+                && s.updating.status == "True"
+                && s.updating.message == updating
+                && s.updated.status == "False"
+        }) {
+            return Err(format!(
+                "pool {pool} never showed Updating True with {updating:?} and Updated False; it showed:\n  {history}"
+            ));
+        }
+        let updated = format!("All nodes are updated with {line}");
+        match changes.last() {
+            Some(now)
+                if now.updated.status == "True"
+                    && now.updated.message == updated
+                    && now.updating.status == "False"
+                    && now.reached == target
+                    && now.updated_machines == now.machines =>
+            {
+                Ok(())
+            }
+            _ => Err(format!(
+                "pool {pool} does not show Updated True with {updated:?}, Updating False, every machine updated and {target} reached; it showed:\n  {history}"
+            )),
+        }
+    };
+    harness::wait::eventually(c.options.deadline, judge)
+        .await
+        .map_err(anyhow::Error::msg)
+}
+
+/// Nothing made the pool update (release-4.14/4.16: a rotation renders no config): every time
+/// the pool changed since the steps began it showed `Updated` True and `Updating` False.
+#[then(regex = r"^the (?P<pool>\w+) pool stayed Updated throughout$")]
+async fn pool_stayed_updated(world: &mut ConformanceWorld, pool: String) -> anyhow::Result<()> {
+    let c = world.cluster()?;
+    let changes = c.pool_changes_since_start(&pool).await?;
+    let history = changes.iter().map(shown).collect::<Vec<_>>().join("\n  ");
+    ensure!(
+        !changes.is_empty(),
+        "the pool watch showed nothing of pool {pool}"
+    );
+    ensure!(
+        changes
+            .iter()
+            .all(|s| s.updated.status == "True" && s.updating.status == "False"),
+        "pool {pool} left Updated; it showed:\n  {history}"
+    );
+    Ok(())
+}
+
+/// A paused pool with a newer rendered config (release-4.12 node/status.go:96-98): `Updated`
+/// False, and `Updating` False with "Pool is paused; will not update to" that config; waited
+/// for, as the controller writes it on its own schedule. The config is named as in
+/// `pool_went_updating_to_updated`.
+#[then(
+    regex = r"^the (?P<pool>\w+) pool says it is paused and will not update to its newest rendered config, named (by name|as MachineConfig and its name)$"
+)]
+async fn pool_says_paused(world: &mut ConformanceWorld, pool: String, naming: String) -> anyhow::Result<()> {
+    let c = world.cluster()?;
+    c.require_pool(&pool).await?;
+    let judge = || async {
+        let target = c
+            .pool_spec(&pool)
+            .await
+            .map_err(|e| e.to_string())?
+            .configuration
+            .name;
+        let expected = format!(
+            "Pool is paused; will not update to {}",
+            update_line(&naming, &target)
+        );
+        let status = c.pool_status(&pool).await.map_err(|e| e.to_string())?;
+        let (updated, updating) = (status.condition("Updated"), status.condition("Updating"));
+        match (updated, updating) {
+            (Some(u), Some(g)) if u.status == "False" && g.status == "False" && g.message == expected => {
+                Ok(())
+            }
+            _ => Err(format!(
+                "pool {pool}: Updated {updated:?}, Updating {updating:?}; expected Updated False and Updating False with {expected:?}"
+            )),
+        }
+    };
+    harness::wait::eventually(c.options.deadline, judge)
+        .await
+        .map_err(anyhow::Error::msg)
 }

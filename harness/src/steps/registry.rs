@@ -24,18 +24,32 @@ fn auth(user: &str) -> Value {
 }
 
 /// The ControllerConfig's `spec.imageRegistryBundleData` becomes one new CA per quoted file
-/// name (as the operator copies the image config's additional trusted CAs); the step ends when
-/// every node synced it.
+/// name (as the operator copies `openshift-config-managed/image-registry-ca`, the cluster's
+/// registry CAs); the step ends when every node synced it.
 #[when(regex = r"^the image registry CAs? (.+) (?:is|are) published$")]
 async fn registry_cas(world: &mut ConformanceWorld, list: String) -> anyhow::Result<()> {
+    publish_registry_cas(world, "imageRegistryBundleData", &list).await
+}
+
+/// The ControllerConfig's `spec.imageRegistryBundleUserData` becomes one new CA per quoted file
+/// name: the user's CAs, which the operator copies from the ConfigMap in `openshift-config` that
+/// `image.config.openshift.io/cluster`'s `spec.additionalTrustedCA` names (release-4.14
+/// sync.go:281-310, release-4.16 :293-322); the cluster's registry CAs stay. The step ends when
+/// every node synced it.
+#[when(regex = r"^the user's registry CAs? (.+) (?:is|are) published$")]
+async fn user_registry_cas(world: &mut ConformanceWorld, list: String) -> anyhow::Result<()> {
+    publish_registry_cas(world, "imageRegistryBundleUserData", &list).await
+}
+
+async fn publish_registry_cas(world: &mut ConformanceWorld, field: &str, list: &str) -> anyhow::Result<()> {
     let mut entries = Vec::new();
-    for file in quoted(&list) {
+    for file in quoted(list) {
         let ca = fake_apiserver::CertificateAuthority::generate(&format!("registry CA for {file}"))?;
         entries.push(json!({"file": file, "data": b64(ca.cert_pem.as_bytes())}));
     }
     ensure!(!entries.is_empty(), "name the CAs' files in quotes: {list}");
     let c = world.cluster()?;
-    c.publish_controller_config(json!({"spec": {"imageRegistryBundleData": entries}}))
+    c.publish_controller_config(json!({"spec": {field: entries}}))
         .await?;
     Ok(())
 }
@@ -54,22 +68,173 @@ async fn cloud_provider_ca(world: &mut ConformanceWorld) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The ControllerConfig's `spec.internalRegistryPullSecret` gets credentials (user
-/// `controllerconfig`) for each quoted registry; the step ends when every node synced it.
+/// The image registry comes up with credentials for each quoted registry, as a cluster with
+/// the ImageRegistry capability has them: ClusterOperator `image-registry`, and the
+/// `openshift-machine-config-operator/machine-os-puller` service account with a
+/// `kubernetes.io/dockercfg` image pull secret (as openshift-controller-manager makes one for
+/// every service account: user `serviceaccount`, a token as password) holding those
+/// registries, replacing what it held. The operator then assembles ControllerConfig
+/// `spec.internalRegistryPullSecret` from it and the cluster pull secret (4.14 and 4.16); the
+/// step ends when every node synced it.
 #[when(regex = r"^the internal registry pull secret holds credentials for (.+)$")]
 async fn internal_pull_secret(world: &mut ConformanceWorld, list: String) -> anyhow::Result<()> {
-    let auths: serde_json::Map<String, Value> = quoted(&list)
+    let registries = quoted(&list);
+    ensure!(!registries.is_empty(), "name the registries in quotes: {list}");
+    let started = harness::pace::Mark::now();
+    let c = world.cluster()?;
+    let entries: serde_json::Map<String, Value> = registries
         .into_iter()
-        .map(|r| (r, auth("controllerconfig")))
+        .map(|r| {
+            let entry = json!({
+                "username": "serviceaccount",
+                "password": PULLER_TOKEN,
+                "email": "serviceaccount@example.org",
+                "auth": b64(format!("serviceaccount:{PULLER_TOKEN}").as_bytes()),
+            });
+            (r, entry)
+        })
         .collect();
-    let secret = json!({"auths": auths});
-    world
-        .cluster()?
-        .publish_controller_config(
-            json!({"spec": {"internalRegistryPullSecret": b64(secret.to_string().as_bytes())}}),
-        )
-        .await?;
+    let (ns, sa) = ("openshift-machine-config-operator", "machine-os-puller");
+    let secret_name = format!("{sa}-dockercfg-qe7x2");
+    let objects = [
+        json!({"apiVersion": "config.openshift.io/v1", "kind": "ClusterOperator",
+               "metadata": {"name": "image-registry"}, "spec": {}}),
+        json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockercfg",
+               "metadata": {"name": secret_name, "namespace": ns,
+                            "annotations": {"kubernetes.io/service-account.name": sa}},
+               "data": {".dockercfg": b64(Value::Object(entries).to_string().as_bytes())}}),
+        json!({"apiVersion": "v1", "kind": "ServiceAccount",
+               "metadata": {"name": sa, "namespace": ns},
+               "imagePullSecrets": [{"name": secret_name}]}),
+    ];
+    for object in objects {
+        apply(&c.admin, object).await?;
+    }
+    c.controller_config_synced(started).await?;
     Ok(())
+}
+
+/// Server-side apply of `object`, as `oc apply --server-side` would.
+async fn apply(admin: &kube::Client, object: Value) -> anyhow::Result<()> {
+    let api_version = object["apiVersion"].as_str().unwrap_or_default();
+    let kind = object["kind"].as_str().unwrap_or_default();
+    let name = object["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
+    let plural = format!("{}s", kind.to_lowercase());
+    let resource = kube::api::ApiResource::from_gvk_with_plural(&gvk, &plural);
+    let api: kube::Api<kube::api::DynamicObject> = match object["metadata"]["namespace"].as_str() {
+        Some(ns) => kube::Api::namespaced_with(admin.clone(), ns, &resource),
+        None => kube::Api::all_with(admin.clone(), &resource),
+    };
+    let params = kube::api::PatchParams::apply("mco-conformance").force();
+    api.patch(&name, &params, &kube::api::Patch::Apply(&object))
+        .await
+        .with_context(|| format!("applying {kind} {name}"))?;
+    Ok(())
+}
+
+/// The token the `machine-os-puller` service account's pull secret carries (a placeholder).
+const PULLER_TOKEN: &str = "mco-conformance-token";
+
+/// The ControllerConfig's `spec.internalRegistryPullSecret` is what upstream's operator
+/// assembles (release-4.14 sync.go:1560-1650, release-4.16 sync.go:1910-2002), computed here
+/// from the cluster's objects: every host of the `machine-os-puller` service account's image
+/// pull secrets, then the cluster pull secret's hosts over them, then the in-cluster
+/// registry's entry under `default-route-openshift-image-registry.apps.<base domain>`; each
+/// entry with its username, password, email and auth. Compared as JSON.
+#[then(
+    "the ControllerConfig's internal registry pull secret is the machine-os-puller's pull secrets merged with the cluster pull secret"
+)]
+async fn assembled_pull_secret(world: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let c = world.cluster()?;
+    let get = |api: &str, path: String| {
+        let admin = c.admin.clone();
+        let url = format!("/{api}/{path}");
+        async move {
+            let request = http::Request::get(&url).body(Vec::new())?;
+            admin
+                .request::<Value>(request)
+                .await
+                .with_context(|| format!("GET {url}"))
+        }
+    };
+    let ns = "openshift-machine-config-operator";
+    let sa = get(
+        "api/v1",
+        format!("namespaces/{ns}/serviceaccounts/machine-os-puller"),
+    )
+    .await?;
+    let mut expected = serde_json::Map::new();
+    let mut add = |hosts: &Value, from: &str| -> anyhow::Result<()> {
+        let hosts = hosts
+            .as_object()
+            .with_context(|| format!("{from}: not a map of hosts: {hosts}"))?;
+        for (host, entry) in hosts {
+            let field = |k: &str| entry.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+            expected.insert(
+                host.clone(),
+                json!({"username": field("username"), "password": field("password"),
+                       "email": field("email"), "auth": field("auth")}),
+            );
+        }
+        Ok(())
+    };
+    for reference in sa["imagePullSecrets"].as_array().into_iter().flatten() {
+        let name = reference["name"]
+            .as_str()
+            .context("an imagePullSecrets entry has no name")?;
+        let secret = get("api/v1", format!("namespaces/{ns}/secrets/{name}")).await?;
+        add(&decoded_json(&secret["data"][".dockercfg"])?, name)?;
+    }
+    let pull = get("api/v1", "namespaces/openshift-config/secrets/pull-secret".into()).await?;
+    add(
+        &decoded_json(&pull["data"][".dockerconfigjson"])?["auths"],
+        "openshift-config/pull-secret",
+    )?;
+    let dns = get("apis/config.openshift.io/v1", "dnses/cluster".into()).await?;
+    let base_domain = dns["spec"]["baseDomain"].as_str().unwrap_or_default();
+    if let Some(entry) = expected
+        .get("image-registry.openshift-image-registry.svc:5000")
+        .cloned()
+    {
+        expected.insert(
+            format!("default-route-openshift-image-registry.apps.{base_domain}"),
+            entry,
+        );
+    }
+    let cc = get(
+        "apis/machineconfiguration.openshift.io/v1",
+        "controllerconfigs/machine-config-controller".into(),
+    )
+    .await?;
+    let field = &cc["spec"]["internalRegistryPullSecret"];
+    ensure!(
+        !field.is_null(),
+        "the ControllerConfig has no internalRegistryPullSecret; expected {}",
+        Value::Object(expected)
+    );
+    let actual = decoded_json(field)?;
+    ensure!(
+        actual == json!({"auths": expected}),
+        "the ControllerConfig's internalRegistryPullSecret is {actual}; the operator's rule gives {}",
+        json!({"auths": expected})
+    );
+    Ok(())
+}
+
+/// A base64 field holding JSON.
+fn decoded_json(field: &Value) -> anyhow::Result<Value> {
+    let text = field
+        .as_str()
+        .with_context(|| format!("not a base64 string: {field}"))?;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .with_context(|| format!("not base64: {text}"))?;
+    serde_json::from_slice(&bytes).with_context(|| format!("not JSON: {}", String::from_utf8_lossy(&bytes)))
 }
 
 /// A pull secret mounted for the role at `/run/secrets/os-image-pull-secrets/<role>/.dockerconfigjson`,
@@ -100,19 +265,27 @@ async fn pull_secret_has(
     registry: String,
     source: String,
 ) -> anyhow::Result<()> {
-    let user = if source == "the ControllerConfig" {
-        "controllerconfig"
+    let c = world.cluster()?;
+    let expected = if source == "the ControllerConfig" {
+        let spec = c.controller_config_spec().await?;
+        let raw = spec
+            .data("internalRegistryPullSecret")
+            .context("controllerconfig spec.internalRegistryPullSecret")?;
+        let secret: Value = serde_json::from_slice(&raw)
+            .context("controllerconfig spec.internalRegistryPullSecret is not JSON")?;
+        secret["auths"][&registry]["auth"].clone()
     } else {
-        "mounted"
+        auth("mounted")["auth"].clone()
     };
-    for node in &world.cluster()?.nodes {
+    ensure!(!expected.is_null(), "{source} has no credentials for {registry}");
+    for node in &c.nodes {
         let text = node.read(INTERNAL_REGISTRY_PULL_SECRET).await?;
         let secret: Value = serde_json::from_slice(&text)
             .with_context(|| format!("{}: {INTERNAL_REGISTRY_PULL_SECRET} is not JSON", node.name()))?;
         // The credentials are the `auth` field; upstream writes its struct out with empty
         // username, password and email beside it (DockerConfigEntry has no omitempty).
         ensure!(
-            secret["auths"][&registry]["auth"] == auth(user)["auth"],
+            secret["auths"][&registry]["auth"] == expected,
             "{}: {INTERNAL_REGISTRY_PULL_SECRET} has {} for {registry}, expected the credentials of {source}",
             node.name(),
             secret["auths"][&registry]
@@ -139,13 +312,106 @@ async fn pull_secret_lacks(world: &mut ConformanceWorld, registry: String) -> an
     Ok(())
 }
 
-/// Every node's file holds the CA published for that registry file name.
-#[then(regex = r#"^every node has the registry CA "(.+)" in (/\S+)$"#)]
-async fn has_registry_ca(world: &mut ConformanceWorld, file: String, path: String) -> anyhow::Result<()> {
+/// Whether the ControllerConfig's `status.controllerCertificates` has an entry for the registry
+/// CA published under that file name: `bundleFile` the file name, the subject the published
+/// certificate's (release-4.14 and 4.16 template controller `updateControllerConfigCerts`: the
+/// cluster's and the user's registry bundles after the four CA fields). "lacks": no entry with
+/// that `bundleFile`. Waited for: the template controller writes the status after the spec.
+#[then(
+    regex = r#"^the ControllerConfig's status (lists|lacks) the (registry CA|user's registry CA) "(.+)"$"#
+)]
+async fn status_lists_registry_ca(
+    world: &mut ConformanceWorld,
+    verdict: String,
+    whose: String,
+    file: String,
+) -> anyhow::Result<()> {
+    let c = world.cluster()?;
+    let wanted = verdict == "lists";
+    harness::wait::eventually(world.deadline, || async {
+        let cc = harness::mco::api::controller_configs(&c.admin)
+            .get("machine-config-controller")
+            .await
+            .map_err(|e| format!("reading controllerconfig machine-config-controller: {e}"))?;
+        let field = if whose == "registry CA" {
+            "imageRegistryBundleData"
+        } else {
+            "imageRegistryBundleUserData"
+        };
+        let published = cc.data["spec"][field]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|e| e["file"] == file.as_str())
+            .map(|e| decoded_pem_subject(&e["data"]))
+            .transpose()
+            .map_err(|e| format!("spec.{field} {file}: {e:#}"))?;
+        let entries = cc.data["status"]["controllerCertificates"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let listed = entries.iter().any(|e| {
+            e["bundleFile"] == file.as_str()
+                && published
+                    .as_ref()
+                    .is_none_or(|subject| e["subject"] == subject.as_str())
+        });
+        let seen: Vec<String> = entries
+            .iter()
+            .map(|e| format!("{} {}", e["bundleFile"], e["subject"]))
+            .collect();
+        if wanted && published.is_none() {
+            return Err(format!("spec.{field} has no CA for {file:?}"));
+        }
+        if listed == wanted {
+            Ok(())
+        } else {
+            Err(format!(
+                "the ControllerConfig's status {} {file:?}; it lists {seen:?}",
+                if listed { "lists" } else { "lacks" }
+            ))
+        }
+    })
+    .await
+    .map_err(anyhow::Error::msg)
+}
+
+/// The subject, as Go prints it, of the first certificate of a base64 PEM field.
+fn decoded_pem_subject(field: &Value) -> anyhow::Result<String> {
+    let text = field
+        .as_str()
+        .with_context(|| format!("not a base64 string: {field}"))?;
+    let pem = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .context("not base64")?;
+    let cert = super::oracle::certs(&pem)?
+        .into_iter()
+        .next()
+        .context("no certificate in it")?;
+    Ok(cert.subject)
+}
+
+/// Every node's file holds the CA published for that registry file name: the cluster's
+/// (`imageRegistryBundleData`) or the user's (`imageRegistryBundleUserData`).
+#[then(regex = r#"^every node has the (registry CA|user's registry CA) "(.+)" in (/\S+)$"#)]
+async fn has_registry_ca(
+    world: &mut ConformanceWorld,
+    whose: String,
+    file: String,
+    path: String,
+) -> anyhow::Result<()> {
     let c = world.cluster()?;
     let spec = c.controller_config_spec().await?;
-    let Some(entry) = spec.image_registry_bundle_data.iter().find(|e| e.file == file) else {
-        bail!("the ControllerConfig has no image registry CA {file:?}");
+    let (list, field) = if whose == "registry CA" {
+        (&spec.image_registry_bundle_data, "imageRegistryBundleData")
+    } else {
+        (
+            &spec.image_registry_bundle_user_data,
+            "imageRegistryBundleUserData",
+        )
+    };
+    let Some(entry) = list.iter().find(|e| e.file == file) else {
+        bail!("the ControllerConfig's {field} has no CA {file:?}");
     };
     let mut expected = base64::engine::general_purpose::STANDARD
         .decode(&entry.data)
@@ -165,7 +431,7 @@ async fn has_registry_ca(world: &mut ConformanceWorld, file: String, path: Strin
                 .map_err(|e| format!("node {}: {e}", node.name()))?;
             if on_disk != *expected {
                 return Err(format!(
-                    "{}: {path} is not the CA published for {file:?}",
+                    "{}: {path} is not the CA published in {field} for {file:?}",
                     node.name()
                 ));
             }

@@ -22,13 +22,20 @@ use kube::api::{Api, PostParams};
 )]
 async fn bundle_gains(world: &mut ConformanceWorld, what: String) -> anyhow::Result<()> {
     let c = world.cluster()?;
+    let added = c.publish_serving_ca(serving_ca_change(c, &what)).await?;
+    world.added_serving_ca = Some(added);
+    Ok(())
+}
+
+/// The change a step names (see `bundle_gains`).
+fn serving_ca_change(c: &harness::scenario::Scenario, what: &str) -> ServingCaChange {
     let rotated = |secret: &str| {
         format!(
             "openshift-kube-apiserver-operator_{secret}@{}",
             harness::pki::Clock::now(&c.clock).unix_timestamp()
         )
     };
-    let change = match what.as_str() {
+    match what {
         "a new CA" => ServingCaChange::Next,
         "a rotated localhost serving signer" => ServingCaChange::Signer {
             common_name: rotated("localhost-serving-signer"),
@@ -42,8 +49,28 @@ async fn bundle_gains(world: &mut ConformanceWorld, what: String) -> anyhow::Res
         installer => ServingCaChange::Signer {
             common_name: installer.trim_start_matches("the installer's ").to_string(),
         },
-    };
-    let added = c.publish_serving_ca(change).await?;
+    }
+}
+
+/// Two CAs join the bundle some seconds apart (each as `bundle_gains` names them): the first,
+/// then the clock moves on by the seconds given, then the second. The step ends once the
+/// cluster side reacted to the second, the clock where it was added (a 4.16 operator may still
+/// be waiting for the bundle to settle: later steps move the clock through it); "the added CA"
+/// is the second.
+#[when(
+    regex = r"^the kube-apiserver's serving CA bundle gains (a new CA|a rotated localhost serving signer|a rotated load-balancer serving signer|a new localhost-recovery serving signer|the installer's kube-apiserver-localhost-signer|the installer's kube-apiserver-lb-signer), and (\d+) seconds later (a new CA|a rotated localhost serving signer|a rotated load-balancer serving signer|a new localhost-recovery serving signer|the installer's kube-apiserver-localhost-signer|the installer's kube-apiserver-lb-signer)$"
+)]
+async fn bundle_gains_two(
+    world: &mut ConformanceWorld,
+    first: String,
+    seconds: u32,
+    second: String,
+) -> anyhow::Result<()> {
+    anyhow::ensure!(first != second, "the two CAs must differ: both are {first}");
+    let c = world.cluster()?;
+    c.publish_serving_ca_now(serving_ca_change(c, &first)).await?;
+    c.advance(time::Duration::seconds(seconds.into())).await?;
+    let added = c.publish_serving_ca_now(serving_ca_change(c, &second)).await?;
     world.added_serving_ca = Some(added);
     Ok(())
 }
@@ -161,7 +188,7 @@ async fn journal_in_order(
     // Upstream writes some of these after it reports the sync (the annotation comes before the
     // kubelet restart): wait until the whole sequence is there.
     for node in &world.cluster()?.nodes {
-        let mark = world.marks[node.name()];
+        let mark = world.mark(node.name())?;
         eventually(world.deadline, || async {
             let lines = node.journal_since(mark).await.map_err(|e| e.to_string())?;
             let mut from = 0;
@@ -188,12 +215,42 @@ async fn journal_in_order(
     Ok(())
 }
 
-/// No line containing the text appears in any node's journal since the cluster started. Judged
+/// A line containing the text came to every node's journal through `logger` as upstream's
+/// `logSystem` sends it: under logger's tag (the user's name, `root[<pid>]`) with the message
+/// `machine-config-daemon[<pid>]: …`, told apart from the daemon's own log line
+/// (`machine-config-daemon[<pid>]: …` as the journal's own tag). Waited for.
+#[then(regex = r#"^every node's journal shows "(.+)" through logger$"#)]
+async fn journal_through_logger(world: &mut ConformanceWorld, text: String) -> anyhow::Result<()> {
+    for node in &world.cluster()?.nodes {
+        let mark = world.mark(node.name())?;
+        eventually(world.deadline, || async {
+            let lines = node.journal_since(mark).await.map_err(|e| e.to_string())?;
+            let routed = |l: &&String| {
+                l.split_once(" root[")
+                    .and_then(|(_, rest)| rest.split_once("]: machine-config-daemon["))
+                    .is_some_and(|(_, message)| message.contains(&text))
+            };
+            if lines.iter().any(|l| routed(&l)) {
+                return Ok(());
+            }
+            let near: Vec<&String> = lines.iter().filter(|l| l.contains(&text)).take(5).collect();
+            Err(format!(
+                "{}: no line with {text:?} came through logger (root[…]: machine-config-daemon[…]: …); lines with it: {near:?}",
+                node.name()
+            ))
+        })
+        .await
+        .map_err(anyhow::Error::msg)?;
+    }
+    Ok(())
+}
+
+/// No line containing the text appears in any node's journal since the cluster started./// No line containing the text appears in any node's journal since the cluster started. Judged
 /// at once, as the journal is: put it after a step that waits for the agents to have acted.
 #[then(regex = r#"^no node's journal shows "(.+)"$"#)]
 async fn journal_lacks(world: &mut ConformanceWorld, text: String) -> anyhow::Result<()> {
     for node in &world.cluster()?.nodes {
-        let lines = node.journal_since(world.marks[node.name()]).await?;
+        let lines = node.journal_since(world.mark(node.name())?).await?;
         if let Some(line) = lines.iter().find(|l| l.contains(&text)) {
             anyhow::bail!("{}: its journal shows {line:?}", node.name());
         }
@@ -275,6 +332,30 @@ async fn kubeconfig_data_holds(world: &mut ConformanceWorld, form: String) -> an
         "configmap {ns}/{name} does not hold the serving CA bundle as {form}: data {:?}, binaryData {:?}",
         data.map(|d| d.chars().take(80).collect::<String>()),
         binary.map(|b| String::from_utf8_lossy(&b.0).chars().take(80).collect::<String>()),
+    );
+    Ok(())
+}
+
+/// `openshift-machine-config-operator/kubeconfig-data`'s bundle (read as upstream's cmToData)
+/// holds the CA the last step added, or not.
+#[then(regex = r"^kubeconfig-data (holds|lacks) the added CA$")]
+async fn kubeconfig_data_has_added(world: &mut ConformanceWorld, holds: String) -> anyhow::Result<()> {
+    let added = world
+        .added_serving_ca
+        .clone()
+        .context("no step has added a serving CA")?;
+    let c = world.cluster()?;
+    let cm = Api::<ConfigMap>::namespaced(c.admin.clone(), "openshift-machine-config-operator")
+        .get("kubeconfig-data")
+        .await
+        .context("configmap openshift-machine-config-operator/kubeconfig-data")?;
+    let bundle = harness::mco::config_map_bytes(&cm, "ca-bundle.crt")
+        .context("kubeconfig-data has no ca-bundle.crt")?;
+    let has = String::from_utf8_lossy(&bundle).contains(added.trim());
+    anyhow::ensure!(
+        has == (holds == "holds"),
+        "kubeconfig-data's ca-bundle.crt {} the added CA",
+        if has { "holds" } else { "lacks" }
     );
     Ok(())
 }

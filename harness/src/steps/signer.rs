@@ -3,7 +3,7 @@
 //! was issued under (`kubelet-signer`, `kube-csr-signer`) or an operator's name for it.
 
 use super::oracle;
-use super::params::SignerName;
+use super::params::{SignerName, Span};
 use anyhow::{Context, ensure};
 use cucumber::{then, when};
 use harness::pki::{CertificateName, IssuedCert};
@@ -163,6 +163,62 @@ async fn controller_config_at_start(
         lists == (verdict == "lists"),
         "the ControllerConfig's status {}: {what}",
         if lists { "lists" } else { "lacks" }
+    );
+    Ok(())
+}
+
+/// What library-go issues is backdated by one second: its common name records the instant it
+/// was made (`<namespace>_<name>@<unix seconds>`) and its NotBefore is one second earlier
+/// (library-go crypto.go `newSigningCertificateTemplateForDuration`, :1009 at f5bf38712dca,
+/// :1002 at d932feccfc56). Read from the certificate the cluster holds now.
+#[then(expr = "the current {signer} is valid from one second before the instant in its name")]
+async fn backdated(world: &mut ConformanceWorld, signer: SignerName) -> anyhow::Result<()> {
+    let (name, now) = world.cluster()?.named_certificate(&signer).await?;
+    let cert = oracle::certs(now.pem.as_bytes())?
+        .into_iter()
+        .next()
+        .with_context(|| format!("{} holds no certificate", name.described()))?;
+    let made: i64 = cert
+        .name
+        .rsplit_once('@')
+        .and_then(|(_, t)| t.parse().ok())
+        .with_context(|| {
+            format!(
+                "{} names no instant (<namespace>_<name>@<unix seconds>): library-go did not issue it",
+                cert.name
+            )
+        })?;
+    ensure!(
+        cert.not_before == made - 1,
+        "{}: NotBefore is {} s from the instant in its name, not -1 s",
+        cert.name,
+        cert.not_before - made
+    );
+    Ok(())
+}
+
+/// The installer does not backdate (openshift-install pkg/asset/tls/tls.go
+/// `SelfSignedCertificate`: NotBefore is the instant it was made, NotAfter that plus the
+/// validity): the certificate the cluster started with lives exactly the span given.
+#[then(expr = "the {signer} the cluster started with is valid for exactly {duration}")]
+async fn valid_for_exactly(
+    world: &mut ConformanceWorld,
+    signer: SignerName,
+    span: Span,
+) -> anyhow::Result<()> {
+    let (name, _, before) = now_and_at_start(world, &signer).await?;
+    let cert = oracle::certs(before.pem.as_bytes())?
+        .into_iter()
+        .next()
+        .with_context(|| format!("{} held no certificate", name.described()))?;
+    let lives = cert.not_after - cert.not_before;
+    ensure!(
+        lives == span.span.whole_seconds(),
+        "{}: valid for {lives} s (NotBefore {}, NotAfter {}), not exactly {span} ({} s)",
+        cert.name,
+        cert.not_before,
+        cert.not_after,
+        span.span.whole_seconds()
     );
     Ok(())
 }

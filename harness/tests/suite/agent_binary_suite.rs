@@ -60,17 +60,24 @@ async fn the_whole_suite_passes_with_the_reference_daemon_binary_on_both_node_ki
     }
     let container = whole_suite(Nodes::Container).await;
     assert_eq!(
-        (
-            container.failed,
-            container.mco_logs_failed,
-            container.skipped.len() - scale_skips(&container.skipped)
-        ),
-        (0, 0, 0),
+        (container.failed, container.mco_logs_failed),
+        (0, 0),
         "{container:?}"
     );
+    // @embedded scenarios (the crash injection runs the agent as a host process) wait for
+    // embedded nodes, as @container ones wait for container nodes.
+    let tagged = |skipped: &[String], tag: &str| skipped.iter().filter(|s| s.contains(tag)).count();
+    assert!(
+        container
+            .skipped
+            .iter()
+            .all(|s| s.contains("@embedded") || s.contains("@scale")),
+        "only the @embedded scenarios wait for embedded nodes: {:?}",
+        container.skipped
+    );
     assert_eq!(
-        container.passed,
-        embedded.passed + embedded.skipped.len() - scale_skips(&embedded.skipped),
-        "every scenario but the @scale ones ran on container nodes"
+        container.passed + tagged(&container.skipped, "@embedded"),
+        embedded.passed + tagged(&embedded.skipped, "@container"),
+        "every scenario but the @scale ones ran on one node kind or the other, each where it can"
     );
 }

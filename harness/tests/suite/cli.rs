@@ -115,6 +115,13 @@ fn reports_go_where_asked_one_document_per_profile_over_every_file() {
         let xml = std::fs::read_to_string(dir.path().join(format!("out/results.{profile}.xml"))).unwrap();
         assert_eq!(xml.matches("<?xml").count(), 1, "one XML document: {xml}");
         assert!(xml.contains("one starts") && xml.contains("two starts"), "{xml}");
+        // A test case is named by its scenario, not its line: CI follows it from run to run.
+        for name in ["one", "two"] {
+            assert!(
+                xml.contains(&format!(r#"<testcase name="Scenario: {name} starts" "#)),
+                "{xml}"
+            );
+        }
         let text = std::fs::read_to_string(dir.path().join(format!("out/results.{profile}.json"))).unwrap();
         let doc: serde_json::Value = serde_json::from_str(&text).expect("one JSON document");
         assert_eq!(doc.as_array().map(Vec::len), Some(2), "both features: {text}");

@@ -50,7 +50,10 @@ impl Controllers {
             &signers,
             &state,
             &server.ca_pem(),
-            bootstrap_complete,
+            &harness::cluster::install::History {
+                bootstrap_complete,
+                upgraded_with_serving_ca: None,
+            },
         )
         .await
         .unwrap();

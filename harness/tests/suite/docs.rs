@@ -1,8 +1,9 @@
 //! The documentation stays a reference a reader can follow: the README is a short front door,
 //! every relative link in it, in `fake-apiserver/README.md` and in `docs/` leads to a file (and
-//! heading) that exists, and no tracked text reads as a development diary, naming numbered work
-//! periods ("session" or "stop" and a number) or the project's own numbered issues. Citations
-//! of upstream trackers (`kubernetes #52222`, `OCPBUGS-33694`) are not that.
+//! heading) that exists, every `FILE:LINE` they show starts a scenario, and no tracked text
+//! reads as a development diary, naming numbered work periods ("session" or "stop" and a
+//! number) or the project's own numbered issues. Citations of upstream trackers
+//! (`kubernetes #52222`, `OCPBUGS-33694`) are not that.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -306,4 +307,67 @@ fn the_link_reader_finds_links_outside_code_and_github_anchors() {
     let heading = anchors("# Title\n## What a `node` gives: an agent\n## Title\n");
     assert!(heading.contains("what-a-node-gives-an-agent"), "{heading:?}");
     assert!(heading.contains("title-1"), "{heading:?}");
+}
+
+/// The lines where `mco-conformance run FILE:LINE` finds a scenario in a feature file: each
+/// Scenario's, and each Examples row's (its Examples keyword's line, plus one for the header,
+/// plus the row's number), as cucumber counts them.
+fn scenario_lines(path: &Path) -> BTreeSet<usize> {
+    use cucumber::gherkin::{Feature, GherkinEnv};
+    let feature = Feature::parse_path(path, GherkinEnv::default()).unwrap();
+    let scenarios = feature
+        .scenarios
+        .iter()
+        .chain(feature.rules.iter().flat_map(|r| r.scenarios.iter()));
+    let mut lines = BTreeSet::new();
+    for s in scenarios {
+        if s.examples.is_empty() {
+            lines.insert(s.position.line);
+        }
+        for ex in &s.examples {
+            let rows = ex.table.as_ref().map_or(0, |t| t.rows.len().saturating_sub(1));
+            lines.extend((0..rows).map(|i| ex.position.line + i + 2));
+        }
+    }
+    lines
+}
+
+/// A `FILE:LINE` the docs show (a progress line, a command to paste) names a line where a
+/// shipped feature file has a scenario or an Examples row today: a reader who pastes it runs
+/// that scenario, not an error. Lines move when a feature file changes; this test says which.
+#[test]
+fn every_file_and_line_the_docs_show_names_a_scenario() {
+    let root = root();
+    let mut stale = Vec::new();
+    let mut seen = 0;
+    for doc in markdown_files() {
+        let text = read(&doc);
+        for (number, line) in text.lines().enumerate() {
+            for (at, _) in line.match_indices(".feature:") {
+                let file = line[..at]
+                    .rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .next()
+                    .unwrap_or_default();
+                let digits: String = line[at + ".feature:".len()..]
+                    .chars()
+                    .take_while(char::is_ascii_digit)
+                    .collect();
+                let path = root.join("features").join(format!("{file}.feature"));
+                let (Ok(target), true) = (digits.parse::<usize>(), path.is_file()) else {
+                    continue;
+                };
+                seen += 1;
+                let lines = scenario_lines(&path);
+                if !lines.contains(&target) {
+                    stale.push(format!(
+                        "{}:{}: {file}.feature:{target} starts no scenario (they start at {lines:?})",
+                        doc.display(),
+                        number + 1
+                    ));
+                }
+            }
+        }
+    }
+    assert!(seen >= 3, "the docs show scenarios by FILE:LINE");
+    assert!(stale.is_empty(), "{}", stale.join("\n"));
 }

@@ -128,6 +128,8 @@ async fn a_4_14_daemon_fails_on_4_16_exactly_where_release_4_16_adds() {
         "kubelet_restart.feature: On 4.16 kubeconfig-data holding its bundle as base64 data is no change",
         "kubelet_restart.feature: On 4.16 kubeconfig-data holding its bundle as raw data is no change",
         "kubelet_restart.feature: On 4.16 an x509 error after a deferred serving CA re-bootstraps the kubelet",
+        "kubelet_restart.feature: On 4.16 two serving CAs added 20 seconds apart restart each kubelet once, after the bundle settled",
+        "kubelet_restart.feature: On 4.16 the operator's first kubeconfig-data after an upgrade reaches the kubeconfig without a kubelet restart",
         "reboot_policy.feature: A change to the file /etc/containers/registries.d/example.yaml is applied with a crio reload",
         "reboot_policy.feature: A change to the file /etc/nmstate/openshift/worker-0.yml is applied with no reboot",
         "reboot_policy.feature: A config that changes the file /etc/nmstate/openshift/worker-0.yml and the file /etc/containers/registries.d/example.yaml is applied with a crio reload",
@@ -137,6 +139,8 @@ async fn a_4_14_daemon_fails_on_4_16_exactly_where_release_4_16_adds() {
         "registry_trust.feature: On 4.16 a node that loses its role label after the last sync goes Degraded too",
         "registry_trust.feature: On 4.16 a node whose role label comes back is Done again",
         "registry_trust.feature: On 4.16 a node with no role label misses a rotation until its label comes back",
+        "registry_trust.feature: On 4.16 every node gets the cluster pull secret's hosts and the registry's default route in its internal registry pull secret",
+        "scale_up.feature: A node that joins after a serving CA is added trusts it in its kubeconfig",
     ]);
     assert_eq!(failed, expected);
     // "On 4.16 a new serving CA restarts the kubelet with the CA in its kubeconfig", in

@@ -389,3 +389,20 @@ fn a_scenario_runs_alone_by_the_file_and_line_its_progress_line_names() {
         "{out:?}"
     );
 }
+
+/// A skipped Outline row is named by its values, as every table names it, not by its position
+/// among its Examples rows (which moves when a row is added above it).
+#[test]
+fn a_skipped_outline_row_is_named_by_its_values() {
+    let (dir, path) = feature(
+        "rows.feature",
+        "Feature: rows\n  Scenario Outline: a scenario for <n> nodes\n    Given a fresh cluster with <n> worker nodes\n\n    Examples:\n      | n |\n      | 1 |\n\n    @container\n    Examples:\n      | n |\n      | 2 |\n",
+    );
+    let (code, stdout, stderr) = run(dir.path(), &["--profile", "ocp-4.16"], &path);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("skipped: ocp-4.16: rows: a scenario for 2 nodes (row: n=2): @container"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("(row 1)"), "{stdout}");
+}

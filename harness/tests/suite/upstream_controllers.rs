@@ -345,6 +345,18 @@ fn the_upstream_controllers_fixture_reads() {
 /// Every feature of the profile with `controller` as the cluster's machine-config controller
 /// (and upstream's machine-config-server of the same release, where `MCO_UPSTREAM_MCS_4_xx`
 /// names one), on embedded nodes with the reference daemon: what passed, per `file: scenario`.
+/// Where an opt-in run keeps its reports and the evidence of its failed scenarios (journals,
+/// cluster and controller logs under `failed/`): under `target/`, emptied when the run starts,
+/// kept after it so that a failure can be read.
+fn kept_report_dir(run: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/upstream-runs")
+        .join(run);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 async fn whole_suite(
     controller: &Controller,
     binary: PathBuf,
@@ -353,10 +365,10 @@ async fn whole_suite(
     let server = crate::upstream_servers::opt_in(&controller.release);
     use harness::runner::{RunConfig, run};
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = kept_report_dir(&format!("controller-{}", controller.release));
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let profile: Profile = controller.profile.parse().unwrap();
-    let mut config = RunConfig::new(vec![root.join("features")], dir.path().to_path_buf());
+    let mut config = RunConfig::new(vec![root.join("features")], dir.clone());
     config.profiles = vec![profile];
     config.quiet = true;
     // Most of a scenario's time is the controller's own schedule (its render controller waits
@@ -369,7 +381,7 @@ async fn whole_suite(
     });
     config.server = server;
     run(&config).await.expect("the run itself works");
-    crate::common::scenario_outcomes(&dir.path().join(format!("{profile}.cucumber.json")))
+    crate::common::scenario_outcomes(&dir.join(format!("{profile}.cucumber.json")))
         .into_iter()
         .map(|(scenario, (passed, _, why))| (scenario, (passed, why)))
         .collect()
@@ -413,8 +425,9 @@ async fn judge_whole_suite(release: &str) {
     }
     assert!(
         wrong.is_empty(),
-        "{} against fixtures/upstream-controllers.yaml:\n{}",
+        "{} against fixtures/upstream-controllers.yaml (reports and evidence in target/upstream-runs/controller-{}):\n{}",
         controller.name,
+        controller.release,
         wrong.join("\n")
     );
 }
@@ -432,4 +445,99 @@ async fn release_4_12s_controller_runs_the_4_12_profile() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn release_4_14s_controller_runs_the_4_14_profile() {
     judge_whole_suite("4.14").await;
+}
+
+/// Every feature of the profile with the release's whole machine-config side from upstream: its
+/// controller (and its server, where `MCO_UPSTREAM_MCS_4_xx` names one) as the cluster's, its
+/// daemon as every container node's agent. Opt-in on the controller's variables and the
+/// daemon's (`MCO_UPSTREAM_MCD_4_xx`); needs Docker. Every scenario passes unless the
+/// controllers' fixture or the daemons' fixture lists it.
+async fn judge_together(release: &str) {
+    let Some((binary, templates)) = opt_in(release) else {
+        return;
+    };
+    let controllers = fixture();
+    let Some(controller) = controllers.controllers.iter().find(|c| c.release == release) else {
+        eprintln!("SKIP: release-{release}'s controller is not in fixtures/upstream-controllers.yaml");
+        return;
+    };
+    let daemons = crate::upstream_daemons::fixture();
+    let daemon = daemons
+        .daemons
+        .iter()
+        .find(|d| d.name == controller.name)
+        .expect("the daemons' fixture lists the release");
+    let Ok(daemon_binary) = std::env::var(&daemon.env) else {
+        eprintln!(
+            "SKIP (opt-in): {} is not set; it names release-{release}'s machine-config-daemon",
+            daemon.env
+        );
+        return;
+    };
+    if let Some(why) = harness::node::image::docker_unavailable() {
+        fake_apiserver::testing::skip(&format!("{}: no Docker engine ({why})", controller.name));
+        return;
+    }
+    use harness::runner::{Nodes, RunConfig, run};
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let dir = kept_report_dir(&format!("together-{release}"));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let profile: Profile = controller.profile.parse().unwrap();
+    let mut config = RunConfig::new(vec![root.join("features")], dir.clone());
+    config.profiles = vec![profile];
+    config.quiet = true;
+    config.nodes = Nodes::Container;
+    config.concurrency = 6;
+    config.agent_timeout = Duration::from_secs(180);
+    config.nudge_first_sync = true;
+    config.controller = Some(harness::cluster::upstream::UpstreamController {
+        binary,
+        args: vec![format!("--templates={}", templates.display())],
+    });
+    config.server = crate::upstream_servers::opt_in(release);
+    config.agent = harness::scenario::AgentKind::Binary {
+        path: PathBuf::from(daemon_binary),
+        args: daemon.args.clone(),
+        node_tools: PathBuf::from(env!("CARGO_BIN_EXE_mco-node-tools")),
+    };
+    run(&config).await.expect("the run itself works");
+    let seen = crate::common::scenario_outcomes(&dir.join(format!("{profile}.cucumber.json")));
+    assert!(!seen.is_empty(), "the run judged no scenario");
+    let listed: BTreeMap<&str, &str> = controller
+        .differences
+        .iter()
+        .map(|d| (d.scenario.as_str(), d.reason.as_str()))
+        .chain(
+            daemon
+                .differences
+                .iter()
+                .map(|d| (d.scenario.as_str(), d.reason.as_str())),
+        )
+        .collect();
+    let wrong: Vec<String> = seen
+        .iter()
+        .filter(|(scenario, (passed, _, _))| !passed && !listed.contains_key(scenario.as_str()))
+        .map(|(scenario, (_, _, why))| format!("{scenario}: failed, expected to pass: {why}"))
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "{}'s controller and daemon together, against fixtures/upstream-controllers.yaml and upstream-daemons.yaml (reports and evidence in target/upstream-runs/together-{release}):\n{}",
+        controller.name,
+        wrong.join("\n")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_4_12s_controller_and_daemon_run_the_4_12_profile_together() {
+    judge_together("4.12").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_4_14s_controller_and_daemon_run_the_4_14_profile_together() {
+    judge_together("4.14").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_4_16s_controller_and_daemon_run_the_4_16_profile_together() {
+    judge_together("4.16").await;
 }

@@ -19,31 +19,31 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Deserialize)]
-struct Fixture {
-    daemons: Vec<Daemon>,
+pub(crate) struct Fixture {
+    pub(crate) daemons: Vec<Daemon>,
 }
 
 #[derive(Debug, Deserialize)]
-struct Daemon {
+pub(crate) struct Daemon {
     /// The branch it is built from (`release-4.16`).
-    name: String,
+    pub(crate) name: String,
     /// The commit it was measured at.
     commit: String,
     /// The variable that names its binary.
-    env: String,
-    profile: String,
-    args: Vec<String>,
+    pub(crate) env: String,
+    pub(crate) profile: String,
+    pub(crate) args: Vec<String>,
     #[serde(default)]
-    differences: Vec<Difference>,
+    pub(crate) differences: Vec<Difference>,
 }
 
 #[derive(Debug, Deserialize, Clone, PartialEq, Eq)]
-struct Difference {
+pub(crate) struct Difference {
     /// `file.feature: scenario name`
-    scenario: String,
+    pub(crate) scenario: String,
     /// `fails`, or `fails apart` for a scenario whose verdict is reported apart.
-    outcome: String,
-    reason: String,
+    pub(crate) outcome: String,
+    pub(crate) reason: String,
 }
 
 fn root() -> PathBuf {
@@ -53,7 +53,7 @@ fn root() -> PathBuf {
         .to_path_buf()
 }
 
-fn fixture() -> Fixture {
+pub(crate) fn fixture() -> Fixture {
     let path = root().join("fixtures/upstream-daemons.yaml");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))

@@ -70,6 +70,7 @@ pub async fn run(env: &AgentEnv, writer: CertificateWriter, stop: CancellationTo
     // The reason this writer marked the node Degraded with (upstream `updateErrorState`).
     let mut degraded: Option<String> = None;
     let mut node_changes = env.node.changes();
+    let mut synced_once = false;
     loop {
         let cc = tokio::select! {
             _ = stop.cancelled() => return,
@@ -119,8 +120,12 @@ pub async fn run(env: &AgentEnv, writer: CertificateWriter, stop: CancellationTo
                 None => return,
             },
         };
-        if env.mutant_is(Mutant::SlowSync) {
-            tokio::time::sleep(super::mutant::SLOW_SYNC_DELAY).await;
+        // A poller lists at start and then only on its timer.
+        if env.mutant_is(Mutant::SlowSync) && synced_once {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = tokio::time::sleep(super::mutant::SLOW_SYNC_DELAY) => {}
+            }
         }
         let synced = tokio::select! {
             _ = stop.cancelled() => return,
@@ -128,6 +133,7 @@ pub async fn run(env: &AgentEnv, writer: CertificateWriter, stop: CancellationTo
         };
         match synced {
             Ok(()) => {
+                synced_once = true;
                 if let Some(reason) = degraded.take() {
                     clear_own_degraded(env, &reason).await;
                 }
@@ -181,7 +187,8 @@ fn report_watch_error(env: &AgentEnv, e: &watcher::Error) {
 }
 
 /// The ccQueue's backoff (client-go `DefaultControllerRateLimiter`: 5 ms doubling), capped here
-/// at a second so a scenario's deadline is never spent waiting.
+/// at a second where upstream's stops at 1000 s, so a scenario's deadline is never spent
+/// waiting; the step that waits for a retry allows upstream's 1000 s.
 const RETRY_BASE: std::time::Duration = std::time::Duration::from_millis(5);
 const RETRY_MAX: std::time::Duration = std::time::Duration::from_secs(1);
 
@@ -311,7 +318,7 @@ async fn sync(env: &AgentEnv, writer: CertificateWriter, cc: &DynamicObject) -> 
                     let on_disk = kubeconfig_ca(&env.path(NODE_KUBECONFIG))?;
                     let plan = plan_kubeconfig(&on_disk, &server_ca);
                     for line in &plan.log {
-                        env.log(line);
+                        env.log_system(line);
                     }
                     // Upstream sets deferKubeletRestart whenever it reads kubeconfig-data: true
                     // unless an added CA is one it does not skip.
@@ -351,7 +358,7 @@ async fn sync(env: &AgentEnv, writer: CertificateWriter, cc: &DynamicObject) -> 
         // The restart comes before anything else that can fail: a retry compares against the
         // kubeconfig just written and would not restart again.
         if let Some(server_ca) = restart_kubelet {
-            env.log("restarting kubelet due to server-ca rotation");
+            env.log_system("restarting kubelet due to server-ca rotation");
             systemctl(env, &["stop", "kubelet"]).await?;
             let updated = with_kubeconfig_ca(&env.path(KUBELET_KUBECONFIG), &server_ca)?;
             write_to_disk(env, KUBELET_KUBECONFIG, updated)

@@ -339,6 +339,7 @@ impl MachineConfigController {
                 target: pool.spec.configuration.name.clone(),
                 current: pool.current().to_string(),
                 render_failure: view.render_failures.get(pool.name()).cloned(),
+                update_line_prefix: self.profile.traits().pool_update_line_prefix,
             };
             let views: Vec<NodeView> = members.iter().map(|&i| node_view(&view.nodes[i])).collect();
             // An invalid maxUnavailable (0 above) moves no node: upstream's sync fails there.

@@ -117,7 +117,24 @@ pub(super) fn node_view(node: &Node) -> NodeView<'_> {
         desired: get(DESIRED_CONFIG),
         state: get(STATE),
         reason: get(REASON),
+        ready: takes_work(node),
     }
+}
+
+/// Upstream's `checkNodeReady`: `Ready` True, `DiskPressure` and `NetworkUnavailable` False,
+/// each where the Node has it, and `spec.unschedulable` unset.
+fn takes_work(node: &Node) -> bool {
+    let conditions = node
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_deref())
+        .unwrap_or_default();
+    let fine = conditions.iter().all(|c| match c.type_.as_str() {
+        "Ready" => c.status == "True",
+        "DiskPressure" | "NetworkUnavailable" => c.status == "False",
+        _ => true,
+    });
+    fine && !node.spec.as_ref().and_then(|s| s.unschedulable).unwrap_or(false)
 }
 
 /// Whether a label selector holds for `labels`, as in Kubernetes: every `matchLabels` pair and

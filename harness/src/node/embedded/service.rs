@@ -42,8 +42,14 @@ impl ServiceContext {
             .log(self.node.inner.clock.now(), ident, self.pid, message);
     }
 
-    /// Log a line as another program of the node would (`logger`: its tag and a pid of its own).
-    pub fn log_as(&self, ident: &str, message: &str) {
+    /// A journald entry as another program of the node writes it (`logger --journald`: its tag
+    /// and a pid of its own), with fields of the writer's own beside the ones every entry has.
+    pub fn log_fields_as(
+        &self,
+        ident: &str,
+        message: &str,
+        fields: &std::collections::BTreeMap<String, String>,
+    ) {
         let pid = self
             .node
             .inner
@@ -52,6 +58,11 @@ impl ServiceContext {
         self.node
             .inner
             .journal
-            .log(self.node.inner.clock.now(), ident, pid, message);
+            .log_fields(self.node.inner.clock.now(), ident, pid, message, fields);
+    }
+
+    /// Log a line as another program of the node would (`logger`: its tag and a pid of its own).
+    pub fn log_as(&self, ident: &str, message: &str) {
+        self.log_fields_as(ident, message, &std::collections::BTreeMap::new());
     }
 }
