@@ -290,3 +290,23 @@ Feature: When the kubelet restarts
     And every node's journal shows, in this order:
       | Restarting failed container machine-config-daemon |
     And no node has rebooted
+
+  # The kubelet loads kubelet-ca.crt once before it serves, and that load is part of its start:
+  # Kubernetes' NewDynamicCAContentFromFile reads the file and returns its error (an empty file:
+  # `missing content for CA bundle "client-ca-bundle::/etc/kubernetes/kubelet-ca.crt"`), which
+  # the kubelet's BuildAuthn and run pass up unwrapped until Run says "failed to run Kubelet: …"
+  # and the process exits 1 (k8s.io/apiserver dynamic_cafile_content.go loadCABundle,
+  # cmd/kubelet/app/auth.go BuildAuthn, server.go Run). kubelet.service has Restart=always
+  # (templates/<role>/01-<role>-kubelet/_base/units/kubelet.service.yaml), so it tries again
+  # until the file is whole, and serves then. An agent that leaves kubelet-ca.crt empty leaves a
+  # node whose kubelet does not come back from its next restart.
+  Scenario: A kubelet does not start while kubelet-ca.crt is empty, and starts once it is whole
+    Given a fresh cluster with 1 worker node
+    When the file /etc/kubernetes/kubelet-ca.crt is emptied on every node
+    And the kubelet restarts on every node
+    Then every node's journal shows ""command failed" err="failed to run Kubelet: missing content for CA bundle"
+    And every node's journal shows "kubelet.service: Scheduled restart job, restart counter is at 1."
+    And no node's kubelet serves
+    When the file /etc/kubernetes/kubelet-ca.crt is restored on every node
+    Then every node's kubelet serves
+    And every kubelet accepts the kube-apiserver's kubelet client certificate

@@ -7,7 +7,9 @@ use std::process::ExitCode;
 async fn main() -> ExitCode {
     let _ = rustls::crypto::ring::default_provider().install_default();
     match harness::node::kubelet_process::run_standalone().await {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(true) => ExitCode::SUCCESS,
+        // Its start failed, and it said why in its own log line.
+        Ok(false) => ExitCode::FAILURE,
         Err(e) => {
             eprintln!("mco-kubelet: {e}");
             ExitCode::from(2)

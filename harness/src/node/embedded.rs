@@ -235,6 +235,11 @@ impl EmbeddedNode {
         self.inner.clock_moves.clone()
     }
 
+    /// A pid for a new process of this node (a service started again, a program it runs).
+    pub fn next_pid(&self) -> u32 {
+        self.inner.next_pid.fetch_add(1, Ordering::Relaxed)
+    }
+
     pub fn journal(&self) -> &Journal {
         &self.inner.journal
     }

@@ -2,10 +2,12 @@
 //! `exec`, `attach`), and so the ground truth the scenarios check.
 //!
 //! It serves HTTPS on loopback (port 0) and requires a client certificate, verified against its
-//! clientCAFile `/etc/kubernetes/kubelet-ca.crt` at the **simulated** instant. It reloads the
-//! bundle when the file changes and logs what the real kubelet's watch logs (`CaFileWatch`); a
-//! file that holds no certificate Go reads whole (half written, say) is an error that leaves it
-//! verifying with the bundle it had (`reload`, `pki::go_ca_bundle`). A
+//! clientCAFile `/etc/kubernetes/kubelet-ca.crt` at the **simulated** instant. It does not start
+//! without a file it can load (it logs "command failed" and exits; kubelet.service starts it
+//! again, `restart`). It reloads the bundle when the file changes and logs what the real
+//! kubelet's watch logs (`CaFileWatch`); a file that holds no certificate Go reads whole (half
+//! written, say) is then an error that leaves it verifying with the bundle it had (`reload`,
+//! `pki::go_ca_bundle`). A
 //! rejected client certificate is logged with the evidence (simulated time, validity, issuer).
 //! `probe` is the kube-apiserver's side of that handshake.
 
@@ -147,6 +149,16 @@ enum Reload {
     Failed(String),
 }
 
+/// The line the kubelet's command logs when its run fails (component-base `cli.Run`:
+/// `klog.ErrorS(err, "command failed")`, the kubelet's `Run` having wrapped the error as
+/// "failed to run Kubelet: …"), the error quoted as klog quotes a value.
+pub fn command_failed(error: &str) -> String {
+    let quoted = format!("failed to run Kubelet: {error}")
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"");
+    format!("E0000 run.go:74] \"command failed\" err=\"{quoted}\"")
+}
+
 /// Upstream `loadCABundle`: read, refuse an empty file, skip unchanged bytes, parse as
 /// `newCABundleAndVerifier` does (`error loading CA bundle for …`).
 fn reload(loaded: Option<&[u8]>, read: &std::io::Result<Vec<u8>>) -> Reload {
@@ -189,21 +201,26 @@ impl CaFileWatch {
         ctx.node.root().join(KUBELET_CA_PATH.trim_start_matches('/'))
     }
 
-    /// The first load, at start: logged whatever it holds; a file the kubelet cannot read
-    /// leaves it with no CA (every client certificate refused).
-    fn start(ctx: &ServiceContext, bundle: Bundle) -> Self {
-        let mut watch = CaFileWatch {
-            bundle,
-            loaded: None,
-            watched: Self::inode(ctx),
-        };
+    /// The first load, at start. A file the kubelet cannot load is the error its start fails
+    /// with: Kubernetes' `NewDynamicCAContentFromFile` loads the file once before it watches it
+    /// and returns the load's error, which `BuildAuthn` and the kubelet's `run` pass up
+    /// unwrapped until `Run` says "failed to run Kubelet: …".
+    fn start(ctx: &ServiceContext, bundle: Bundle) -> Result<Self, String> {
+        let watched = Self::inode(ctx);
         let read = std::fs::read(Self::path(ctx));
-        if let Reload::Loaded(pem) = reload(None, &read) {
-            *watch.bundle.write().unwrap_or_else(|p| p.into_inner()) = pem;
-            watch.loaded = read.ok();
-        }
+        let pem = match reload(None, &read) {
+            Reload::Loaded(pem) => pem,
+            Reload::Failed(why) => return Err(why),
+            // Nothing was loaded before, so nothing is unchanged.
+            Reload::Unchanged => String::new(),
+        };
+        *bundle.write().unwrap_or_else(|p| p.into_inner()) = pem;
         ctx.log(&format!("I0000 dynamic_cafile_content.go:119] {CA_RELOAD_LOG}"));
-        watch
+        Ok(CaFileWatch {
+            bundle,
+            loaded: read.ok(),
+            watched,
+        })
     }
 
     /// Something happened in the file's directory to `kubelet-ca.crt`.
@@ -243,14 +260,16 @@ impl Service for FakeKubelet {
             _ = ctx.stop.cancelled() => return,
             bootstrapped = super::kubelet_bootstrap::ensure_kubeconfig(&ctx) => {
                 if let Err(e) = bootstrapped {
-                    return ctx.log(&format!(
-                        "E0000 run.go:74] \"command failed\" err=\"failed to run Kubelet: {e}\""
-                    ));
+                    return ctx.log(&command_failed(&e.to_string()));
                 }
             }
         }
         let bundle: Bundle = Arc::default();
-        let mut ca_file = CaFileWatch::start(&ctx, bundle.clone());
+        let mut ca_file = match CaFileWatch::start(&ctx, bundle.clone()) {
+            Ok(watch) => watch,
+            // The process exits 1 and kubelet.service (`Restart=always`) starts it again.
+            Err(why) => return ctx.log(&command_failed(&why)),
+        };
         // Watch the directory, and tell from the file's inode what a watch on the file saw.
         let (changed_tx, mut changed) = tokio::sync::mpsc::unbounded_channel();
         let dir = ctx.node.root().join("etc/kubernetes");

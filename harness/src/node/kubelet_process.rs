@@ -2,7 +2,7 @@
 //! same kubelet (`kubelet`), following the node's simulated clock through
 //! `/run/mco-conformance/now` and logging on stdout; `KubeletProcess` is the unit behind
 //! `kubelet.service` in the node's init, which restarts it when it dies, as systemd does for a
-//! unit with `Restart=always`, and signals it for `systemctl kill`.
+//! unit with `Restart=always` (`restart`), and signals it for `systemctl kill`.
 
 use super::embedded::{EmbeddedNode, Service, ServiceContext};
 use super::kubelet::FakeKubelet;
@@ -16,9 +16,6 @@ use std::time::Duration;
 use time::OffsetDateTime;
 use tokio::process::Command;
 
-/// systemd's default `RestartSec`: how long after a crash the kubelet starts again.
-pub const RESTART_DELAY: Duration = Duration::from_millis(100);
-
 /// The kubelet's line when it serves (upstream `server.go`), which tells the supervisor its port.
 const LISTEN_LINE: &str = "\"Starting to listen\"";
 
@@ -29,7 +26,10 @@ fn read_now(file: &Path) -> Option<OffsetDateTime> {
 
 /// `mco-kubelet`: run the fake kubelet for `NODE_NAME` under `MCO_NODE_ROOT` (default `/`) until
 /// SIGTERM, on the simulated now of the node's now file.
-pub async fn run_standalone() -> Result<(), String> {
+///
+/// True when it ran until stopped; false when the kubelet's start failed (the process then
+/// exits 1, as the real kubelet does after "command failed").
+pub async fn run_standalone() -> Result<bool, String> {
     let name = std::env::var("NODE_NAME").map_err(|_| "NODE_NAME is not set")?;
     let root = PathBuf::from(std::env::var("MCO_NODE_ROOT").unwrap_or_else(|_| "/".into()));
     let now_file = root.join(NOW_FILE.trim_start_matches('/'));
@@ -66,9 +66,10 @@ pub async fn run_standalone() -> Result<(), String> {
         stop: super::agent_service::stop_on_signals(),
         exited_successfully: Default::default(),
     };
+    let stop = ctx.stop.clone();
     <FakeKubelet as Service>::run(&FakeKubelet, ctx).await;
     drop(watcher);
-    Ok(())
+    Ok(stop.is_cancelled())
 }
 
 /// `kubelet.service` in a container node: `mco-kubelet` as a supervised process.
@@ -120,8 +121,6 @@ fn exit_description(status: std::process::ExitStatus) -> (String, &'static str) 
 #[async_trait::async_trait]
 impl Service for KubeletProcess {
     async fn run(&self, ctx: ServiceContext) {
-        let unit = ctx.unit.clone();
-        let systemd = |message: &str| ctx.node.journal().systemd(ctx.node.clock().now(), message);
         let mut restarts = 0;
         loop {
             let child = Command::new(&self.binary)
@@ -172,19 +171,10 @@ impl Service for KubeletProcess {
                 Some(Err(e)) => return ctx.log(&format!("waiting for {}: {e}", self.binary.display())),
             };
             let (how, result) = exit_description(status);
-            systemd(&format!("{unit}: Main process exited, {how}"));
-            systemd(&format!("{unit}: Failed with result '{result}'."));
-            tokio::select! {
-                _ = ctx.stop.cancelled() => return,
-                _ = tokio::time::sleep(RESTART_DELAY) => {}
-            }
             restarts += 1;
-            systemd(&format!(
-                "{unit}: Scheduled restart job, restart counter is at {restarts}."
-            ));
-            systemd(&format!("Stopped {unit}."));
-            systemd(&format!("Starting {unit}..."));
-            systemd(&format!("Started {unit}."));
+            if !super::restart::after_exit(&ctx, &how, result, restarts).await {
+                return;
+            }
         }
     }
 

@@ -257,7 +257,10 @@ async fn start_node(
         }
         NodeBackend::Embedded => {
             let node = EmbeddedNode::new(name, &[KUBELET_UNIT, CRIO_UNIT, AGENT_UNIT], clock)?;
-            node.set_service(KUBELET_UNIT, Arc::new(FakeKubelet));
+            node.set_service(
+                KUBELET_UNIT,
+                Arc::new(crate::node::restart::RestartAlways(Arc::new(FakeKubelet))),
+            );
             let agent: Arc<dyn Service> = match &options.agent {
                 AgentKind::Reference => Arc::new(ReferenceDaemon {
                     profile,

@@ -39,6 +39,21 @@ async fn edit_file(world: &mut ConformanceWorld, path: String) -> anyhow::Result
     Ok(())
 }
 
+/// Someone empties the file on every node (`truncate -s 0`, keeping its mode and inode, as a
+/// write cut short would leave it); the step keeps the contents to restore them later.
+#[when(regex = r"^the file (/\S+) is emptied on every node$")]
+async fn empty_file(world: &mut ConformanceWorld, path: String) -> anyhow::Result<()> {
+    let c = world.cluster()?;
+    let mut originals = Vec::new();
+    for node in &c.nodes {
+        let (before, mode) = snapshot(node.as_ref(), &path).await?;
+        node.write(&path, b"", mode).await?;
+        originals.push(((node.name().to_string(), path.clone()), (before, mode)));
+    }
+    world.originals.extend(originals);
+    Ok(())
+}
+
 /// Someone changes the file's mode on every node (an octal mode such as 0600).
 #[when(expr = "the mode of {path} is changed to {mode} on every node")]
 async fn change_mode(world: &mut ConformanceWorld, path: NodePath, mode: FileMode) -> anyhow::Result<()> {

@@ -220,6 +220,59 @@ async fn every_kubelet_refuses(
     Ok(())
 }
 
+/// `systemctl restart kubelet` on every node, as QE restarts it on a real node; the step ends
+/// when each node's service manager has started it again. Whether the kubelet then serves is for
+/// the steps after to judge (a kubelet whose start fails exits and is started again).
+#[when("the kubelet restarts on every node")]
+async fn restart_kubelet(world: &mut ConformanceWorld) -> anyhow::Result<()> {
+    for node in &world.cluster()?.nodes {
+        let out = node.systemctl(&["restart", "kubelet"]).await?;
+        ensure!(
+            out.exit_code == 0,
+            "{}: systemctl restart kubelet: {}",
+            node.name(),
+            out.stderr.trim()
+        );
+    }
+    Ok(())
+}
+
+/// Every node's kubelet listens, and its Node's status publishes that port (what the
+/// kube-apiserver dials for `oc logs`): waited for, as a kubelet that starts again takes its
+/// time to post its status.
+#[then("every node's kubelet serves")]
+async fn kubelets_serve(world: &mut ConformanceWorld) -> anyhow::Result<()> {
+    let c = world.cluster()?;
+    for node in &c.nodes {
+        let node = node.as_ref();
+        harness::wait::eventually(world.deadline, || async {
+            let listening = node.kubelet_endpoint().await.map_err(|e| e.to_string())?;
+            let published = c.kubelet_address(node.name()).await.ok();
+            match (listening, published) {
+                (Some(l), Some(p)) if l.port() == p.port() => Ok(()),
+                _ => Err(format!(
+                    "{}: the kubelet listens at {listening:?}, its Node's status publishes {published:?}",
+                    node.name()
+                )),
+            }
+        })
+        .await
+        .map_err(anyhow::Error::msg)?;
+    }
+    Ok(())
+}
+
+/// No node's kubelet listens (its start failed, or it is stopped), judged as it is now.
+#[then("no node's kubelet serves")]
+async fn no_kubelet_serves(world: &mut ConformanceWorld) -> anyhow::Result<()> {
+    for node in &world.cluster()?.nodes {
+        if let Some(addr) = node.kubelet_endpoint().await? {
+            anyhow::bail!("{}: its kubelet listens at {addr}", node.name());
+        }
+    }
+    Ok(())
+}
+
 /// `systemctl kill -s KILL kubelet` on every node, as QE crashes a kubelet on a real node; the
 /// step ends when each node's service manager has started the kubelet again and it serves. An
 /// embedded node's kubelet runs inside the node's service manager with no process to kill, so

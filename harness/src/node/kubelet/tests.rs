@@ -397,3 +397,16 @@ async fn a_half_written_file_keeps_the_bundle_it_had() {
     assert!(matches!(err, ProbeError::Rejected { .. }), "{err}");
     node.shutdown().await;
 }
+
+#[test]
+fn a_failed_start_is_logged_as_the_kubelets_command_logs_it() {
+    // klog quotes the error value as Go's %q does: inner quotes and backslashes escaped.
+    assert_eq!(
+        command_failed(r#"missing content for CA bundle "client-ca-bundle::/etc/kubernetes/kubelet-ca.crt""#),
+        r#"E0000 run.go:74] "command failed" err="failed to run Kubelet: missing content for CA bundle \"client-ca-bundle::/etc/kubernetes/kubelet-ca.crt\"""#
+    );
+    assert_eq!(
+        command_failed(r"a\b"),
+        r#"E0000 run.go:74] "command failed" err="failed to run Kubelet: a\\b""#
+    );
+}
