@@ -10,11 +10,14 @@
 //!   as well as after every update: "Completing update to target <config>" … "In desired state
 //!   <config>" (release-4.14 daemon.go:1923-1948, release-4.16 daemon.go:2172-2246).
 
-use super::node_writer::{Failure, annotate};
-use super::update::drain;
+use super::drift::{DriftMonitor, validate_on_disk};
+use super::node_writer::{Failure, annotate, report};
+use super::update::{PENDING_CONFIG_FILE, drain};
 use super::{AgentEnv, events::EventType};
+use crate::mco::machine_config::MachineConfigSpec;
 use crate::mco::{CURRENT_CONFIG, REASON, STATE, STATE_DEGRADED, STATE_DONE};
 use serde_json::json;
+use tokio_util::sync::CancellationToken;
 
 /// Complete the update to `config`: uncordon, the events, then `state=Done` and `currentConfig`.
 pub(super) async fn complete_update(env: &AgentEnv, config: &str) -> Result<(), Failure> {
@@ -62,4 +65,56 @@ pub(super) async fn at_start(env: &AgentEnv, config: &str, state: &str) -> Resul
         return Ok(());
     }
     complete_update(env, config).await
+}
+
+/// How a start after a reboot ended with the config the reboot was for.
+pub(super) enum Pending {
+    /// The node's files matched it, and the update to it was completed (or failed, reported).
+    Completed,
+    /// The daemon was stopped while the files did not match.
+    Stopped,
+}
+
+/// The start after a reboot into `pending` (`spec` its MachineConfig's spec): the node's files
+/// are validated against the config the reboot was for before anything is completed, and only
+/// files that match complete it (release-4.12 daemon.go:1555-1589: "Validating against pending
+/// config", then `updateConfigAndState`; release-4.16 daemon.go:2094-2145, the on-disk config
+/// overriding the annotation, then `updateConfigAndState`). A mismatch is a Warning event
+/// `OnDiskStateValidationFailed` and a Degraded node whose reason is upstream's error,
+/// `unexpected on-disk state validating against <config>: <mismatch>`, and nothing is completed:
+/// upstream's sync returns the error and tries the whole start again on its work queue's
+/// backoff; here the check runs again when a file of the config changes (`monitor`).
+pub(super) async fn complete_pending(
+    env: &AgentEnv,
+    pending: &str,
+    spec: &MachineConfigSpec,
+    mut monitor: Option<DriftMonitor>,
+    stop: &CancellationToken,
+) -> Pending {
+    let mut reported: Option<String> = None;
+    while let Err(mismatch) = validate_on_disk(env, spec) {
+        let reason = format!("unexpected on-disk state validating against {pending}: {mismatch}");
+        if reported.as_deref() != Some(reason.as_str()) {
+            env.event(EventType::Warning, "OnDiskStateValidationFailed", &reason)
+                .await;
+            report(env, Failure::Degraded(reason.clone())).await;
+            reported = Some(reason);
+        }
+        let changed = async {
+            match monitor.as_mut() {
+                Some(m) => m.changed().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = stop.cancelled() => return Pending::Stopped,
+            () = changed => {}
+        }
+    }
+    env.log_system("Validated on-disk state");
+    let _ = std::fs::remove_file(env.path(PENDING_CONFIG_FILE));
+    if let Err(failure) = complete_update(env, pending).await {
+        report(env, failure).await;
+    }
+    Pending::Completed
 }

@@ -8,7 +8,7 @@
 //! `state=Done`, `currentConfig=B`.
 //!
 //! A reboot leaves `/etc/machine-config-daemon/pending-config`; the daemon that starts after it
-//! completes the update.
+//! validates the node's files against that config and only then completes the update.
 
 use super::apply::{delete_stale_files, systemctl, write_files, write_ssh_keys, write_units};
 use super::common::{
@@ -69,12 +69,18 @@ pub async fn node_loop(env: &AgentEnv, behaviour: UpdateFiles, stop: Cancellatio
         .ok()
         .map(|s| s.trim().to_string());
     if let Some(pending) = &pending {
-        let _ = std::fs::remove_file(env.path(PENDING_CONFIG_FILE));
         if env.mutant_is(Mutant::LoseFilesAcrossReboot) {
             super::mutant::lose_files(env, pending).await;
         }
-        if let Err(failure) = complete_update(env, pending).await {
-            report(env, failure).await;
+        match spec_of(env, pending).await {
+            Ok(spec) => {
+                let monitor = start_monitor(env, pending).await;
+                match super::complete::complete_pending(env, pending, &spec, monitor, &stop).await {
+                    super::complete::Pending::Completed => {}
+                    super::complete::Pending::Stopped => return,
+                }
+            }
+            Err(failure) => report(env, failure).await,
         }
     }
     let start = Check::Start {
@@ -286,9 +292,12 @@ async fn on_drift(
             let Check::Start { completed } = check else {
                 return false;
             };
-            env.log_system("Validated on-disk state");
-            if !completed && let Err(failure) = super::complete::at_start(env, &current, &state).await {
-                report(env, failure).await;
+            // A start that completed a pending config validated the files before it did.
+            if !completed {
+                env.log_system("Validated on-disk state");
+                if let Err(failure) = super::complete::at_start(env, &current, &state).await {
+                    report(env, failure).await;
+                }
             }
             false
         }

@@ -170,3 +170,34 @@ async fn a_slow_agent_is_late_whatever_the_agent_timeout() {
         "the lateness ends the wait before the timer fires: {rejections:?}"
     );
 }
+
+/// After a reboot the daemon validates the node's files against the config it rebooted into
+/// before it completes anything (release-4.12 daemon.go:1555-1589, release-4.16 :2094-2145):
+/// with the files gone, the node is Degraded with upstream's start error and never Done. A
+/// daemon that completed first and validated after would say only what the check found
+/// (`could not stat file …`), after a Done no upstream daemon reports.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_lost_across_a_reboot_fail_the_start_check_before_anything_completes() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let mut config = SelfTestConfig::new(
+        vec![root.join("features/config_drift.feature")],
+        dir.path().to_path_buf(),
+    );
+    config.mutants = vec![Mutant::LoseFilesAcrossReboot];
+    let verdicts = self_test(&config).await.expect("the runs work");
+    assert_eq!(verdicts.len(), Mutant::LoseFilesAcrossReboot.profiles().len());
+    for verdict in &verdicts {
+        let rejection = verdict
+            .rejection
+            .as_ref()
+            .unwrap_or_else(|| panic!("lose-files-across-reboot is rejected on {}", verdict.profile));
+        assert!(
+            rejection
+                .message
+                .contains("reason \"unexpected on-disk state validating against rendered-worker-"),
+            "the node is Degraded by the start's check of the config it rebooted into: {rejection:?}"
+        );
+    }
+}
