@@ -1,32 +1,29 @@
 //! The machine-config controller: template, render, node and drain controllers in one pass,
 //! through the API server (MCO `pkg/controller/{template,render,node,drain}`).
 //!
-//! - template: `00-<role>` from ControllerConfig (`render::template_machine_config`);
+//! - template: `00-<role>` from ControllerConfig (`render::template_machine_config`), and
 //! - render: each pool's MachineConfigs merged into `rendered-<pool>-<hash>`, and the pool's
-//!   `spec.configuration` pointed at it, paused or not;
+//!   `spec.configuration` pointed at it, paused or not (both in `configs`);
 //! - node: `desiredConfig` on the nodes `pools::nodes_to_update` names, and the pool status;
 //! - drain: `lastAppliedDrain` answering `desiredDrain`, cordoning for `drain-…`.
 
+mod configs;
 mod view;
 
 pub use view::NODE_ANNOTATIONS_READ;
 pub(crate) use view::selects;
 
 use super::metrics::ControllerMetrics;
-use super::names::FIELD_MANAGER;
 use super::operator::{CONTROLLER_CONFIG, controller_configs};
 use super::pools::{NodeView, PoolView, drain_answer, max_unavailable, nodes_to_update, pool_status};
-use super::render::{
-    CONTROLLER_VERSION, GENERATED_BY, Templates, merge_machine_configs, rendered_name,
-    template_machine_config,
-};
+use super::render::Templates;
 use super::{ClusterError, ClusterLog, NodeCache};
 use crate::mco::KUBELET_CA_PATH;
 use crate::mco::McoObject;
 pub use crate::mco::api::{machine_config_pools, machine_configs, mco_api};
 use crate::mco::controller_config::{ControllerCertificate, ControllerConfigSpec, ControllerConfigStatus};
 use crate::mco::ignition::changed_files;
-use crate::mco::machine_config::{MachineConfig, MachineConfigSpec};
+use crate::mco::machine_config::MachineConfig;
 use crate::mco::pool::MachineConfigPool;
 use crate::mco::{DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN};
 use crate::pki::{Clock, SimClock};
@@ -36,7 +33,7 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
 use std::sync::Arc;
-use view::{ApiView, cert_expirys, certificate_entries, node_view, selector_string, selects_labels};
+use view::{ApiView, cert_expirys, certificate_entries, node_view, selects_labels};
 
 fn to_value(object: &DynamicObject) -> Value {
     serde_json::to_value(object).expect("a DynamicObject serialises")
@@ -179,142 +176,6 @@ impl MachineConfigController {
             pools,
             nodes,
         })
-    }
-
-    async fn template(&self, view: &mut ApiView) -> Result<bool, ClusterError> {
-        let api = machine_configs(&self.client);
-        let mut changed = false;
-        let cc_spec = ControllerConfigSpec::of(&view.controller_config)
-            .map_err(|e| ClusterError::Fixture(format!("controllerconfig {CONTROLLER_CONFIG}: {e}")))?;
-        for role in &self.templates.roles {
-            let desired = template_machine_config(&self.templates, self.profile, role, &cc_spec);
-            let name = format!("00-{role}");
-            let desired_spec = MachineConfigSpec::of(&desired)
-                .map_err(|e| ClusterError::Fixture(format!("templated machineconfig {name}: {e}")))?;
-            if view.machine_config(&name).is_some_and(|e| e.spec == desired_spec) {
-                continue;
-            }
-            let written = api
-                .patch(
-                    &name,
-                    &PatchParams::apply(FIELD_MANAGER).force(),
-                    &Patch::Apply(&desired),
-                )
-                .await
-                .map_err(|e| ClusterError::kube(format!("machineconfig {name}"), e))?;
-            view.put_machine_config(machine_config_of(&written)?);
-            self.note(format!("templated machineconfig {name}"));
-            changed = true;
-        }
-        Ok(changed)
-    }
-
-    async fn render(&self, view: &mut ApiView) -> Result<bool, ClusterError> {
-        let (mcs, pools) = (machine_configs(&self.client), machine_config_pools(&self.client));
-        let mut changed = false;
-        for index in 0..view.pools.len() {
-            let pool = view.pools[index].clone();
-            let pool_name = pool.name().to_string();
-            let selector = &pool.spec.machine_config_selector;
-            // Upstream's render controller (release-4.12 and release-4.16 alike) will not render
-            // a pool whose machineConfigSelector is the empty selector, which would select
-            // every MachineConfig: a `SelectingAll` warning, and nothing else.
-            if selector.as_object().is_some_and(|o| o.is_empty()) {
-                self.note(format!(
-                    "pool {pool_name}: SelectingAll: This machineconfigpool is selecting all machineconfigs. A non-empty selector is required."
-                ));
-                continue;
-            }
-            let mut sources: Vec<MachineConfig> = view
-                .machine_configs
-                .iter()
-                .filter(|mc| selects_labels(selector, mc.metadata.labels.as_ref()))
-                .cloned()
-                .collect();
-            // Upstream's render controller (release-4.12 and release-4.16 alike): a pool that
-            // selects no MachineConfig goes to syncFailingStatus, RenderDegraded with the
-            // selector as `labels.Selector` prints it, and nothing is rendered.
-            if sources.is_empty() {
-                let message = format!(
-                    "Failed to render configuration for pool {pool_name}: no MachineConfigs found matching selector {}",
-                    selector_string(selector)
-                );
-                self.note(message.clone());
-                view.render_failures.insert(pool_name, message);
-                continue;
-            }
-            // Upstream's render controller: merging fails on a config that does not parse as
-            // Ignition, and syncFailingStatus sets RenderDegraded with this message; no rendered
-            // config is made and the pool keeps its target (render_controller.go).
-            if let Some((mc, _, error)) = view
-                .unreadable
-                .iter()
-                .find(|(_, labels, _)| selects(selector, labels))
-            {
-                let message = format!(
-                    "Failed to render configuration for pool {pool_name}: could not generate rendered MachineConfig: parsing Ignition config failed: machineconfig {mc}: {error}"
-                );
-                self.note(message.clone());
-                view.render_failures.insert(pool_name, message);
-                continue;
-            }
-            sources.sort_by(|a, b| a.name().cmp(b.name()));
-            let spec = merge_machine_configs(&sources);
-            let name = rendered_name(&pool_name, &spec);
-            // From 4.16 a config no node could reconcile with the pool's current one is not
-            // rendered (render_controller.go:667-694; reconcile.go:125-131 for FIPS). Upstream
-            // appends each MachineConfig's own errors ("; component errors: …").
-            let current = &pool.spec.configuration.name;
-            if self.profile.traits().render_checks_reconcilable
-                && !current.is_empty()
-                && *current != name
-                && view
-                    .machine_config(current)
-                    .is_some_and(|old| old.spec.fips != spec.fips)
-            {
-                let message = format!(
-                    "Failed to render configuration for pool {pool_name}: could not generate rendered MachineConfig: render reconciliation error: new machineconfig {current:?} is not reconcilable against {name:?}: detected change to FIPS flag; refusing to modify FIPS on a running cluster"
-                );
-                self.note(message.clone());
-                view.render_failures.insert(pool_name, message);
-                continue;
-            }
-            if view.machine_config(&name).is_none() {
-                let rendered = json!({
-                    "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
-                    "metadata": {"name": name, "annotations": {GENERATED_BY: CONTROLLER_VERSION},
-                        "ownerReferences": [{"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
-                            "name": pool_name, "uid": pool.metadata.uid, "controller": true}]},
-                    "spec": spec,
-                });
-                let written = mcs
-                    .patch(
-                        &name,
-                        &PatchParams::apply(FIELD_MANAGER).force(),
-                        &Patch::Apply(&rendered),
-                    )
-                    .await
-                    .map_err(|e| ClusterError::kube(format!("machineconfig {name}"), e))?;
-                view.put_machine_config(machine_config_of(&written)?);
-                self.note(format!("rendered {name} for pool {pool_name}"));
-                changed = true;
-            }
-            if pool.spec.configuration.name != name {
-                let source: Vec<Value> = sources
-                    .iter()
-                    .map(|s| json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig", "name": s.name()}))
-                    .collect();
-                let patch = json!({"spec": {"configuration": {"name": name, "source": source}}});
-                let written = pools
-                    .patch(&pool_name, &PatchParams::default(), &Patch::Merge(patch))
-                    .await
-                    .map_err(|e| ClusterError::kube(format!("machineconfigpool {pool_name}"), e))?;
-                view.pools[index] = pool_of(&written)?;
-                self.note(format!("pool {pool_name} now targets {name}"));
-                changed = true;
-            }
-        }
-        Ok(changed)
     }
 
     async fn nodes(&self, view: &mut ApiView) -> Result<bool, ClusterError> {
