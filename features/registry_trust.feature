@@ -93,11 +93,15 @@ Feature: Registry trust written from ControllerConfig
   # name under the directory (filepath.Join("/etc/docker/certs.d", "/etc/x") is
   # /etc/docker/certs.d/etc/x), so its daemon writes /etc/docker/certs.d/etc/mco-conformance-escape/ca.crt
   # and fails this scenario on purpose (release-4.14 :163-166 likewise). Hence @beyond-upstream:
-  # judged for the reference daemon, reported apart for any other agent.
+  # judged for the reference daemon, reported apart for any other agent. No ConfigMap key can
+  # hold a "/", so such a name reaches a node only through a hand edit of the ControllerConfig,
+  # which stays only while the operator is scaled down (a running one copies its own list back).
   @beyond-upstream @ocp-4.14 @ocp-4.16
   Scenario: A registry CA whose file name would leave the directory is refused
     Given a fresh cluster with 1 worker node
-    When the image registry CAs "/etc/mco-conformance-escape" and "registry.example.com" are published
+    When the image registry CA "registry.example.com" is published
+    And the machine-config operator is scaled down
+    And the ControllerConfig's image registry CAs are edited to add "/etc/mco-conformance-escape"
     Then no node has the path /etc/mco-conformance-escape
     And no node has the path /etc/docker/certs.d/etc
     And every node has the registry CA "registry.example.com" in /etc/docker/certs.d/registry.example.com/ca.crt

@@ -29,6 +29,7 @@ pub use crate::mco::names;
 pub mod node_cache;
 pub mod operator;
 pub mod pools;
+pub mod registry_bundles;
 pub mod registry_pull_secret;
 pub mod render;
 pub mod runner;

@@ -96,6 +96,9 @@ pub struct Operator {
     rotate_set_at: std::sync::Mutex<Option<time::OffsetDateTime>>,
     /// A serving-CA change the 4.16 operator is waiting on to settle.
     settling: std::sync::Mutex<Option<Settling>>,
+    /// Scaled down (`oc scale deployment/machine-config-operator --replicas=0`): it writes
+    /// nothing, so a hand edit of the ControllerConfig stays.
+    scaled_down: std::sync::atomic::AtomicBool,
 }
 
 /// How often the 4.16 operator polls `kube-apiserver-server-ca` while it waits (sync.go:1025).
@@ -131,7 +134,17 @@ impl Operator {
             log,
             rotate_set_at: std::sync::Mutex::new(None),
             settling: std::sync::Mutex::new(None),
+            scaled_down: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Scale the operator down for the rest of the scenario: it writes nothing from now on.
+    pub fn scale_down(&self) {
+        self.scaled_down.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn is_scaled_down(&self) -> bool {
+        self.scaled_down.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The next instant the operator acts at of its own (a poll of its wait for the serving CA
@@ -177,14 +190,24 @@ impl Operator {
     /// One pass: write the bundle into the ControllerConfig if it differs; on 4.16 keep
     /// `kubeconfig-data` and `service-ca-rotate` in step. Returns whether it wrote.
     pub async fn reconcile(&self) -> Result<bool, ClusterError> {
+        if self.is_scaled_down() {
+            return Ok(false);
+        }
         if self.profile.traits().serving_ca_rotation && !self.settled().await? {
             return Ok(false); // its sync waits for the bundle: nothing else is written
         }
         // Everything the sync writes is worked out before anything is written: a failed
         // assembly fails the whole sync, the kubelet CA bundle included (release-4.16
         // sync.go:464-479 returns before the ControllerConfig is applied).
+        let registry_cas = match self.profile.traits().registry_ca_copy {
+            true => Some(super::registry_bundles::assemble(&self.client).await?),
+            false => None,
+        };
         let pull_secret = self.registry_pull_secret().await?;
         let mut changed = self.sync_kubelet_ca().await?;
+        if let Some((cluster, user)) = registry_cas {
+            changed |= self.write_registry_cas(&cluster, &user).await?;
+        }
         if let Some(encoded) = pull_secret {
             changed |= self
                 .write_spec_field(
@@ -247,6 +270,53 @@ impl Operator {
             self.clock.now(),
             &format!(
                 "operator: controllerconfig {CONTROLLER_CONFIG} {what} updated (resourceVersion {})",
+                updated.metadata.resource_version.unwrap_or_default()
+            ),
+        );
+        Ok(true)
+    }
+
+    /// ControllerConfig `imageRegistryBundleData` and `imageRegistryBundleUserData`, written
+    /// together when either differs from what the ControllerConfig holds (no list and an empty
+    /// one are the same: Go writes `[]` for an empty slice); whether it wrote.
+    async fn write_registry_cas(
+        &self,
+        cluster: &[super::registry_bundles::Bundle],
+        user: &[super::registry_bundles::Bundle],
+    ) -> Result<bool, ClusterError> {
+        let as_json = |list: &[super::registry_bundles::Bundle]| {
+            serde_json::Value::Array(
+                list.iter()
+                    .map(|(file, data)| {
+                        json!({"file": file, "data": base64::engine::general_purpose::STANDARD.encode(data)})
+                    })
+                    .collect(),
+            )
+        };
+        let (cluster, user) = (as_json(cluster), as_json(user));
+        let api = controller_configs(&self.client);
+        let object = || format!("controllerconfig {CONTROLLER_CONFIG}");
+        let cc = api
+            .get(CONTROLLER_CONFIG)
+            .await
+            .map_err(|e| ClusterError::kube(object(), e))?;
+        let held = |field: &str| match &cc.data["spec"][field] {
+            serde_json::Value::Null => json!([]),
+            other => other.clone(),
+        };
+        if held("imageRegistryBundleData") == cluster && held("imageRegistryBundleUserData") == user {
+            return Ok(false);
+        }
+        let patch =
+            json!({"spec": {"imageRegistryBundleData": cluster, "imageRegistryBundleUserData": user}});
+        let updated = api
+            .patch(CONTROLLER_CONFIG, &PatchParams::default(), &Patch::Merge(patch))
+            .await
+            .map_err(|e| ClusterError::kube(object(), e))?;
+        self.log.record(
+            self.clock.now(),
+            &format!(
+                "operator: controllerconfig {CONTROLLER_CONFIG} image registry CAs updated (resourceVersion {})",
                 updated.metadata.resource_version.unwrap_or_default()
             ),
         );

@@ -93,6 +93,17 @@ impl ClusterSide {
         }
     }
 
+    /// `oc scale deployment/machine-config-operator --replicas=0`: the operator writes nothing
+    /// for the rest of the scenario, so a hand edit of the ControllerConfig stays.
+    pub fn scale_operator_down(&self) {
+        self.operator.scale_down();
+    }
+
+    /// Whether the operator was scaled down.
+    pub fn operator_scaled_down(&self) -> bool {
+        self.operator.is_scaled_down()
+    }
+
     /// One pass of every controller; true if any wrote.
     pub async fn reconcile_once(&self) -> Result<bool, ClusterError> {
         let _one_at_a_time = self.passes.begin().await;

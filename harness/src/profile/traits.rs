@@ -209,6 +209,10 @@ pub struct Traits {
     /// secret (`getImageRegistryPullSecrets`, release-4.14 sync.go:1560, release-4.16
     /// sync.go:1910); release-4.12 has no such field.
     pub registry_pull_secret_assembly: RegistryPullSecretAssembly,
+    /// The operator copies the image registry CAs into ControllerConfig
+    /// `imageRegistryBundleData` and `imageRegistryBundleUserData` (`cluster::registry_bundles`;
+    /// release-4.14 sync.go:277-333, release-4.16 sync.go:289-345); release-4.12 has neither field.
+    pub registry_ca_copy: bool,
     pub controller_certificates: ControllerCertificates,
     pub paused_pool_signal: PausedPoolSignal,
     pub bundle_order: BundleOrder,
@@ -278,6 +282,7 @@ pub const OCP_4_12: Traits = Traits {
     kubelet_ca_bundle: KubeletCaBundleRule::InitialMerged,
     serving_ca_rotation: false,
     registry_pull_secret_assembly: RegistryPullSecretAssembly::None,
+    registry_ca_copy: false,
     controller_certificates: ControllerCertificates::Absent,
     paused_pool_signal: PausedPoolSignal::PendingFileGauge,
     bundle_order: BundleOrder::NewestFirst,
@@ -332,6 +337,7 @@ pub const OCP_4_14: Traits = Traits {
     // §1, §2: no service-ca-rotate, kubeconfig-data or lastObservedServerCA in release-4.14.
     serving_ca_rotation: false,
     registry_pull_secret_assembly: RegistryPullSecretAssembly::SkippingUnreadableSecrets,
+    registry_ca_copy: true,
     // §3: template_controller.go:430-511, types.go:164-173.
     controller_certificates: ControllerCertificates::WithoutDates,
     // §3: no paused-pool gauge (removed by 28343237e in 4.13); status.go:46-58 certExpirys.
@@ -383,6 +389,7 @@ pub const OCP_4_16: Traits = Traits {
     kubelet_ca_bundle: KubeletCaBundleRule::ClientCaOnceBootstrapped,
     serving_ca_rotation: true,
     registry_pull_secret_assembly: RegistryPullSecretAssembly::Strict,
+    registry_ca_copy: true,
     controller_certificates: ControllerCertificates::WithDates,
     paused_pool_signal: PausedPoolSignal::CertExpirys,
     bundle_order: BundleOrder::ByRawBytes,

@@ -1,6 +1,8 @@
-//! 4.16 registry trust on the node: image registry CAs under `/etc/docker/certs.d` and the
-//! internal registry's pull secret. The steps play the operator's part and write the
-//! ControllerConfig's spec themselves.
+//! 4.14 and 4.16 registry trust on the node: image registry CAs under `/etc/docker/certs.d` and
+//! the internal registry's pull secret. The steps publish what the cluster and its administrator
+//! publish (ConfigMaps, `image.config`, the image registry's service account); the operator
+//! copies them into the ControllerConfig, and the oracle works out what that copy holds from
+//! the same objects by upstream's rule.
 
 use super::oracle::{INTERNAL_REGISTRY_PULL_SECRET, MOUNTED_PULL_SECRETS};
 use anyhow::{Context, bail, ensure};
@@ -23,33 +25,124 @@ fn auth(user: &str) -> Value {
     json!({"auth": b64(format!("{user}:mco-conformance").as_bytes())})
 }
 
-/// The ControllerConfig's `spec.imageRegistryBundleData` becomes one new CA per quoted file
-/// name (as the operator copies `openshift-config-managed/image-registry-ca`, the cluster's
-/// registry CAs); the step ends when every node synced it.
+/// The cluster's registry CAs become one new CA per quoted file name: the ConfigMap
+/// `openshift-config-managed/image-registry-ca` (what the image registry operator keeps) holds
+/// exactly those keys, each a CA's PEM, and the machine-config operator copies it into the
+/// ControllerConfig's `imageRegistryBundleData`; the step ends when every node synced that.
 #[when(regex = r"^the image registry CAs? (.+) (?:is|are) published$")]
 async fn registry_cas(world: &mut ConformanceWorld, list: String) -> anyhow::Result<()> {
-    publish_registry_cas(world, "imageRegistryBundleData", &list).await
+    let (ns, name) = IMAGE_REGISTRY_CA;
+    publish_registry_cas(world, ns, name, &list, false).await
 }
 
-/// The ControllerConfig's `spec.imageRegistryBundleUserData` becomes one new CA per quoted file
-/// name: the user's CAs, which the operator copies from the ConfigMap in `openshift-config` that
-/// `image.config.openshift.io/cluster`'s `spec.additionalTrustedCA` names (release-4.14
-/// sync.go:281-310, release-4.16 :293-322); the cluster's registry CAs stay. The step ends when
-/// every node synced it.
+/// The user's registry CAs become one new CA per quoted file name, as the OpenShift docs have
+/// an administrator add them: a ConfigMap in `openshift-config` (`registry-config`) holding
+/// exactly those keys, named by `image.config.openshift.io/cluster`'s
+/// `spec.additionalTrustedCA`; the machine-config operator copies it into the ControllerConfig's
+/// `imageRegistryBundleUserData` (release-4.14 sync.go:281-310, release-4.16 :293-322), the
+/// cluster's registry CAs staying. The step ends when every node synced that.
 #[when(regex = r"^the user's registry CAs? (.+) (?:is|are) published$")]
 async fn user_registry_cas(world: &mut ConformanceWorld, list: String) -> anyhow::Result<()> {
-    publish_registry_cas(world, "imageRegistryBundleUserData", &list).await
+    publish_registry_cas(world, USER_CA_NAMESPACE, USER_CA_CONFIGMAP, &list, true).await
 }
 
-async fn publish_registry_cas(world: &mut ConformanceWorld, field: &str, list: &str) -> anyhow::Result<()> {
-    let mut entries = Vec::new();
-    for file in quoted(list) {
+/// The ConfigMap the cluster's registry CAs are published in.
+const IMAGE_REGISTRY_CA: (&str, &str) = ("openshift-config-managed", "image-registry-ca");
+/// Where the user's registry CAs are published, and the ConfigMap's name there.
+const USER_CA_NAMESPACE: &str = "openshift-config";
+const USER_CA_CONFIGMAP: &str = "registry-config";
+
+async fn publish_registry_cas(
+    world: &mut ConformanceWorld,
+    ns: &str,
+    name: &str,
+    list: &str,
+    user: bool,
+) -> anyhow::Result<()> {
+    let files = quoted(list);
+    ensure!(!files.is_empty(), "name the CAs' files in quotes: {list}");
+    let mut data = std::collections::BTreeMap::new();
+    for file in files {
+        let ca = fake_apiserver::CertificateAuthority::generate(&format!("registry CA for {file}"))?;
+        data.insert(file, ca.cert_pem);
+    }
+    let started = harness::pace::Mark::now();
+    let c = world.cluster()?;
+    let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> = kube::Api::namespaced(c.admin.clone(), ns);
+    let mut cm = api
+        .get_opt(name)
+        .await
+        .with_context(|| format!("reading configmap {ns}/{name}"))?
+        .unwrap_or_default();
+    cm.metadata.name = Some(name.to_string());
+    cm.metadata.namespace = Some(ns.to_string());
+    cm.data = Some(data);
+    cm.binary_data = None;
+    if cm.metadata.resource_version.is_some() {
+        api.replace(name, &Default::default(), &cm).await
+    } else {
+        api.create(&Default::default(), &cm).await
+    }
+    .with_context(|| format!("writing configmap {ns}/{name}"))?;
+    if user {
+        let images: kube::Api<kube::api::DynamicObject> =
+            kube::Api::all_with(c.admin.clone(), &image_config_resource());
+        images
+            .patch(
+                "cluster",
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(json!({"spec": {"additionalTrustedCA": {"name": name}}})),
+            )
+            .await
+            .context("naming the ConfigMap in image.config.openshift.io/cluster")?;
+    }
+    c.controller_config_synced(started).await?;
+    Ok(())
+}
+
+fn image_config_resource() -> kube::api::ApiResource {
+    kube::api::ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk("config.openshift.io", "v1", "Image"),
+        "images",
+    )
+}
+
+/// `oc scale deployment/machine-config-operator -n openshift-machine-config-operator
+/// --replicas=0`, as QE does to edit the ControllerConfig by hand: the operator writes nothing
+/// for the rest of the scenario, so a hand edit stays (a running operator puts its own copy back
+/// at its next sync).
+#[when("the machine-config operator is scaled down")]
+async fn operator_scaled_down(world: &mut ConformanceWorld) -> anyhow::Result<()> {
+    world.cluster()?.side.scale_operator_down();
+    Ok(())
+}
+
+/// A hand edit of the ControllerConfig (`oc edit controllerconfig`): one new CA per quoted file
+/// name appended to `spec.imageRegistryBundleData`, whatever the name (a ConfigMap key could not
+/// hold most of what an edit can). It needs the operator scaled down; the step ends when every
+/// node synced the edit.
+#[when(regex = r"^the ControllerConfig's image registry CAs are edited to add (.+)$")]
+async fn edit_registry_cas(world: &mut ConformanceWorld, list: String) -> anyhow::Result<()> {
+    let c = world.cluster()?;
+    ensure!(
+        c.side.operator_scaled_down(),
+        "the machine-config operator would put its own copy back: scale it down first (When the machine-config operator is scaled down)"
+    );
+    let files = quoted(&list);
+    ensure!(!files.is_empty(), "name the CAs' files in quotes: {list}");
+    let cc = harness::mco::api::controller_configs(&c.admin)
+        .get("machine-config-controller")
+        .await
+        .context("reading controllerconfig machine-config-controller")?;
+    let mut entries = cc.data["spec"]["imageRegistryBundleData"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for file in files {
         let ca = fake_apiserver::CertificateAuthority::generate(&format!("registry CA for {file}"))?;
         entries.push(json!({"file": file, "data": b64(ca.cert_pem.as_bytes())}));
     }
-    ensure!(!entries.is_empty(), "name the CAs' files in quotes: {list}");
-    let c = world.cluster()?;
-    c.publish_controller_config(json!({"spec": {field: entries}}))
+    c.publish_controller_config(json!({"spec": {"imageRegistryBundleData": entries}}))
         .await?;
     Ok(())
 }
@@ -391,6 +484,54 @@ fn decoded_pem_subject(field: &Value) -> anyhow::Result<String> {
     Ok(cert.subject)
 }
 
+/// The bytes published for a registry file name, as the operator is to copy them into the
+/// ControllerConfig (upstream's rule, release-4.16 sync.go:289-345): the key of the cluster's
+/// ConfigMap `openshift-config-managed/image-registry-ca`, or of the user's, the ConfigMap in
+/// `openshift-config` that `image.config.openshift.io/cluster` names; a `data` value that is
+/// base64 (newlines aside) decoded, any other as it is; else a `binaryData` value.
+async fn published_registry_ca(
+    c: &harness::scenario::Scenario,
+    user: bool,
+    file: &str,
+) -> anyhow::Result<Vec<u8>> {
+    let (ns, name) = if user {
+        let images: kube::Api<kube::api::DynamicObject> =
+            kube::Api::all_with(c.admin.clone(), &image_config_resource());
+        let image = images
+            .get("cluster")
+            .await
+            .context("reading image.config.openshift.io cluster")?;
+        let named = image.data["spec"]["additionalTrustedCA"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        ensure!(
+            !named.is_empty(),
+            "image.config.openshift.io/cluster names no ConfigMap of user registry CAs"
+        );
+        (USER_CA_NAMESPACE.to_string(), named)
+    } else {
+        (IMAGE_REGISTRY_CA.0.to_string(), IMAGE_REGISTRY_CA.1.to_string())
+    };
+    let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> = kube::Api::namespaced(c.admin.clone(), &ns);
+    let cm = api
+        .get(&name)
+        .await
+        .with_context(|| format!("reading configmap {ns}/{name}"))?;
+    if let Some(value) = cm.data.as_ref().and_then(|d| d.get(file)) {
+        let text: String = value.chars().filter(|ch| !matches!(ch, '\n' | '\r')).collect();
+        let lenient = base64::engine::GeneralPurpose::new(
+            &base64::alphabet::STANDARD,
+            base64::engine::GeneralPurposeConfig::new().with_decode_allow_trailing_bits(true),
+        );
+        return Ok(lenient.decode(text).unwrap_or_else(|_| value.as_bytes().to_vec()));
+    }
+    if let Some(value) = cm.binary_data.as_ref().and_then(|d| d.get(file)) {
+        return Ok(value.0.clone());
+    }
+    bail!("configmap {ns}/{name} publishes no CA {file:?}")
+}
+
 /// Every node's file holds the CA published for that registry file name: the cluster's
 /// (`imageRegistryBundleData`) or the user's (`imageRegistryBundleUserData`).
 #[then(regex = r#"^every node has the (registry CA|user's registry CA) "(.+)" in (/\S+)$"#)]
@@ -401,28 +542,14 @@ async fn has_registry_ca(
     path: String,
 ) -> anyhow::Result<()> {
     let c = world.cluster()?;
-    let spec = c.controller_config_spec().await?;
-    let (list, field) = if whose == "registry CA" {
-        (&spec.image_registry_bundle_data, "imageRegistryBundleData")
-    } else {
-        (
-            &spec.image_registry_bundle_user_data,
-            "imageRegistryBundleUserData",
-        )
-    };
-    let Some(entry) = list.iter().find(|e| e.file == file) else {
-        bail!("the ControllerConfig's {field} has no CA {file:?}");
-    };
-    let mut expected = base64::engine::general_purpose::STANDARD
-        .decode(&entry.data)
-        .with_context(|| format!("the ControllerConfig's registry CA {file:?} is not base64"))?;
+    let mut expected = published_registry_ca(c, whose == "user's registry CA", &file).await?;
     if expected.last() != Some(&b'\n') {
         expected.push(b'\n');
     }
     // Until the deadline: the agent's sync annotation may come before its last file (main's
     // daemon was once seen between the two); what is judged is the file that arrives.
     let nodes = &c.nodes;
-    let (path, expected, file) = (&path, &expected, &file);
+    let (path, expected, file, whose) = (&path, &expected, &file, &whose);
     harness::wait::eventually(world.deadline, || async move {
         for node in nodes {
             let on_disk = node
@@ -431,7 +558,7 @@ async fn has_registry_ca(
                 .map_err(|e| format!("node {}: {e}", node.name()))?;
             if on_disk != *expected {
                 return Err(format!(
-                    "{}: {path} is not the CA published in {field} for {file:?}",
+                    "{}: {path} is not the {whose} published for {file:?}",
                     node.name()
                 ));
             }
