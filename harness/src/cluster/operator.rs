@@ -252,33 +252,11 @@ impl Operator {
         encoded: Option<String>,
         what: &str,
     ) -> Result<bool, ClusterError> {
-        let api = controller_configs(&self.client);
-        let object = || format!("controllerconfig {CONTROLLER_CONFIG}");
-        let cc = api
-            .get(CONTROLLER_CONFIG)
-            .await
-            .map_err(|e| ClusterError::kube(object(), e))?;
-        if cc.data["spec"][field].as_str() == encoded.as_deref() {
-            return Ok(false);
-        }
-        let patch = json!({"spec": {field: encoded}});
-        let updated = api
-            .patch(CONTROLLER_CONFIG, &PatchParams::default(), &Patch::Merge(patch))
-            .await
-            .map_err(|e| ClusterError::kube(object(), e))?;
-        self.log.record(
-            self.clock.now(),
-            &format!(
-                "operator: controllerconfig {CONTROLLER_CONFIG} {what} updated (resourceVersion {})",
-                updated.metadata.resource_version.unwrap_or_default()
-            ),
-        );
-        Ok(true)
+        self.write_spec(json!({ field: encoded }), what).await
     }
 
     /// ControllerConfig `imageRegistryBundleData` and `imageRegistryBundleUserData`, written
-    /// together when either differs from what the ControllerConfig holds (no list and an empty
-    /// one are the same: Go writes `[]` for an empty slice); whether it wrote.
+    /// together when either differs from what the ControllerConfig holds; whether it wrote.
     async fn write_registry_cas(
         &self,
         cluster: &[super::registry_bundles::Bundle],
@@ -293,30 +271,39 @@ impl Operator {
                     .collect(),
             )
         };
-        let (cluster, user) = (as_json(cluster), as_json(user));
+        let fields = json!({"imageRegistryBundleData": as_json(cluster), "imageRegistryBundleUserData": as_json(user)});
+        self.write_spec(fields, "image registry CAs").await
+    }
+
+    /// Merge `fields` into the ControllerConfig's spec when any differs from what it holds (no
+    /// value and an empty list are the same: Go writes `[]` for an empty slice), logging the
+    /// write as `what`; whether it wrote.
+    async fn write_spec(&self, fields: serde_json::Value, what: &str) -> Result<bool, ClusterError> {
         let api = controller_configs(&self.client);
         let object = || format!("controllerconfig {CONTROLLER_CONFIG}");
         let cc = api
             .get(CONTROLLER_CONFIG)
             .await
             .map_err(|e| ClusterError::kube(object(), e))?;
-        let held = |field: &str| match &cc.data["spec"][field] {
-            serde_json::Value::Null => json!([]),
-            other => other.clone(),
-        };
-        if held("imageRegistryBundleData") == cluster && held("imageRegistryBundleUserData") == user {
+        let same = fields.as_object().into_iter().flatten().all(|(field, wanted)| {
+            let held = &cc.data["spec"][field];
+            held == wanted || (held.is_null() && *wanted == json!([]))
+        });
+        if same {
             return Ok(false);
         }
-        let patch =
-            json!({"spec": {"imageRegistryBundleData": cluster, "imageRegistryBundleUserData": user}});
         let updated = api
-            .patch(CONTROLLER_CONFIG, &PatchParams::default(), &Patch::Merge(patch))
+            .patch(
+                CONTROLLER_CONFIG,
+                &PatchParams::default(),
+                &Patch::Merge(json!({ "spec": fields })),
+            )
             .await
             .map_err(|e| ClusterError::kube(object(), e))?;
         self.log.record(
             self.clock.now(),
             &format!(
-                "operator: controllerconfig {CONTROLLER_CONFIG} image registry CAs updated (resourceVersion {})",
+                "operator: controllerconfig {CONTROLLER_CONFIG} {what} updated (resourceVersion {})",
                 updated.metadata.resource_version.unwrap_or_default()
             ),
         );
