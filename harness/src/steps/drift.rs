@@ -22,51 +22,44 @@ async fn snapshot(node: &dyn Node, path: &str) -> anyhow::Result<(Vec<u8>, u32)>
     Ok((contents, mode))
 }
 
+/// Change the file on every node, `change` giving its new contents and mode from the old, and
+/// keep the old ones for `the file <path> is restored on every node`.
+async fn change_on_every_node(
+    world: &mut ConformanceWorld,
+    path: &str,
+    change: impl Fn(&[u8], u32) -> (Vec<u8>, u32),
+) -> anyhow::Result<()> {
+    let c = world.cluster()?;
+    let mut originals = Vec::new();
+    for node in &c.nodes {
+        let (before, mode) = snapshot(node.as_ref(), path).await?;
+        let (after, new_mode) = change(&before, mode);
+        node.write(path, &after, new_mode).await?;
+        originals.push(((node.name().to_string(), path.to_string()), (before, mode)));
+    }
+    world.originals.extend(originals);
+    Ok(())
+}
+
 /// Someone edits the file on every node (appends a line, keeping its mode), as a person with
 /// `oc debug node/…` would; the step keeps the contents to restore them later.
 #[when(regex = r"^the file (/\S+) is edited on every node$")]
 async fn edit_file(world: &mut ConformanceWorld, path: String) -> anyhow::Result<()> {
-    let c = world.cluster()?;
-    let mut originals = Vec::new();
-    for node in &c.nodes {
-        let (before, mode) = snapshot(node.as_ref(), &path).await?;
-        let mut after = before.clone();
-        after.extend_from_slice(EDIT);
-        node.write(&path, &after, mode).await?;
-        originals.push(((node.name().to_string(), path.clone()), (before, mode)));
-    }
-    world.originals.extend(originals);
-    Ok(())
+    change_on_every_node(world, &path, |before, mode| ([before, EDIT].concat(), mode)).await
 }
 
 /// Someone empties the file on every node (`truncate -s 0`, keeping its mode and inode, as a
 /// write cut short would leave it); the step keeps the contents to restore them later.
 #[when(regex = r"^the file (/\S+) is emptied on every node$")]
 async fn empty_file(world: &mut ConformanceWorld, path: String) -> anyhow::Result<()> {
-    let c = world.cluster()?;
-    let mut originals = Vec::new();
-    for node in &c.nodes {
-        let (before, mode) = snapshot(node.as_ref(), &path).await?;
-        node.write(&path, b"", mode).await?;
-        originals.push(((node.name().to_string(), path.clone()), (before, mode)));
-    }
-    world.originals.extend(originals);
-    Ok(())
+    change_on_every_node(world, &path, |_, mode| (Vec::new(), mode)).await
 }
 
 /// Someone changes the file's mode on every node (an octal mode such as 0600).
 #[when(expr = "the mode of {path} is changed to {mode} on every node")]
 async fn change_mode(world: &mut ConformanceWorld, path: NodePath, mode: FileMode) -> anyhow::Result<()> {
     let (NodePath(path), FileMode(mode)) = (path, mode);
-    let c = world.cluster()?;
-    let mut originals = Vec::new();
-    for node in &c.nodes {
-        let (before, old_mode) = snapshot(node.as_ref(), &path).await?;
-        node.write(&path, &before, mode).await?;
-        originals.push(((node.name().to_string(), path.clone()), (before, old_mode)));
-    }
-    world.originals.extend(originals);
-    Ok(())
+    change_on_every_node(world, &path, |before, _| (before.to_vec(), mode)).await
 }
 
 /// The file's contents and mode from before the scenario edited it, back on every node.
