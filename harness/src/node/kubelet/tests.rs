@@ -1,6 +1,7 @@
 use super::*;
 use crate::node::{EmbeddedNode, KUBELET_UNIT, Node};
 use crate::pki::Signer;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(10);
