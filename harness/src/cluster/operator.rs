@@ -118,6 +118,22 @@ struct Settling {
     bundle: Vec<u8>,
 }
 
+/// What the 4.16 operator's serving-CA sync does in one pass (`Operator::serving_ca`).
+#[derive(Debug, PartialEq)]
+enum ServingCa {
+    /// It waits for the bundle to settle: the whole sync is blocked.
+    Waiting,
+    /// `kubeconfig-data` holds the bundle (or there is none to copy).
+    InStep,
+    /// Copy `bundle` into `kubeconfig-data` (`create`: there is none yet); `ended_wait`: the
+    /// copy ends a wait.
+    Copy {
+        bundle: Vec<u8>,
+        create: bool,
+        ended_wait: bool,
+    },
+}
+
 impl Settling {
     /// The next instant the wait acts at: its next poll, or the end of its minute.
     fn next(&self) -> time::OffsetDateTime {
@@ -193,9 +209,16 @@ impl Operator {
         if self.is_scaled_down() {
             return Ok(false);
         }
-        if self.profile.traits().serving_ca_rotation && !self.settled().await? {
-            return Ok(false); // its sync waits for the bundle: nothing else is written
-        }
+        // The serving CA bundle is read once a pass, before anything is written (upstream's
+        // sync reads it once and copies only what that read or its wait's polls saw, sync.go:985-1043):
+        // a change landing during the pass is the next pass's to see.
+        let serving_ca = match self.profile.traits().serving_ca_rotation {
+            true => match self.serving_ca().await? {
+                ServingCa::Waiting => return Ok(false), // its sync waits: nothing else is written
+                step => Some(step),
+            },
+            false => None,
+        };
         // Everything the sync writes is worked out before anything is written: a failed
         // assembly fails the whole sync, the kubelet CA bundle included (release-4.16
         // sync.go:464-479 returns before the ControllerConfig is applied).
@@ -217,8 +240,8 @@ impl Operator {
                 )
                 .await?;
         }
-        if self.profile.traits().serving_ca_rotation {
-            changed |= self.sync_server_ca().await?;
+        if let Some(step) = serving_ca {
+            changed |= self.sync_server_ca(step).await?;
         }
         Ok(changed)
     }
@@ -310,20 +333,28 @@ impl Operator {
         Ok(true)
     }
 
-    /// The 4.16 operator's wait for `kube-apiserver-server-ca` to settle, moved to the clock's
-    /// now: whether the sync may go on (no change pending, or the wait is over, its bundle to be
-    /// copied). A change seen with no wait running starts one.
-    async fn settled(&self) -> Result<bool, ClusterError> {
+    /// What the 4.16 operator's serving-CA sync does at the clock's now, from one read of
+    /// `kube-apiserver-server-ca` and `kubeconfig-data`: its wait for the bundle to settle moved
+    /// to now (a change seen with no wait running starts one), and what it then copies.
+    async fn serving_ca(&self) -> Result<ServingCa, ClusterError> {
         let now = self.clock.now();
         let server_ca = self.server_ca().await?;
         let existing = self.kubeconfig_data().await?;
         let mut settling = self.settling.lock().unwrap_or_else(|p| p.into_inner());
         let Some(wait) = settling.as_mut() else {
-            let (Some(server_ca), Some(existing)) = (server_ca, existing) else {
-                return Ok(true); // nothing to copy, or kubeconfig-data to create at once
+            let Some(server_ca) = server_ca else {
+                return Ok(ServingCa::InStep); // nothing to copy
             };
-            if config_map_bytes(&existing, CA_BUNDLE_KEY).as_deref() == Some(server_ca.as_slice()) {
-                return Ok(true);
+            let Some(held) = &existing else {
+                // kubeconfig-data is created at once (sync.go:1069-1077).
+                return Ok(ServingCa::Copy {
+                    bundle: server_ca,
+                    create: true,
+                    ended_wait: false,
+                });
+            };
+            if config_map_bytes(held, CA_BUNDLE_KEY).as_deref() == Some(server_ca.as_slice()) {
+                return Ok(ServingCa::InStep);
             }
             *settling = Some(Settling {
                 since: now,
@@ -335,7 +366,7 @@ impl Operator {
                 now,
                 "operator: kube-apiserver-server-ca differs from kubeconfig-data; polling it every 15 s until it is unchanged for a minute",
             );
-            return Ok(false);
+            return Ok(ServingCa::Waiting);
         };
         // Every poll due by now, each reading the bundle as it is now: the clock stops at each
         // (`deadline`), so no change falls between two polls unseen.
@@ -352,7 +383,16 @@ impl Operator {
                 );
             }
         }
-        Ok(now >= wait.since + SETTLE_WAIT)
+        if now < wait.since + SETTLE_WAIT {
+            return Ok(ServingCa::Waiting);
+        }
+        // The wait is over: it copies what its last poll saw. The wait ends once that is
+        // written (`sync_server_ca`), so a pass that fails before keeps it.
+        Ok(ServingCa::Copy {
+            bundle: wait.bundle.clone(),
+            create: existing.is_none(),
+            ended_wait: true,
+        })
     }
 
     async fn server_ca(&self) -> Result<Option<Vec<u8>>, ClusterError> {
@@ -372,47 +412,26 @@ impl Operator {
             .map_err(|e| ClusterError::kube(format!("configmap {ns}/{name}"), e))
     }
 
-    /// 4.16: `kube-apiserver-server-ca` into `kubeconfig-data`, and `service-ca-rotate`.
-    async fn sync_server_ca(&self) -> Result<bool, ClusterError> {
-        let read = |(ns, name): (&'static str, &'static str)| async move {
-            Api::<ConfigMap>::namespaced(self.client.clone(), ns)
-                .get_opt(name)
-                .await
-                .map_err(|e| ClusterError::kube(format!("configmap {ns}/{name}"), e))
-        };
-        // Both sides read as upstream's cmToData: binaryData, else data (base64 or raw). A wait
-        // that ended copies the bundle its last poll saw.
-        let settled = self
-            .settling
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-            .map(|wait| wait.bundle);
-        let ended_wait = settled.is_some();
-        let Some(server_ca) = (match settled {
-            Some(bundle) => Some(bundle),
-            None => read(KUBE_APISERVER_SERVER_CA)
-                .await?
-                .and_then(|cm| config_map_bytes(&cm, CA_BUNDLE_KEY)),
-        }) else {
-            return Ok(false);
-        };
+    /// 4.16: what `serving_ca` decided — `kube-apiserver-server-ca`'s bundle into
+    /// `kubeconfig-data` — and `service-ca-rotate`.
+    async fn sync_server_ca(&self, step: ServingCa) -> Result<bool, ClusterError> {
         let (ns, name) = KUBECONFIG_DATA;
         let configmaps: Api<ConfigMap> = Api::namespaced(self.client.clone(), ns);
-        let existing = read(KUBECONFIG_DATA).await?;
-        let copied = existing
-            .as_ref()
-            .and_then(|cm| config_map_bytes(cm, CA_BUNDLE_KEY));
+        let mut changed = false;
         // A wait that ended writes what it saw, even what kubeconfig-data already holds, and
         // marks the rotation (sync.go:1045-1066 patch and set editCCAnno unconditionally).
-        let differs = ended_wait || copied.as_deref() != Some(server_ca.as_slice());
-        let mut changed = false;
-        if differs {
+        let differs = matches!(step, ServingCa::Copy { .. });
+        if let ServingCa::Copy {
+            bundle: server_ca,
+            create,
+            ended_wait,
+        } = step
+        {
             // Upstream writes the bundle as binaryData: a create, or a merge patch from the
             // object it read to one holding only binaryData, which drops `data` (sync.go:1045-1076).
             let encoded = base64::engine::general_purpose::STANDARD.encode(&server_ca);
             let what = || format!("configmap {ns}/{name}");
-            if existing.is_some() {
+            if !create {
                 let patch = json!({"data": null, "binaryData": {CA_BUNDLE_KEY: encoded}});
                 configmaps
                     .patch(name, &PatchParams::default(), &Patch::Merge(patch))
@@ -425,15 +444,16 @@ impl Operator {
                         namespace: Some(ns.into()),
                         ..Default::default()
                     },
-                    binary_data: Some(
-                        [(CA_BUNDLE_KEY.into(), k8s_openapi::ByteString(server_ca.clone()))].into(),
-                    ),
+                    binary_data: Some([(CA_BUNDLE_KEY.into(), k8s_openapi::ByteString(server_ca))].into()),
                     ..Default::default()
                 };
                 configmaps
                     .create(&Default::default(), &object)
                     .await
                     .map_err(|e| ClusterError::kube(what(), e))?;
+            }
+            if ended_wait {
+                *self.settling.lock().unwrap_or_else(|p| p.into_inner()) = None;
             }
             self.log.record(
                 self.clock.now(),
