@@ -122,6 +122,20 @@ impl Mark {
     }
 }
 
+/// Wait until `span` of paced time has passed: a duration the model gives a real component (a
+/// node's shutdown, say), which on a loaded host takes correspondingly more wall time, so what
+/// runs beside it gets the CPU it would have had on an idle host. Never a wait for an event.
+pub async fn sleep(span: Duration) {
+    let start = Mark::now();
+    loop {
+        let paced = start.elapsed().paced;
+        if paced >= span {
+            return;
+        }
+        tokio::time::sleep((span - paced).min(TICK)).await;
+    }
+}
+
 /// The process's meter, its sampler started on first use.
 fn meter() -> &'static Mutex<Meter> {
     static METER: OnceLock<&'static Mutex<Meter>> = OnceLock::new();

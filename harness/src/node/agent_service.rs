@@ -178,6 +178,10 @@ impl Service for AgentProcess {
             return;
         }
     }
+
+    fn runs_a_process(&self) -> bool {
+        true
+    }
 }
 
 /// How long a stopped agent has between SIGTERM and SIGKILL (systemd gives 90 s; an agent here

@@ -18,6 +18,11 @@ pub trait Service: Send + Sync {
     async fn signal(&self, _ctx: &ServiceContext, _signal: &str) -> Result<(), String> {
         Err("it runs inside the node's service manager, with no process of its own to signal".into())
     }
+    /// Whether it runs as a process of its own, which a stop reaches with SIGTERM wherever it
+    /// is (an in-process service stops at its own next await).
+    fn runs_a_process(&self) -> bool {
+        false
+    }
 }
 
 /// What a running service gets: its node, its pid and its stop signal.

@@ -196,3 +196,61 @@ async fn reboot_empties_run_keeps_files_and_changes_the_boot_id() {
     assert_eq!(n.read("/etc/kept").await.unwrap(), b"x");
     n.shutdown().await;
 }
+
+/// An agent that runs as a process of its own (as `AgentProcess` does): it notes the paced time
+/// at which its stop reached it.
+struct ProcessAgent(Arc<std::sync::Mutex<Option<crate::pace::Mark>>>);
+
+#[async_trait::async_trait]
+impl Service for ProcessAgent {
+    async fn run(&self, ctx: ServiceContext) {
+        ctx.stop.cancelled().await;
+        *self.0.lock().unwrap() = Some(crate::pace::Mark::now());
+    }
+
+    fn runs_a_process(&self) -> bool {
+        true
+    }
+}
+
+/// A reboot stops the node's units first and an agent that is a process last, a moment of
+/// paced time after `systemctl reboot`: as a real node's shutdown reaches a pod's container only
+/// after its units, so what the agent sent just before is not cut off.
+#[tokio::test]
+async fn a_reboot_stops_an_agent_process_last_after_the_shutdown_s_pace() {
+    let n = EmbeddedNode::new(
+        "node-1",
+        &[KUBELET_UNIT, CRIO_UNIT, AGENT_UNIT],
+        SimClock::default(),
+    )
+    .unwrap();
+    let stopped = Arc::new(std::sync::Mutex::new(None));
+    n.set_service(KUBELET_UNIT, Arc::new(Chatty));
+    n.set_service(AGENT_UNIT, Arc::new(ProcessAgent(stopped.clone())));
+    n.boot().await;
+    let mark = n.journal().mark();
+    let asked = crate::pace::Mark::now();
+    n.systemctl(&["reboot"]).await.unwrap();
+    n.wait_for_journal(mark, "-- Boot ", Duration::from_secs(30))
+        .await
+        .unwrap()
+        .expect("a boot marker");
+    let lines = n.journal().since(mark);
+    let at = |needle: &str| {
+        lines
+            .iter()
+            .position(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("no {needle:?} in {lines:#?}"))
+    };
+    assert!(
+        at("Stopped kubelet.service.") < at("Stopping machine-config-daemon.service..."),
+        "{lines:#?}"
+    );
+    let reached = stopped.lock().unwrap().take().expect("the agent was stopped");
+    assert!(
+        asked.until(&reached).paced >= super::units::SHUTDOWN_BEFORE_AGENT,
+        "the agent was stopped {:?} (paced) after the reboot was asked for",
+        asked.until(&reached).paced
+    );
+    n.shutdown().await;
+}

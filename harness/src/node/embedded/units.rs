@@ -3,13 +3,20 @@
 //! and the reboot.
 
 use super::{EmbeddedNode, Running, ServiceContext, lock, new_boot_id, write_now_file};
-use crate::node::NOW_FILE;
 use crate::node::services::{Effect, Outcome};
+use crate::node::{AGENT_UNIT, NOW_FILE};
 use crate::pki::Clock;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+
+/// How long, in the host's paced time, a reboot takes from `systemctl reboot` to the SIGTERM an
+/// agent running as a process gets: systemd stopping the node's units first. On a real node
+/// that is seconds; a quarter of a second here, since what it is for (a request the agent sent
+/// on its way, such as upstream's Reboot event) takes milliseconds, and every reboot of a
+/// scenario pays it.
+pub const SHUTDOWN_BEFORE_AGENT: Duration = Duration::from_millis(250);
 
 impl EmbeddedNode {
     /// systemd's private bus for this boot, at `<root>/run/systemd/private`, answered from this
@@ -159,10 +166,27 @@ impl EmbeddedNode {
     }
 
     pub(super) async fn reboot(&self) {
-        // Every active unit stops, whether a program runs behind it or not (CRI-O's unit).
-        let active = lock(&self.inner.manager).active();
+        // Every active unit stops, whether a program runs behind it or not (CRI-O's unit). The
+        // agent goes last: on a real node it is a pod's container, which systemd's shutdown
+        // reaches only when it sends SIGTERM to the processes that remain, after it stopped
+        // the units (the kubelet, CRI-O, …), seconds after `systemctl reboot` returned; an
+        // agent that is a process here gets that time too (`SHUTDOWN_BEFORE_AGENT`), so what
+        // it sent on its way (upstream's Reboot event goes through client-go's asynchronous
+        // recorder, release-4.14 update.go:2048-2078) is not cut off by a faster shutdown than
+        // a real node's.
+        let (mut active, agent): (Vec<String>, Vec<String>) = lock(&self.inner.manager)
+            .active()
+            .into_iter()
+            .partition(|unit| unit != AGENT_UNIT);
+        let agent_is_a_process = lock(&self.inner.services)
+            .get(AGENT_UNIT)
+            .is_some_and(|s| s.runs_a_process());
+        active.extend(agent);
         let now = self.inner.clock.now();
         for unit in &active {
+            if unit == AGENT_UNIT && agent_is_a_process {
+                crate::pace::sleep(SHUTDOWN_BEFORE_AGENT).await;
+            }
             self.inner.journal.systemd(now, &format!("Stopping {unit}..."));
             self.stop_service(unit).await;
             self.inner.journal.systemd(now, &format!("Stopped {unit}."));
