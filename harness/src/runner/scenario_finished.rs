@@ -237,5 +237,35 @@ async fn keep_evidence(
     if let Some(server) = s.upstream_server() {
         let _ = std::fs::copy(&server.log, dir.join("machine-config-server.log"));
     }
+    keep_objects(&dir, &s.admin).await;
     Some(dir)
+}
+
+/// The objects a rollout's story is told in, as the API server held them when the scenario
+/// failed: one YAML list per kind (`oc get machineconfigs -o yaml` and so on), or the error
+/// that kept it from being read.
+async fn keep_objects(dir: &std::path::Path, client: &kube::Client) {
+    use kube::api::ListParams;
+    let kinds = ["MachineConfig", "MachineConfigPool", "ControllerConfig"];
+    let mut lists: Vec<(String, Result<serde_json::Value, kube::Error>)> = Vec::new();
+    for kind in kinds {
+        let listed = crate::mco::api::mco_api(client, kind)
+            .list(&ListParams::default())
+            .await
+            .map(|l| serde_json::json!({"apiVersion": "v1", "kind": "List", "items": l.items}));
+        lists.push((format!("{}s", kind.to_lowercase()), listed));
+    }
+    let nodes = kube::Api::<k8s_openapi::api::core::v1::Node>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .map(|l| serde_json::json!({"apiVersion": "v1", "kind": "List", "items": l.items}));
+    lists.push(("nodes".into(), nodes));
+    for (name, listed) in lists {
+        let text = match listed.map(|v| serde_yaml::to_string(&v)) {
+            Ok(Ok(yaml)) => yaml,
+            Ok(Err(e)) => format!("# could not be written as YAML: {e}\n"),
+            Err(e) => format!("# could not be listed: {e}\n"),
+        };
+        let _ = std::fs::write(dir.join(format!("{name}.yaml")), text);
+    }
 }

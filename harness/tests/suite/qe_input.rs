@@ -216,6 +216,26 @@ fn a_time_step_beyond_ten_years_is_refused_with_the_bound() {
         "{stdout}"
     );
     assert!(stdout.contains("journals and cluster log: "), "{stdout}");
+    // Beside the journals, the objects as the API server held them.
+    let evidence = stdout
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("journals and cluster log: "))
+        .expect("the evidence line");
+    let pools: serde_yaml::Value = serde_yaml::from_str(
+        &std::fs::read_to_string(std::path::Path::new(evidence).join("machineconfigpools.yaml")).unwrap(),
+    )
+    .unwrap();
+    let names: Vec<_> = pools["items"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["metadata"]["name"].as_str())
+        .collect();
+    assert_eq!(names, ["master", "worker"], "{pools:?}");
+    for kept in ["machineconfigs.yaml", "controllerconfigs.yaml", "nodes.yaml"] {
+        let text = std::fs::read_to_string(std::path::Path::new(evidence).join(kept)).unwrap();
+        assert!(text.contains("kind: List"), "{kept}: {text}");
+    }
 }
 
 #[test]
