@@ -24,7 +24,9 @@
 //! with no change. The sync is blocked meanwhile, so nothing of the ControllerConfig is
 //! written either. Here each poll is an instant the clock stops at (`Operator::deadline`); at
 //! the minute's end the copy is written without a poll (upstream's last tick and its timeout
-//! fall on the same instant). A missing `kubeconfig-data` is created at once (:1069-1077).
+//! fall on the same instant). A missing `kubeconfig-data` is created at once (:1069-1077). A pass
+//! reads `kube-apiserver-server-ca` once and copies only what that read or its wait's polls saw,
+//! as upstream's sync does (:985-1043): a change landing during a pass is the next pass's.
 
 use super::names::{
     CA_BUNDLE_KEY, INITIAL_KUBE_APISERVER_SERVER_CA, KUBE_APISERVER_CLIENT_CA, KUBE_APISERVER_SERVER_CA,
