@@ -227,7 +227,7 @@ pub(super) fn normalise_string_maps(value: &mut Value) {
 /// never stores or returns the field (k8s.io/kubernetes pkg/apis/core/v1 conversion.go,
 /// `Convert_v1_Secret_To_core_Secret`). Validation then sees the merged `data`.
 pub(super) fn merge_string_data(info: &ResourceInfo, value: &mut Value) {
-    if !(info.builtin && info.group.is_empty() && info.kind == "Secret") {
+    if !is_secret(info) {
         return;
     }
     let Some(Value::Object(map)) = value.as_object_mut().and_then(|o| o.remove("stringData")) else {
@@ -241,6 +241,21 @@ pub(super) fn merge_string_data(info: &ResourceInfo, value: &mut Value) {
     for (key, text) in map {
         let text = text.as_str().unwrap_or("");
         data.insert(key, json!(base64::engine::general_purpose::STANDARD.encode(text)));
+    }
+}
+
+fn is_secret(info: &ResourceInfo) -> bool {
+    info.builtin && info.group.is_empty() && info.kind == "Secret"
+}
+
+/// A Secret whose `type` is empty, `null` or absent is `Opaque`: kube-apiserver's decoder
+/// defaults every v1 Secret it reads (k8s.io/kubernetes pkg/apis/core/v1 defaults.go,
+/// `SetDefaults_Secret`), a create's, a PUT's and a patched object's alike, before validation.
+/// So a PUT that leaves `type` out asks for `Opaque` (422 on any other stored type), while a
+/// merge patch that does not name it keeps the stored type it was applied to.
+pub(super) fn default_secret_type(info: &ResourceInfo, value: &mut Value) {
+    if is_secret(info) && text(value, "/type").is_empty() {
+        value["type"] = json!("Opaque");
     }
 }
 
@@ -265,6 +280,7 @@ pub(super) fn prepare_update(
     check_namespace(info, ns, &mut new)?;
     normalise_string_maps(&mut new);
     merge_string_data(info, &mut new);
+    default_secret_type(info, &mut new);
     let body_name = text(&new, "/metadata/name").to_string();
     if body_name.is_empty() {
         meta(&mut new).insert("name".into(), json!(name));

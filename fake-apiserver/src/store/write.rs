@@ -15,9 +15,9 @@
 //! the store exactly as it was.
 
 use super::prepare::{
-    check_kind, check_namespace, crd_group_resource, crd_status, generated_name, has_finalizers, is_crd,
-    is_namespace, merge_string_data, meta, normalise_string_maps, now_rfc3339, ns_resource, prepare_update,
-    set_rv, text, text_of,
+    check_kind, check_namespace, crd_group_resource, crd_status, default_secret_type, generated_name,
+    has_finalizers, is_crd, is_namespace, merge_string_data, meta, normalise_string_maps, now_rfc3339,
+    ns_resource, prepare_update, set_rv, text, text_of,
 };
 use super::{Event, EventType, Objects, State, Store, StoredObject, not_found};
 use crate::error::ApiError;
@@ -104,6 +104,7 @@ impl Store {
         check_namespace(info, ns, &mut value)?;
         normalise_string_maps(&mut value);
         merge_string_data(info, &mut value);
+        default_secret_type(info, &mut value);
         let m = meta(&mut value);
         if text_of(m, "name").is_empty() && !text_of(m, "generateName").is_empty() {
             let name = generated_name(&text_of(m, "generateName"));
@@ -111,7 +112,7 @@ impl Store {
         }
         let name = text_of(m, "name");
         prune_custom(info, &mut value);
-        validate_object(info, &value, true)?;
+        validate_object(info, &value, None)?;
         let now = now_rfc3339();
         let m = meta(&mut value);
         m.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
@@ -218,7 +219,7 @@ impl Store {
         let proposed = change(&old.value)?;
         let mut new = prepare_update(info, ns, name, &old, proposed, sub)?;
         prune_custom(info, &mut new);
-        validate_object(info, &new, false)?;
+        validate_object(info, &new, Some(&old.value))?;
         if new == old.value {
             return Ok(old);
         }

@@ -193,7 +193,7 @@ pub fn validate_crd(crd: &Value) -> Result<(), ApiError> {
     let info = registry
         .get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
         .expect("CRDs are built in");
-    super::validate_object(info, crd, true)
+    super::validate_object(info, crd, None)
 }
 
 #[cfg(test)]

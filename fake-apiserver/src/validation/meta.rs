@@ -7,7 +7,7 @@
 //! finalizer rule). Values are read as they are after type checking (`typecheck`): fields of
 //! the wrong type never get here.
 
-use crate::error::Cause;
+use super::Causes;
 use base64::Engine;
 use serde_json::{Map, Value};
 
@@ -105,37 +105,6 @@ fn label_value_problems(value: &str) -> Vec<String> {
         ));
     }
     errs
-}
-
-/// Collects causes in order.
-#[derive(Default)]
-pub(super) struct Causes(pub Vec<Cause>);
-
-impl Causes {
-    pub fn invalid(&mut self, field: &str, value: &str, detail: &str) {
-        self.0.push(Cause {
-            reason: "FieldValueInvalid",
-            message: format!("Invalid value: {value:?}: {detail}"),
-            field: field.into(),
-        });
-    }
-
-    /// An invalid value that is not a string, shown as its JSON (`field.ErrorBody`).
-    pub fn invalid_json(&mut self, field: &str, value: &Value, detail: &str) {
-        self.0.push(Cause {
-            reason: "FieldValueInvalid",
-            message: format!("Invalid value: {value}: {detail}"),
-            field: field.into(),
-        });
-    }
-
-    pub fn too_long(&mut self, field: &str, limit: usize) {
-        self.0.push(Cause {
-            reason: "FieldValueTooLong",
-            message: format!("Too long: may not be more than {limit} bytes"),
-            field: field.into(),
-        });
-    }
 }
 
 fn string_map<'a>(object: &'a Value, pointer: &str) -> Vec<(&'a str, &'a str)> {
@@ -283,7 +252,7 @@ fn decoded_len(value: &Value) -> usize {
         .map_or(0, |b| b.len())
 }
 
-/// `ValidateConfigMap`: keys of `data` and `binaryData`, no key in both, at most
+/// `ValidateConfigMap`: keys of `data` and `binaryData`, no key in both (found from `data`), at most
 /// `MAX_DATA_SIZE` bytes in all (reported on the empty path, `[]`, as upstream does).
 pub(super) fn configmap(object: &Value, causes: &mut Causes) {
     let empty = Map::new();
@@ -297,6 +266,14 @@ pub(super) fn configmap(object: &Value, causes: &mut Causes) {
         for msg in config_key_problems(key) {
             causes.invalid(&format!("data[{key}]"), key, &msg);
         }
+        // Upstream finds a key in both bags from `data`'s side (ValidateConfigMap's data loop).
+        if binary.contains_key(key) {
+            causes.invalid(
+                &format!("data[{key}]"),
+                key,
+                "duplicate of key present in binaryData",
+            );
+        }
         total += value.as_str().map_or(0, str::len);
     }
     for (key, value) in binary {
@@ -304,13 +281,6 @@ pub(super) fn configmap(object: &Value, causes: &mut Causes) {
             causes.invalid(&format!("binaryData[{key}]"), key, &msg);
         }
         total += decoded_len(value);
-        if data.contains_key(key) {
-            causes.invalid(
-                &format!("binaryData[{key}]"),
-                key,
-                "duplicate key in both data and binaryData",
-            );
-        }
     }
     if total > MAX_DATA_SIZE {
         causes.too_long("[]", MAX_DATA_SIZE);
@@ -399,6 +369,15 @@ mod tests {
                     "Invalid value: \"\": must not be empty".into()
                 ),
             ]
+        );
+        // A key in both bags is found from data's side.
+        let both = json!({"data": {"k": "v"}, "binaryData": {"k": "dg=="}});
+        assert_eq!(
+            causes(&both, true),
+            vec![(
+                "data[k]".to_string(),
+                "Invalid value: \"k\": duplicate of key present in binaryData".to_string()
+            )]
         );
     }
 }

@@ -1,13 +1,18 @@
 //! Object validation this server enforces, worded as kube-apiserver words it: names (DNS-1123)
-//! here, metadata and data rules in `meta`, the rules a CRD must meet before it can register a
-//! resource in `crd`; `validate_object` gathers them into one 422.
+//! here, metadata and data rules in `meta`, a Secret's type rules in `secret` (with Go's
+//! `encoding/json` errors from `gojson`), the rules only an update has in `update`, the rules a
+//! CRD must meet before it can register a resource in `crd`; `validate_object` gathers them
+//! into one 422.
 //!
 //! Custom resources are pruned and checked against their CRD's structural schema in `schema`
 //! (types, `format: byte`, `required`, `enum`; the module says what is not modelled).
 
 mod crd;
+mod gojson;
 mod meta;
 pub mod schema;
+mod secret;
+mod update;
 
 pub use crd::validate_crd;
 pub use meta::MAX_DATA_SIZE;
@@ -82,19 +87,71 @@ fn invalid_if_any(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> Re
     })
 }
 
+/// Collects causes in order.
+#[derive(Default)]
+pub(super) struct Causes(pub Vec<Cause>);
+
+impl Causes {
+    pub fn invalid(&mut self, field: &str, value: &str, detail: &str) {
+        self.0.push(Cause {
+            reason: "FieldValueInvalid",
+            message: format!("Invalid value: {value:?}: {detail}"),
+            field: field.into(),
+        });
+    }
+
+    /// An invalid value that is not a string, shown as its JSON (`field.ErrorBody`).
+    pub fn invalid_json(&mut self, field: &str, value: &Value, detail: &str) {
+        self.0.push(Cause {
+            reason: "FieldValueInvalid",
+            message: format!("Invalid value: {value}: {detail}"),
+            field: field.into(),
+        });
+    }
+
+    pub fn too_long(&mut self, field: &str, limit: usize) {
+        self.0.push(Cause {
+            reason: "FieldValueTooLong",
+            message: format!("Too long: may not be more than {limit} bytes"),
+            field: field.into(),
+        });
+    }
+
+    /// `field.Required(path, "")`.
+    pub fn required(&mut self, field: &str) {
+        self.0.push(Cause {
+            reason: "FieldValueRequired",
+            message: "Required value".into(),
+            field: field.into(),
+        });
+    }
+
+    /// `field.Forbidden(path, detail)`.
+    pub fn forbidden(&mut self, field: &str, detail: &str) {
+        self.0.push(Cause {
+            reason: "FieldValueForbidden",
+            message: format!("Forbidden: {detail}"),
+            field: field.into(),
+        });
+    }
+}
+
 /// Every rule a written object of `info`'s resource must meet once its type checks: its name
-/// (when `creating`; an update's name is the URL's), its metadata, and its kind's own rules
-/// (a CRD's, a ConfigMap's, a Secret's), as one 422 listing every broken rule.
-pub fn validate_object(info: &ResourceInfo, object: &Value, creating: bool) -> Result<(), ApiError> {
+/// (on create; an update's name is the URL's), its metadata, the rules an update of its kind
+/// must meet against `old`, the stored object it replaces (`None` on create), and its kind's
+/// own rules (a CRD's, a ConfigMap's, a Secret's), as one 422 listing every broken rule in
+/// upstream's order (`ValidateSecretUpdate` and `ValidateConfigMapUpdate`: the update's rules,
+/// then the create rules on the new object).
+pub fn validate_object(info: &ResourceInfo, object: &Value, old: Option<&Value>) -> Result<(), ApiError> {
     let name = object
         .pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or("");
     let is_crd = info.builtin && info.kind == "CustomResourceDefinition";
-    let mut causes = meta::Causes::default();
+    let mut causes = Causes::default();
     if is_crd {
         causes.0.extend(crd::name_causes(object));
-    } else if creating {
+    } else if old.is_none() {
         causes.0.extend(name_causes(&info.kind, name));
     }
     // Built-in kinds but CRDs are validated by kubernetes' core ValidateObjectMeta, which adds a
@@ -102,8 +159,19 @@ pub fn validate_object(info: &ResourceInfo, object: &Value, creating: bool) -> R
     meta::metadata(object, info.builtin && !is_crd, &mut causes);
     match (info.builtin, info.kind.as_str()) {
         (true, "CustomResourceDefinition") => causes.0.extend(crd::spec_causes(object)),
-        (true, "ConfigMap") => meta::configmap(object, &mut causes),
-        (true, "Secret") => meta::secret(object, &mut causes),
+        (true, "ConfigMap") => {
+            if let Some(old) = old {
+                update::configmap(old, object, &mut causes);
+            }
+            meta::configmap(object, &mut causes);
+        }
+        (true, "Secret") => {
+            if let Some(old) = old {
+                update::secret(old, object, &mut causes);
+            }
+            meta::secret(object, &mut causes);
+            secret::type_causes(object, &mut causes);
+        }
         (false, _) => {
             if let Some(schema) = &info.schema {
                 causes.0.extend(schema::causes(schema, object));

@@ -90,17 +90,23 @@ impl TestCluster {
         format!("/{root}/{group_version}/namespaces/{}/{resource}", self.ns)
     }
 
-    /// POST `object` to `path`, which must create it.
-    pub async fn create(&self, path: &str, object: Value) {
-        let r = send(
-            &self.client,
-            "POST",
-            path,
-            Some("application/json"),
-            object.to_string().into_bytes(),
-        )
-        .await;
+    /// POST `object` to `path`, which must create it; what the server stored.
+    pub async fn create(&self, path: &str, object: Value) -> Value {
+        let r = self.write("POST", path, "application/json", &object).await;
         assert_eq!(r.code, 201, "creating a fixture at {path}: {}", r.body);
+        r.body
+    }
+
+    /// Send `body` as `content_type` (a write or a patch).
+    pub async fn write(&self, method: &str, path: &str, content_type: &str, body: &Value) -> Reply {
+        send(
+            &self.client,
+            method,
+            path,
+            Some(content_type),
+            body.to_string().into_bytes(),
+        )
+        .await
     }
 
     pub fn configmaps(&self) -> Api<ConfigMap> {
@@ -229,6 +235,30 @@ pub fn widgets(client: &kube::Client, ns: &str) -> Api<kube::api::DynamicObject>
     let gvk = kube::api::GroupVersionKind::gvk(WIDGET_GROUP, "v1", "Widget");
     let resource = kube::api::ApiResource::from_gvk_with_plural(&gvk, "widgets");
     Api::namespaced_with(client.clone(), ns, &resource)
+}
+
+/// One cause of a 422: field, reason, message.
+pub type Cause<'a> = (&'a str, &'a str, &'a str);
+
+/// The whole 422 Status for `kind` `name` with `causes`, as apimachinery's `errors.NewInvalid`
+/// builds it (the message lists the causes, once each, in brackets when there are several).
+pub fn invalid(kind: &str, name: &str, causes: &[Cause]) -> Value {
+    let mut each: Vec<String> = Vec::new();
+    for (f, _, m) in causes {
+        let text = format!("{f}: {m}");
+        if !each.contains(&text) {
+            each.push(text);
+        }
+    }
+    let all = match each.as_slice() {
+        [one] => one.clone(),
+        many => format!("[{}]", many.join(", ")),
+    };
+    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": format!("{kind} {name:?} is invalid: {all}"), "reason": "Invalid",
+        "details": {"name": name, "kind": kind,
+            "causes": causes.iter().map(|(f, r, m)| json!({"reason": r, "message": m, "field": f})).collect::<Vec<_>>()},
+        "code": 422})
 }
 
 /// The Status of a failed kube call.
