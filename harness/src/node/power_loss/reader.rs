@@ -2,10 +2,12 @@
 //! had them, call by call (the path behind each descriptor, `-y`, says which inode a call acts on;
 //! the offset each descriptor writes at is followed from its opens, writes and seeks).
 
-use super::strace_args::{Arg, iov_bytes, normalise, parse_call, str_arg};
+use super::strace_args::{Arg, normalise, parse_call, str_arg};
 use super::{FILE_CHANGING, FileState, Inode, Op, Record, Traced, UMASK};
 use crate::node::crash::{Call, failed, is_device};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+mod calls;
 
 /// Read strace's calls into operations. `initial` holds what each watched path (host path) held
 /// before the record; `creator` is the owner of files the agent creates.
@@ -257,6 +259,7 @@ impl Reader<'_> {
         v.get(start..start + len as usize).map(<[u8]>::to_vec)
     }
 
+    /// One call of the record, as the model's operations (the file-changing ones in `calls`).
     fn call(&mut self, call: &Call) -> Result<(), String> {
         let Some(parsed) = parse_call(&call.line) else {
             return Ok(());
@@ -266,81 +269,8 @@ impl Reader<'_> {
         let num = |a: &Arg| a.number();
         let bad = |what: &str| format!("cannot read {what} in `{}`", call.line);
         match call.syscall.as_str() {
-            "open" | "openat" | "creat" => {
-                let (dirfd, path, flags, mode) = match call.syscall.as_str() {
-                    "openat" => (args.first(), args.get(1), args.get(2), args.get(3)),
-                    "creat" => (None, args.first(), None, args.get(1)),
-                    _ => (None, args.first(), args.get(1), args.get(2)),
-                };
-                let flags = match (call.syscall.as_str(), flags) {
-                    ("creat", _) => "O_WRONLY|O_CREAT|O_TRUNC".to_string(),
-                    (_, Some(Arg::Other(f))) => f.clone(),
-                    _ => String::new(),
-                };
-                let Some(Arg::Str(path, _)) = path else {
-                    return Err(bad("the path"));
-                };
-                let path = self.absolute(dirfd, path)?;
-                let writes = ["O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC", "O_APPEND"]
-                    .iter()
-                    .any(|f| flags.contains(f));
-                let Some(Arg::Fd { fd, .. }) = ret else {
-                    return Ok(());
-                };
-                if !writes || is_device(&path) {
-                    // A read-only descriptor still has an offset (a copy's source reads from it).
-                    if let Some(ino) = self.names.get(&path).copied() {
-                        self.positions.insert((*fd, ino), (0, false));
-                        self.last_fd.insert(*fd, ino);
-                    }
-                    return Ok(());
-                }
-                let existing = if flags.contains("O_EXCL") {
-                    None
-                } else {
-                    self.resolve(&path, !flags.contains("O_CREAT"))
-                };
-                let ino = match existing {
-                    Some(ino) => ino,
-                    None => {
-                        let mode = mode.and_then(num).unwrap_or(0o666) as u32;
-                        let ino = self.new_inode(&path, mode);
-                        self.push(
-                            Op::Create {
-                                path: path.clone(),
-                                ino,
-                            },
-                            call,
-                        );
-                        ino
-                    }
-                };
-                if flags.contains("O_TRUNC") && existing.is_some() {
-                    self.truncate(ino, 0, call);
-                }
-                self.positions.insert((*fd, ino), (0, flags.contains("O_APPEND")));
-                self.last_fd.insert(*fd, ino);
-            }
-            "write" | "pwrite64" | "writev" | "pwritev" | "pwritev2" => {
-                let Some((fd, ino)) = args.first().and_then(|a| self.fd_inode(a)) else {
-                    return Ok(());
-                };
-                let written = ret.as_ref().and_then(num).ok_or_else(|| bad("the result"))? as usize;
-                let mut data = match call.syscall.as_str() {
-                    "write" | "pwrite64" => match args.get(1) {
-                        Some(Arg::Str(bytes, false)) => bytes.clone(),
-                        _ => return Err(bad("the bytes written (truncated?)")),
-                    },
-                    _ => iov_bytes(args.get(1)).ok_or_else(|| bad("the bytes written (truncated?)"))?,
-                };
-                data.truncate(written);
-                let offset = match call.syscall.as_str() {
-                    "pwrite64" => args.get(3).and_then(num).ok_or_else(|| bad("the offset"))?,
-                    "pwritev" | "pwritev2" => args.get(3).and_then(num).ok_or_else(|| bad("the offset"))?,
-                    _ => self.advance(fd, ino, written as u64),
-                };
-                self.write_at(ino, offset, data, call);
-            }
+            "open" | "openat" | "creat" => self.on_open(call, args, ret)?,
+            "write" | "pwrite64" | "writev" | "pwritev" | "pwritev2" => self.on_write(call, args, ret)?,
             "lseek" => {
                 if let (Some((fd, ino)), Some(at)) = (
                     args.first().and_then(|a| self.fd_inode(a)),
@@ -366,93 +296,9 @@ impl Reader<'_> {
                     self.truncate(ino, size, call);
                 }
             }
-            "copy_file_range" | "sendfile" => {
-                let (src, src_off, dst, dst_off) = if call.syscall == "sendfile" {
-                    (args.get(1), args.get(2), args.first(), None)
-                } else {
-                    (args.first(), args.get(1), args.get(2), args.get(3))
-                };
-                let (Some(src), Some(dst)) = (
-                    src.and_then(|a| self.fd_inode(a)),
-                    dst.and_then(|a| self.fd_inode(a)),
-                ) else {
-                    return Ok(());
-                };
-                let null = |a: Option<&Arg>| a.is_none_or(|a| matches!(a, Arg::Other(s) if s == "NULL"));
-                let copied = ret.as_ref().and_then(num).ok_or_else(|| bad("the result"))?;
-                let data = if null(src_off) && null(dst_off) {
-                    self.read_from(src.0, src.1, copied)
-                } else {
-                    None
-                };
-                match data {
-                    Some(data) => {
-                        let offset = self.advance(dst.0, dst.1, copied);
-                        self.write_at(dst.1, offset, data, call);
-                    }
-                    None => self.push(
-                        Op::Unmodelled {
-                            inos: vec![dst.1],
-                            paths: Vec::new(),
-                        },
-                        call,
-                    ),
-                }
-            }
-            "rename" | "renameat" | "renameat2" => {
-                let (from, to) = if call.syscall == "rename" {
-                    (
-                        self.absolute(None, str_arg(args.first())?)?,
-                        self.absolute(None, str_arg(args.get(1))?)?,
-                    )
-                } else {
-                    let from = self.absolute(args.first(), str_arg(args.get(1))?)?;
-                    (from, self.absolute(args.get(2), str_arg(args.get(3))?)?)
-                };
-                let exchange = args
-                    .get(4)
-                    .is_some_and(|a| matches!(a, Arg::Other(f) if f.contains("RENAME_EXCHANGE")));
-                let Some(ino) = self.resolve(&from, true) else {
-                    return Err(format!(
-                        "`{}` renames {from}, which the record never saw made",
-                        call.line
-                    ));
-                };
-                let exchanged = if exchange { self.resolve(&to, true) } else { None };
-                self.names.remove(&from);
-                self.gone.insert(from.clone());
-                if let Some(other) = exchanged {
-                    self.names.insert(from.clone(), other);
-                    self.gone.remove(&from);
-                }
-                self.names.insert(to.clone(), ino);
-                self.gone.remove(&to);
-                self.push(
-                    Op::Rename {
-                        from,
-                        to,
-                        ino,
-                        exchanged,
-                    },
-                    call,
-                );
-            }
-            "link" | "linkat" => {
-                let (from, to) = if call.syscall == "link" {
-                    (
-                        self.absolute(None, str_arg(args.first())?)?,
-                        self.absolute(None, str_arg(args.get(1))?)?,
-                    )
-                } else {
-                    let from = self.absolute(args.first(), str_arg(args.get(1))?)?;
-                    (from, self.absolute(args.get(2), str_arg(args.get(3))?)?)
-                };
-                if let Some(ino) = self.resolve(&from, true) {
-                    self.names.insert(to.clone(), ino);
-                    self.gone.remove(&to);
-                    self.push(Op::Link { path: to, ino }, call);
-                }
-            }
+            "copy_file_range" | "sendfile" => self.on_copy(call, args, ret)?,
+            "rename" | "renameat" | "renameat2" => self.on_rename(call, args)?,
+            "link" | "linkat" => self.on_link(call, args)?,
             "unlink" | "unlinkat" | "rmdir" => {
                 let path = if call.syscall == "unlinkat" {
                     self.absolute(args.first(), str_arg(args.get(1))?)?
@@ -471,80 +317,12 @@ impl Reader<'_> {
                 };
                 self.push(Op::Mkdir { path }, call);
             }
-            "chmod" | "fchmodat" | "fchmod" => {
-                let (ino, mode) = match call.syscall.as_str() {
-                    "fchmod" => (
-                        args.first().and_then(|a| self.fd_inode(a)).map(|x| x.1),
-                        args.get(1),
-                    ),
-                    "chmod" => {
-                        let path = self.absolute(None, str_arg(args.first())?)?;
-                        (self.resolve(&path, true), args.get(1))
-                    }
-                    _ => {
-                        let path = self.absolute(args.first(), str_arg(args.get(1))?)?;
-                        (self.resolve(&path, true), args.get(2))
-                    }
-                };
-                if let Some(ino) = ino {
-                    let mode = mode.and_then(num).ok_or_else(|| bad("the mode"))? as u32;
-                    self.push(Op::Chmod { ino, mode }, call);
-                }
-            }
-            "chown" | "lchown" | "fchown" | "fchownat" => {
-                let (ino, rest) = match call.syscall.as_str() {
-                    "fchown" => (args.first().and_then(|a| self.fd_inode(a)).map(|x| x.1), 1),
-                    "fchownat" => {
-                        let path = self.absolute(args.first(), str_arg(args.get(1))?)?;
-                        (self.resolve(&path, true), 2)
-                    }
-                    _ => {
-                        let path = self.absolute(None, str_arg(args.first())?)?;
-                        (self.resolve(&path, true), 1)
-                    }
-                };
-                if let Some(ino) = ino {
-                    let id =
-                        |a: Option<&Arg>| a.and_then(|a| a.signed()).filter(|v| *v >= 0).map(|v| v as u32);
-                    let (uid, gid) = (id(args.get(rest)), id(args.get(rest + 1)));
-                    self.push(Op::Chown { ino, uid, gid }, call);
-                }
-            }
-            "fsync" | "fdatasync" => {
-                let Some(Arg::Fd { path: Some(path), .. }) = args.first() else {
-                    return Ok(());
-                };
-                if !path.starts_with('/') || is_device(path) {
-                    return Ok(());
-                }
-                let path = path.clone();
-                let data_only = call.syscall == "fdatasync";
-                // A directory is a path the record never saw as a file: its fsync persists the
-                // names in it.
-                match self.names.get(&path).copied() {
-                    Some(ino) => self.push(Op::FsyncFile { ino, data_only }, call),
-                    None if self.watched.contains_key(&path) => {
-                        if let Some(ino) = self.resolve(&path, true) {
-                            self.push(Op::FsyncFile { ino, data_only }, call);
-                        }
-                    }
-                    None => self.push(Op::FsyncDir { path }, call),
-                }
-            }
+            "chmod" | "fchmodat" | "fchmod" => self.on_chmod(call, args)?,
+            "chown" | "lchown" | "fchown" | "fchownat" => self.on_chown(call, args)?,
+            "fsync" | "fdatasync" => self.on_fsync(call, args)?,
             "sync" | "syncfs" => self.push(Op::Sync, call),
             // fallocate, symlink, openat2 …: not replayed; an error if a watched file needs it.
-            other if FILE_CHANGING.contains(&other) => {
-                let mut inos = Vec::new();
-                let mut paths = Vec::new();
-                for arg in args {
-                    match arg {
-                        Arg::Fd { .. } => inos.extend(self.fd_inode(arg).map(|x| x.1)),
-                        Arg::Str(p, _) => paths.push(normalise(&String::from_utf8_lossy(p))),
-                        _ => {}
-                    }
-                }
-                self.push(Op::Unmodelled { inos, paths }, call);
-            }
+            other if FILE_CHANGING.contains(&other) => self.on_unmodelled(call, args)?,
             _ => {}
         }
         Ok(())
