@@ -16,7 +16,8 @@ use std::collections::BTreeMap;
 
 const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 
-fn varint(out: &mut Vec<u8>, mut n: u64) {
+/// A varint (the fuzz generator's protobuf bodies use it too).
+pub(crate) fn varint(out: &mut Vec<u8>, mut n: u64) {
     while n >= 0x80 {
         out.push(n as u8 | 0x80);
         n >>= 7;
@@ -25,7 +26,7 @@ fn varint(out: &mut Vec<u8>, mut n: u64) {
 }
 
 /// A length-delimited field (string, bytes, message, map entry).
-fn field(out: &mut Vec<u8>, number: u64, payload: &[u8]) {
+pub(crate) fn field(out: &mut Vec<u8>, number: u64, payload: &[u8]) {
     varint(out, (number << 3) | 2);
     varint(out, payload.len() as u64);
     out.extend_from_slice(payload);

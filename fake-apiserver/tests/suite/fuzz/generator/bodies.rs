@@ -2,6 +2,7 @@
 //! any sane depth or width, raw bytes, and protobuf envelopes of random fields.
 
 use super::{KINDS, Rng, SEGMENTS, VERSIONS};
+use crate::protobuf::{field as delimited, varint};
 use serde_json::{Value, json};
 
 /// A JSON value of the generator's choosing: small and typed, or deep, or wide.
@@ -156,18 +157,4 @@ fn protobuf_fields(rng: &mut Rng, out: &mut Vec<u8>, depth: usize) {
             }
         }
     }
-}
-
-fn varint(out: &mut Vec<u8>, mut n: u64) {
-    while n >= 0x80 {
-        out.push(n as u8 | 0x80);
-        n >>= 7;
-    }
-    out.push(n as u8);
-}
-
-fn delimited(out: &mut Vec<u8>, field: u64, payload: &[u8]) {
-    varint(out, (field << 3) | 2);
-    varint(out, payload.len() as u64);
-    out.extend_from_slice(payload);
 }
