@@ -6,10 +6,13 @@
 //! and failed (the agent-binary suite on container nodes, 2026-11-28).
 //!
 //! The agent here is the reference daemon behind a shell script that logs one more line a
-//! second after the scenario creates the force file; the scenario's Then step asks for that line
-//! at once. The step passes by waiting for it, and still fails, naming the node and the line,
-//! for a line that never comes. The failing run first waits for the late line too, so what the
-//! failure shows does not depend on how fast the host ran the script.
+//! second after the scenario writes a file no config names, which the daemon leaves alone (the
+//! force file would make a daemon that has not yet run its start check reboot the node, and
+//! the reboot's lines would push the late one out of the failure's last lines);
+//! the scenario's Then step asks for that line at once. The step passes by waiting for it, and
+//! still fails, naming the node and the line, for a line that never comes. The failing run first
+//! waits for the late line too, so what the failure shows does not depend on how fast the host
+//! ran the script.
 
 use harness::runner::{Summary, run};
 use std::os::unix::fs::PermissionsExt;
@@ -20,7 +23,7 @@ fn feature(lines: &[&str]) -> String {
 
   Scenario: The journal shows a line the agent logs a second after the step before
     Given a fresh cluster with 1 worker node
-    When the force file is created on every node
+    When the file /etc/mco-late-line-trigger is written on every node
 "
     .to_string();
     for (i, line) in lines.iter().enumerate() {
@@ -40,7 +43,7 @@ async fn run_with_late_line(asked: &[&str], timeout: Duration) -> (Summary, temp
             "#!/bin/sh\n\
              # The reference daemon does the agent's work; this script only logs a line late.\n\
              {daemon} \"$@\" &\n\
-             until [ -e \"$MCO_NODE_ROOT/run/machine-config-daemon-force\" ]; do sleep 0.05; done\n\
+             until [ -e \"$MCO_NODE_ROOT/etc/mco-late-line-trigger\" ]; do sleep 0.05; done\n\
              sleep 1\n\
              echo 'a line logged a second late'\n\
              wait\n",
