@@ -15,6 +15,7 @@ mod secret;
 mod update;
 
 pub use crd::validate_crd;
+pub use gojson::syntax_error as go_json_syntax_error;
 pub use meta::MAX_DATA_SIZE;
 
 use crate::error::{ApiError, Cause};

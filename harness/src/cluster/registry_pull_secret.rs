@@ -13,12 +13,23 @@
 //!   `default-route-openshift-image-registry.apps.<base domain>`;
 //! - written as `{"auths":{…}}`, hosts in order, each entry with its username, password, email
 //!   and auth (empty when absent); nothing when no host is left.
+//!
+//! Upstream decodes and writes with Go's JSON (`github.com/clarketm/json`, a copy of
+//! `encoding/json`), not serde_json's strict reading: keys matched to fields ignoring case,
+//! `null` hosts and fields, duplicate keys, invalid UTF-8 and the output's escapes all follow Go
+//! (`dockerconfig.rs` over `go_syntax.rs` and `go_json.rs`), checked against Go's own answers
+//! in `go_corpus.jsonl`.
+
+mod dockerconfig;
+#[cfg(test)]
+mod go_corpus_tests;
+mod go_json;
+mod go_syntax;
 
 use super::ClusterError;
+use dockerconfig::Hosts;
 use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
-use serde::Serialize;
-use std::collections::BTreeMap;
 
 /// The ClusterOperator whose presence says the cluster has an image registry.
 pub const IMAGE_REGISTRY_OPERATOR: &str = "image-registry";
@@ -31,54 +42,55 @@ pub const INTERNAL_REGISTRY_HOST: &str = "image-registry.openshift-image-registr
 /// The route host the operator adds for it, before the base domain.
 pub const DEFAULT_ROUTE_PREFIX: &str = "default-route-openshift-image-registry.apps.";
 
-/// One host's credentials, as upstream's `DockerConfigEntry` writes them.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-struct Entry {
-    username: String,
-    password: String,
-    email: String,
-    auth: String,
-}
-
-impl Entry {
-    /// The four fields from a host's JSON object; other fields are dropped, a field that is
-    /// not a string is an error (as Go's decoding into the struct has it).
-    fn of(host: &str, value: &serde_json::Value) -> Result<Entry, String> {
-        let object = value
-            .as_object()
-            .ok_or_else(|| format!("the entry of {host} is not a JSON object"))?;
-        let field = |name: &str| match object.get(name) {
-            None | Some(serde_json::Value::Null) => Ok(String::new()),
-            Some(serde_json::Value::String(s)) => Ok(s.clone()),
-            Some(other) => Err(format!("{host}.{name} is not a string: {other}")),
-        };
-        Ok(Entry {
-            username: field("username")?,
-            password: field("password")?,
-            email: field("email")?,
-            auth: field("auth")?,
-        })
-    }
-}
-
-#[derive(Serialize)]
-struct DockerConfigJson<'a> {
-    auths: &'a BTreeMap<String, Entry>,
-}
-
-/// Merge a `{host: entry}` JSON map into `auths` (`null` is an empty one, as Go decodes it).
-fn merge(raw: &[u8], auths: &mut BTreeMap<String, Entry>) -> Result<(), String> {
-    let value: serde_json::Value =
-        serde_json::from_slice(raw).map_err(|e| format!("unmarshal failure: {e}"))?;
-    let map = match value {
-        serde_json::Value::Null => return Ok(()),
-        serde_json::Value::Object(map) => map,
-        other => return Err(format!("unmarshal failure: {other} is not a map of hosts")),
-    };
-    for (host, value) in &map {
-        auths.insert(host.clone(), Entry::of(host, value)?);
+/// `MergeDockerConfigstoJSONMap` of the `machine-os-puller` pull secret `name`'s `.dockercfg`:
+/// its hosts replace those in `auths`, or, when it does not decode, nothing changes and the
+/// assembly fails (4.16) or goes on (`skip_unreadable`, 4.14, which ignores the error).
+fn merge_puller_secret(
+    name: &str,
+    raw: &[u8],
+    auths: &mut Hosts,
+    skip_unreadable: bool,
+) -> Result<(), ClusterError> {
+    match dockerconfig::unmarshal_docker_config(raw) {
+        Ok(hosts) => auths.extend(hosts),
+        Err(_) if skip_unreadable => {}
+        Err(e) => {
+            return Err(ClusterError::Operator(format!(
+                "could not merge auths from secret {name}: unmarshal failure: {e}"
+            )));
+        }
     }
     Ok(())
+}
+
+/// `ConvertSecretTodockercfg` of the global pull secret's `.dockerconfigjson`, then
+/// `MergeDockerConfigstoJSONMap` of what it gives.
+fn merge_global_pull_secret(raw: &[u8], auths: &mut Hosts) -> Result<(), ClusterError> {
+    let (pns, pname) = CLUSTER_PULL_SECRET;
+    let old_style = dockerconfig::convert_secret_to_dockercfg(raw).map_err(|e| {
+        ClusterError::Operator(format!(
+            "{pns}/{pname}: could not decode new-style pull secret: {e}"
+        ))
+    })?;
+    let hosts = dockerconfig::unmarshal_old_style(&old_style).map_err(|e| {
+        ClusterError::Operator(format!(
+            "failed to merge global pull secret: unmarshal failure: {e}"
+        ))
+    })?;
+    auths.extend(hosts);
+    Ok(())
+}
+
+/// The secret written from the merged hosts: the internal registry's entry copied to its
+/// default route, then `json.Marshal`; `None` when no host is left.
+fn written(mut auths: Hosts, base_domain: &str) -> Option<Vec<u8>> {
+    if let Some(entry) = auths.get(INTERNAL_REGISTRY_HOST).cloned() {
+        auths.insert(format!("{DEFAULT_ROUTE_PREFIX}{base_domain}"), entry);
+    }
+    if auths.is_empty() {
+        return None;
+    }
+    Some(dockerconfig::marshal_docker_config_json(&auths))
 }
 
 fn config_resource(kind: &str, plural: &str) -> ApiResource {
@@ -118,7 +130,7 @@ pub async fn assemble(client: &kube::Client, skip_unreadable: bool) -> Result<Op
     else {
         return Ok(None);
     };
-    let mut auths = BTreeMap::new();
+    let mut auths = Hosts::new();
     for reference in sa.image_pull_secrets.iter().flatten() {
         let name = &reference.name;
         let secret = secrets
@@ -131,15 +143,7 @@ pub async fn assemble(client: &kube::Client, skip_unreadable: bool) -> Result<Op
             .and_then(|d| d.get(".dockercfg"))
             .map(|b| b.0.clone())
             .unwrap_or_default();
-        match merge(&raw, &mut auths) {
-            Ok(()) => {}
-            Err(_) if skip_unreadable => {}
-            Err(e) => {
-                return Err(ClusterError::Operator(format!(
-                    "could not merge auths from secret {name}: {e}"
-                )));
-            }
-        }
+        merge_puller_secret(name, &raw, &mut auths, skip_unreadable)?;
     }
     let (pns, pname) = CLUSTER_PULL_SECRET;
     let pull = Api::<Secret>::namespaced(client.clone(), pns)
@@ -158,49 +162,6 @@ pub async fn assemble(client: &kube::Client, skip_unreadable: bool) -> Result<Op
         .and_then(|d| d.get(".dockerconfigjson"))
         .map(|b| b.0.clone())
         .unwrap_or_default();
-    let global: serde_json::Value = serde_json::from_slice(&raw).map_err(|e| {
-        ClusterError::Operator(format!(
-            "{pns}/{pname}: could not decode new-style pull secret: {e}"
-        ))
-    })?;
-    let old_style = serde_json::to_vec(global.get("auths").unwrap_or(&serde_json::Value::Null))
-        .map_err(|e| ClusterError::Operator(e.to_string()))?;
-    merge(&old_style, &mut auths)
-        .map_err(|e| ClusterError::Operator(format!("failed to merge global pull secret: {e}")))?;
-    if let Some(entry) = auths.get(INTERNAL_REGISTRY_HOST).cloned() {
-        auths.insert(format!("{DEFAULT_ROUTE_PREFIX}{base_domain}"), entry);
-    }
-    if auths.is_empty() {
-        return Ok(None);
-    }
-    let bytes = serde_json::to_vec(&DockerConfigJson { auths: &auths })
-        .map_err(|e| ClusterError::Operator(e.to_string()))?;
-    Ok(Some(bytes))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_later_secret_replaces_a_host_and_entries_keep_four_fields() {
-        let mut auths = BTreeMap::new();
-        merge(
-            br#"{"a":{"auth":"one","extra":1},"b":{"username":"u"}}"#,
-            &mut auths,
-        )
-        .unwrap();
-        merge(br#"{"a":{"auth":"two"}}"#, &mut auths).unwrap();
-        let text = serde_json::to_string(&DockerConfigJson { auths: &auths }).unwrap();
-        assert_eq!(
-            text,
-            r#"{"auths":{"a":{"username":"","password":"","email":"","auth":"two"},"b":{"username":"u","password":"","email":"","auth":""}}}"#
-        );
-        assert!(merge(br#"{"a":{"auth":1}}"#, &mut auths).is_err());
-        assert!(merge(b"[]", &mut auths).is_err());
-        // `null` reads as an empty map, as Go decodes it: nothing changes.
-        let before = auths.clone();
-        merge(b"null", &mut auths).unwrap();
-        assert_eq!(auths, before);
-    }
+    merge_global_pull_secret(&raw, &mut auths)?;
+    Ok(written(auths, &base_domain))
 }

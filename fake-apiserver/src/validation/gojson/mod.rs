@@ -295,8 +295,9 @@ impl Scanner {
     }
 }
 
-/// `checkValid`: the first syntax error, if any.
-fn syntax_error(input: &[u8]) -> Option<String> {
+/// `checkValid`: the first syntax error, if any (Go's text). The harness's model of upstream's
+/// pull-secret merge (clarketm/json, a copy of this scanner) checks its input with it too.
+pub fn syntax_error(input: &[u8]) -> Option<String> {
     let mut scanner = Scanner::new();
     for &c in input {
         if let Err(e) = scanner.feed(c) {
