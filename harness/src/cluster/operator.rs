@@ -27,13 +27,13 @@
 //! fall on the same instant). A missing `kubeconfig-data` is created at once (:1069-1077). A pass
 //! reads `kube-apiserver-server-ca` once and copies only what that read or its wait's polls saw,
 //! as upstream's sync does (:985-1043): a change landing during a pass is the next pass's.
+//! That half lives in `serving_ca`.
 
 use super::names::{
-    CA_BUNDLE_KEY, INITIAL_KUBE_APISERVER_SERVER_CA, KUBE_APISERVER_CLIENT_CA, KUBE_APISERVER_SERVER_CA,
-    KUBE_APISERVER_TO_KUBELET_CLIENT_CA, KUBE_APISERVER_TO_KUBELET_SIGNER, KUBECONFIG_DATA,
+    CA_BUNDLE_KEY, INITIAL_KUBE_APISERVER_SERVER_CA, KUBE_APISERVER_CLIENT_CA,
+    KUBE_APISERVER_TO_KUBELET_CLIENT_CA, KUBE_APISERVER_TO_KUBELET_SIGNER,
 };
 use super::{ClusterError, ClusterLog};
-use crate::mco::{SERVICE_CA_ROTATE, config_map_bytes};
 use crate::pki::{Clock, SimClock, merge_cert_with_ca_bundle};
 use crate::profile::{KubeletCaBundleRule, Profile};
 use base64::Engine;
@@ -101,46 +101,6 @@ pub struct Operator {
     /// Scaled down (`oc scale deployment/machine-config-operator --replicas=0`): it writes
     /// nothing, so a hand edit of the ControllerConfig stays.
     scaled_down: std::sync::atomic::AtomicBool,
-}
-
-/// How often the 4.16 operator polls `kube-apiserver-server-ca` while it waits (sync.go:1025).
-pub const SETTLE_POLL: time::Duration = time::Duration::seconds(15);
-/// How long the bundle must stay unchanged before the operator copies it (sync.go:1025).
-pub const SETTLE_WAIT: time::Duration = time::Duration::minutes(1);
-
-/// The wait of the 4.16 operator for `kube-apiserver-server-ca` to settle.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Settling {
-    /// When its current minute began: the change that started the wait, or the poll that saw
-    /// the last change.
-    since: time::OffsetDateTime,
-    /// The last poll, or `since`.
-    polled: time::OffsetDateTime,
-    /// The bundle as last seen: what it copies.
-    bundle: Vec<u8>,
-}
-
-/// What the 4.16 operator's serving-CA sync does in one pass (`Operator::serving_ca`).
-#[derive(Debug, PartialEq)]
-enum ServingCa {
-    /// It waits for the bundle to settle: the whole sync is blocked.
-    Waiting,
-    /// `kubeconfig-data` holds the bundle (or there is none to copy).
-    InStep,
-    /// Copy `bundle` into `kubeconfig-data` (`create`: there is none yet); `ended_wait`: the
-    /// copy ends a wait.
-    Copy {
-        bundle: Vec<u8>,
-        create: bool,
-        ended_wait: bool,
-    },
-}
-
-impl Settling {
-    /// The next instant the wait acts at: its next poll, or the end of its minute.
-    fn next(&self) -> time::OffsetDateTime {
-        (self.polled + SETTLE_POLL).min(self.since + SETTLE_WAIT)
-    }
 }
 
 impl Operator {
@@ -335,167 +295,6 @@ impl Operator {
         Ok(true)
     }
 
-    /// What the 4.16 operator's serving-CA sync does at the clock's now, from one read of
-    /// `kube-apiserver-server-ca` and `kubeconfig-data`: its wait for the bundle to settle moved
-    /// to now (a change seen with no wait running starts one), and what it then copies.
-    async fn serving_ca(&self) -> Result<ServingCa, ClusterError> {
-        let now = self.clock.now();
-        let server_ca = self.server_ca().await?;
-        let existing = self.kubeconfig_data().await?;
-        let mut settling = self.settling.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(wait) = settling.as_mut() else {
-            let Some(server_ca) = server_ca else {
-                return Ok(ServingCa::InStep); // nothing to copy
-            };
-            let Some(held) = &existing else {
-                // kubeconfig-data is created at once (sync.go:1069-1077).
-                return Ok(ServingCa::Copy {
-                    bundle: server_ca,
-                    create: true,
-                    ended_wait: false,
-                });
-            };
-            if config_map_bytes(held, CA_BUNDLE_KEY).as_deref() == Some(server_ca.as_slice()) {
-                return Ok(ServingCa::InStep);
-            }
-            *settling = Some(Settling {
-                since: now,
-                polled: now,
-                bundle: server_ca,
-            });
-            drop(settling);
-            self.log.record(
-                now,
-                "operator: kube-apiserver-server-ca differs from kubeconfig-data; polling it every 15 s until it is unchanged for a minute",
-            );
-            return Ok(ServingCa::Waiting);
-        };
-        // Every poll due by now, each reading the bundle as it is now: the clock stops at each
-        // (`deadline`), so no change falls between two polls unseen.
-        while wait.next() <= now && wait.next() < wait.since + SETTLE_WAIT {
-            wait.polled = wait.next();
-            if let Some(seen) = &server_ca
-                && *seen != wait.bundle
-            {
-                wait.bundle = seen.clone();
-                wait.since = wait.polled;
-                self.log.record(
-                    wait.polled,
-                    "operator: found new data in kube-apiserver-server-ca while polling; waiting a further minute",
-                );
-            }
-        }
-        if now < wait.since + SETTLE_WAIT {
-            return Ok(ServingCa::Waiting);
-        }
-        // The wait is over: it copies what its last poll saw. The wait ends once that is
-        // written (`sync_server_ca`), so a pass that fails before keeps it.
-        Ok(ServingCa::Copy {
-            bundle: wait.bundle.clone(),
-            create: existing.is_none(),
-            ended_wait: true,
-        })
-    }
-
-    async fn server_ca(&self) -> Result<Option<Vec<u8>>, ClusterError> {
-        let (ns, name) = KUBE_APISERVER_SERVER_CA;
-        Ok(Api::<ConfigMap>::namespaced(self.client.clone(), ns)
-            .get_opt(name)
-            .await
-            .map_err(|e| ClusterError::kube(format!("configmap {ns}/{name}"), e))?
-            .and_then(|cm| config_map_bytes(&cm, CA_BUNDLE_KEY)))
-    }
-
-    async fn kubeconfig_data(&self) -> Result<Option<ConfigMap>, ClusterError> {
-        let (ns, name) = KUBECONFIG_DATA;
-        Api::<ConfigMap>::namespaced(self.client.clone(), ns)
-            .get_opt(name)
-            .await
-            .map_err(|e| ClusterError::kube(format!("configmap {ns}/{name}"), e))
-    }
-
-    /// 4.16: what `serving_ca` decided — `kube-apiserver-server-ca`'s bundle into
-    /// `kubeconfig-data` — and `service-ca-rotate`.
-    async fn sync_server_ca(&self, step: ServingCa) -> Result<bool, ClusterError> {
-        let (ns, name) = KUBECONFIG_DATA;
-        let configmaps: Api<ConfigMap> = Api::namespaced(self.client.clone(), ns);
-        let mut changed = false;
-        // A wait that ended writes what it saw, even what kubeconfig-data already holds, and
-        // marks the rotation (sync.go:1045-1066 patch and set editCCAnno unconditionally).
-        let differs = matches!(step, ServingCa::Copy { .. });
-        if let ServingCa::Copy {
-            bundle: server_ca,
-            create,
-            ended_wait,
-        } = step
-        {
-            // Upstream writes the bundle as binaryData: a create, or a merge patch from the
-            // object it read to one holding only binaryData, which drops `data` (sync.go:1045-1076).
-            let encoded = base64::engine::general_purpose::STANDARD.encode(&server_ca);
-            let what = || format!("configmap {ns}/{name}");
-            if !create {
-                let patch = json!({"data": null, "binaryData": {CA_BUNDLE_KEY: encoded}});
-                configmaps
-                    .patch(name, &PatchParams::default(), &Patch::Merge(patch))
-                    .await
-                    .map_err(|e| ClusterError::kube(what(), e))?;
-            } else {
-                let object = ConfigMap {
-                    metadata: kube::api::ObjectMeta {
-                        name: Some(name.into()),
-                        namespace: Some(ns.into()),
-                        ..Default::default()
-                    },
-                    binary_data: Some([(CA_BUNDLE_KEY.into(), k8s_openapi::ByteString(server_ca))].into()),
-                    ..Default::default()
-                };
-                configmaps
-                    .create(&Default::default(), &object)
-                    .await
-                    .map_err(|e| ClusterError::kube(what(), e))?;
-            }
-            if ended_wait {
-                *self.settling.lock().unwrap_or_else(|p| p.into_inner()) = None;
-            }
-            self.log.record(
-                self.clock.now(),
-                &format!("operator: configmap {ns}/{name} updated from kube-apiserver-server-ca"),
-            );
-            *self.rotate_set_at.lock().unwrap_or_else(|p| p.into_inner()) = Some(self.clock.now());
-            changed = true;
-        }
-        let set_at = *self.rotate_set_at.lock().unwrap_or_else(|p| p.into_inner());
-        let rotate = if differs || set_at == Some(self.clock.now()) {
-            "true"
-        } else {
-            "false"
-        };
-        let api = controller_configs(&self.client);
-        let cc = api
-            .get(CONTROLLER_CONFIG)
-            .await
-            .map_err(|e| ClusterError::kube(format!("controllerconfig {CONTROLLER_CONFIG}"), e))?;
-        let current = cc
-            .metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(SERVICE_CA_ROTATE));
-        // Upstream sets it on every sync, "false" included (sync.go:1083-1087), so a cluster's
-        // ControllerConfig always carries it once the operator has run.
-        if current.map(String::as_str) != Some(rotate) {
-            let patch = json!({"metadata": {"annotations": {SERVICE_CA_ROTATE: rotate}}});
-            api.patch(CONTROLLER_CONFIG, &PatchParams::default(), &Patch::Merge(patch))
-                .await
-                .map_err(|e| ClusterError::kube(format!("controllerconfig {CONTROLLER_CONFIG}"), e))?;
-            self.log.record(
-                self.clock.now(),
-                &format!("operator: controllerconfig {CONTROLLER_CONFIG} {SERVICE_CA_ROTATE}={rotate}"),
-            );
-            changed = true;
-        }
-        Ok(changed)
-    }
-
     async fn sync_kubelet_ca(&self) -> Result<bool, ClusterError> {
         let bundle = kubelet_ca_bundle(self.profile, &self.sources().await?)?;
         let encoded = base64::engine::general_purpose::STANDARD.encode(&bundle);
@@ -504,5 +303,9 @@ impl Operator {
     }
 }
 
+mod serving_ca;
 #[cfg(test)]
 mod tests;
+
+pub use serving_ca::{SETTLE_POLL, SETTLE_WAIT};
+use serving_ca::{ServingCa, Settling};

@@ -1,4 +1,6 @@
 use super::*;
+use crate::cluster::names::{KUBE_APISERVER_SERVER_CA, KUBECONFIG_DATA};
+use crate::mco::config_map_bytes;
 use crate::pki::{SIMULATION_EPOCH, Signer, subjects};
 use time::Duration;
 
