@@ -89,6 +89,25 @@ Feature: The daemon's Node events
     And every node's journal shows "In desired state" since the agent restarted
     And no node has rebooted
 
+  # Once its start check passed, the daemon starts its config drift monitor and says so; it stops
+  # the monitor before an update and starts it again once a rebootless update is done
+  # (startConfigDriftMonitor: release-4.12 daemon.go:524-533 and :1105, update.go:163; release-4.14
+  # daemon.go:693-702 and :1217; release-4.16 daemon.go:778-802 and :1492, update.go:115;
+  # stopConfigDriftMonitor before every update, the monitor's goroutine posting the stop:
+  # release-4.12 daemon.go:1110-1115 and :1825, release-4.16 :1497-1502 and :2502). A restarted
+  # daemon has a new event recorder, so its start is a second event.
+  Scenario: The daemon's config drift monitor says when it watches and when it stops
+    Given a fresh cluster with 1 worker node
+    Then every node shows the Node event ConfigDriftMonitorStarted once
+    When the agent restarts on every node
+    Then every node shows the Node event ConfigDriftMonitorStarted twice
+    When a MachineConfig for the worker pool changes the file /etc/containers/registries.conf
+    Then every node applied it with a crio reload
+    And every node shows these Node events, where <config> is the worker pool's newest rendered config:
+      | type   | reason                    | message                                                 |
+      | Normal | ConfigDriftMonitorStopped | Config Drift Monitor stopped                            |
+      | Normal | ConfigDriftMonitorStarted | Config Drift Monitor started, watching against <config> |
+
   @ocp-4.12
   Scenario: On 4.12 a start of the daemon on the config the node runs completes nothing
     Given a fresh cluster with 1 worker node

@@ -167,6 +167,9 @@ fn go_file_mode(mode: u32) -> String {
 pub struct DriftMonitor {
     _watch: crate::node::dir_watch::DirWatch,
     events: mpsc::UnboundedReceiver<()>,
+    /// Whether the daemon has said on the Node that it watches (`ConfigDriftMonitorStarted`):
+    /// upstream's monitor runs only from then on, so only then does its stop say so too.
+    pub(super) announced: bool,
 }
 
 impl DriftMonitor {
@@ -194,6 +197,7 @@ impl DriftMonitor {
         Ok(DriftMonitor {
             _watch: watch,
             events,
+            announced: false,
         })
     }
 

@@ -158,7 +158,7 @@ pub async fn node_loop(env: &AgentEnv, behaviour: UpdateFiles, stop: Cancellatio
                 _ = tokio::time::sleep(super::mutant::SLOW_SYNC_DELAY) => {}
             }
         }
-        monitor = None; // upstream stops the drift monitor while it updates
+        stop_monitor(env, &mut monitor).await; // upstream stops it while it updates
         let result = tokio::select! {
             _ = stop.cancelled() => return,
             result = update(env, behaviour, &current, &desired) => result,
@@ -169,6 +169,7 @@ pub async fn node_loop(env: &AgentEnv, behaviour: UpdateFiles, stop: Cancellatio
             Ok(false) => {
                 // Checked once the watch is in place: an edit right after the update counts.
                 monitor = start_monitor(env, &desired).await;
+                announce_monitor(env, &mut monitor, &desired).await;
                 if monitor.is_some() && on_drift(env, behaviour, &mut monitor, Check::Changed).await {
                     return;
                 }
@@ -199,6 +200,33 @@ async fn monitor_settled_node(env: &AgentEnv) -> Option<DriftMonitor> {
         return None;
     }
     start_monitor(env, current).await
+}
+
+/// Say on the Node that the drift monitor watches `config`, as upstream's
+/// `startConfigDriftMonitor` does once the start check passed or a rebootless update is done
+/// (release-4.12 daemon.go:533, :1105-1106, update.go:163; release-4.16 daemon.go:802,
+/// :1492-1493, update.go:115). A monitor that could not start says nothing.
+async fn announce_monitor(env: &AgentEnv, monitor: &mut Option<DriftMonitor>, config: &str) {
+    if let Some(m) = monitor.as_mut().filter(|m| !m.announced) {
+        m.announced = true;
+        let message = format!("Config Drift Monitor started, watching against {config}");
+        env.event(EventType::Normal, "ConfigDriftMonitorStarted", &message)
+            .await;
+    }
+}
+
+/// Stop the drift monitor before an update; one that had said it watches says it stopped
+/// (upstream's monitor goroutine on `Done()`: release-4.12 daemon.go:1110-1115, release-4.16
+/// :1497-1502; `stopConfigDriftMonitor` before every update, release-4.16 daemon.go:2502).
+async fn stop_monitor(env: &AgentEnv, monitor: &mut Option<DriftMonitor>) {
+    if monitor.take().is_some_and(|m| m.announced) {
+        env.event(
+            EventType::Normal,
+            "ConfigDriftMonitorStopped",
+            "Config Drift Monitor stopped",
+        )
+        .await;
+    }
 }
 
 async fn start_monitor(env: &AgentEnv, config: &str) -> Option<DriftMonitor> {
@@ -253,7 +281,7 @@ async fn on_drift(
     // daemon.go:1567-1570, release-4.16 :2122-2125); nothing is completed at that start.
     if force && matches!(check, Check::Start { .. }) {
         env.log_system(&format!("Skipping on-disk validation; {FORCE_FILE} present"));
-        *monitor = None;
+        stop_monitor(env, monitor).await;
         return match update(env, behaviour, &current, &current).await {
             Ok(rebooting) => rebooting,
             Err(failure) => {
@@ -279,25 +307,41 @@ async fn on_drift(
             if verdict.is_ok() {
                 env.log_system("Validated on-disk state");
             }
-            *monitor = None;
-            match update(env, behaviour, &current, &current).await {
+            stop_monitor(env, monitor).await;
+            let done = match update(env, behaviour, &current, &current).await {
                 Ok(true) => return true,
-                Ok(false) => {}
-                Err(failure) => report(env, failure).await,
-            }
+                Ok(false) => true,
+                Err(failure) => {
+                    report(env, failure).await;
+                    false
+                }
+            };
             *monitor = start_monitor(env, &current).await;
+            if done {
+                announce_monitor(env, monitor, &current).await;
+            }
             false
         }
         (_, Ok(())) => {
             let Check::Start { completed } = check else {
                 return false;
             };
-            // A start that completed a pending config validated the files before it did.
-            if !completed {
+            // A start that completed a pending config validated the files before it did (and
+            // a completion that failed left the node Degraded).
+            let passed = if completed {
+                state != STATE_DEGRADED
+            } else {
                 env.log_system("Validated on-disk state");
-                if let Err(failure) = super::complete::at_start(env, &current, &state).await {
-                    report(env, failure).await;
+                match super::complete::at_start(env, &current, &state).await {
+                    Ok(()) => true,
+                    Err(failure) => {
+                        report(env, failure).await;
+                        false
+                    }
                 }
+            };
+            if passed {
+                announce_monitor(env, monitor, &current).await;
             }
             false
         }

@@ -12,7 +12,7 @@
 //! node has synced: the event then finds the Node. On 4.12, where nothing is requeued, it only
 //! waits for that event.
 //!
-//! An agent that posts no such event (the reference daemon, most vendors' agents) is given
+//! An agent that posts no such event (as many vendors' agents) is given
 //! [`FIRST_RUN_GRACE`] from the moment its state annotation is written, twice the time upstream
 //! takes to post it; then its first run counts as over and the nudge goes on without it. Off by
 //! default: it would hide an agent that never syncs at start without a change to sync.

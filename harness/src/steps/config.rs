@@ -3,6 +3,7 @@
 use super::oracle::FORCE_FILE;
 use anyhow::{bail, ensure};
 use cucumber::{given, then, when};
+use harness::wait::eventually;
 use harness::world::ConformanceWorld;
 use serde_json::{Value, json};
 
@@ -171,14 +172,40 @@ async fn machine_config_not_ignition(world: &mut ConformanceWorld, pool: String)
 }
 
 /// `/run/machine-config-daemon-force` on every node: the next update reboots, whatever changed.
+/// Written on a running node, as an administrator does: once its agent's start check is over.
 #[given("every node has the force file")]
 async fn force_file(world: &mut ConformanceWorld) -> anyhow::Result<()> {
     write_force_file(world).await
 }
 
-/// `touch /run/machine-config-daemon-force` on every node.
+/// The event upstream's daemon posts once its start check passed and its config drift monitor
+/// watches (`startConfigDriftMonitor` after `checkStateOnFirstRun`: release-4.12
+/// daemon.go:524-533, :1105; release-4.14 :693-702, :1217; release-4.16 :778-802, :1492).
+const DRIFT_MONITOR_STARTED: &str = "ConfigDriftMonitorStarted";
+
+/// `touch /run/machine-config-daemon-force` on every node, once every node's agent has said its
+/// config drift monitor watches: a force file there before the start check makes the check
+/// itself skip validation and run an update to the config the node is on, which reboots it
+/// (release-4.16 daemon.go:2122-2125), so a scenario's force file would be spent before its
+/// When-step. Waited for; an agent that never says it fails the step, naming the event.
 pub async fn write_force_file(world: &ConformanceWorld) -> anyhow::Result<()> {
-    for node in &world.cluster()?.nodes {
+    let c = world.cluster()?;
+    for node in &c.nodes {
+        let name = node.name();
+        eventually(world.deadline, || async {
+            let events = super::events::events_about(&c.admin, name).await?;
+            if events.iter().any(|e| e.reason == DRIFT_MONITOR_STARTED) {
+                return Ok(());
+            }
+            Err(format!(
+                "{name}: its agent has not said that its start check is over (no Node event {DRIFT_MONITOR_STARTED}, which upstream's daemon posts once the check passed); a force file written before the check makes the check reboot the node. The events about it:\n  {}",
+                super::events::shown(&events)
+            ))
+        })
+        .await
+        .map_err(anyhow::Error::msg)?;
+    }
+    for node in &c.nodes {
         node.write(FORCE_FILE, b"", 0o644).await?;
     }
     Ok(())

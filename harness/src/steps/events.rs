@@ -10,16 +10,16 @@ use kube::api::{Api, ListParams};
 
 /// One event about a node: its type, reason, message and how many times it was raised (its
 /// `count`: a recorder raises an event it raised before by counting it again).
-struct Shown {
+pub(super) struct Shown {
     kind: String,
-    reason: String,
+    pub(super) reason: String,
     message: String,
     count: u32,
 }
 
 /// The events about one node now (the Node of this name with this uid: a Node of an earlier
 /// cluster with the same name has another).
-async fn events_about(admin: &kube::Client, node: &str) -> Result<Vec<Shown>, String> {
+pub(super) async fn events_about(admin: &kube::Client, node: &str) -> Result<Vec<Shown>, String> {
     let uid = Api::<Node>::all(admin.clone())
         .get(node)
         .await
@@ -50,7 +50,7 @@ async fn events_about(admin: &kube::Client, node: &str) -> Result<Vec<Shown>, St
         .collect())
 }
 
-fn shown(events: &[Shown]) -> String {
+pub(super) fn shown(events: &[Shown]) -> String {
     if events.is_empty() {
         return "none".to_string();
     }
