@@ -45,6 +45,9 @@ pub struct ConformanceWorld {
     pub server: Option<crate::cluster::upstream_server::UpstreamServer>,
     /// Per node: the rendered config it ran when the cluster was up.
     pub configs_at_start: BTreeMap<String, String>,
+    /// Rendered configs the controller made and replaced before the cluster was up: no node ran
+    /// one and no pool targeted it then (`steps::pool` leaves them out of its counts).
+    pub replaced_before_start: std::collections::BTreeSet<String>,
     /// The Node history's length when the last change step began (what a Then step judges).
     pub history_mark: usize,
     /// The CA the last serving-CA step added to the kube-apiserver's serving CA bundle (PEM).
@@ -92,6 +95,7 @@ impl ConformanceWorld {
             added_serving_ca: None,
             history_mark: 0,
             configs_at_start: BTreeMap::new(),
+            replaced_before_start: std::collections::BTreeSet::new(),
             agent: crate::scenario::AgentKind::Reference,
             backend: crate::scenario::NodeBackend::Embedded,
             deadline: std::time::Duration::from_secs(30),

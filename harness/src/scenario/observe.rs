@@ -236,14 +236,19 @@ impl Scenario {
         Ok(self.node_history.most_updating_at_once(pool))
     }
 
-    /// That the cluster has a MachineConfigPool named `pool`; else an error listing those it has
-    /// (a misspelt pool would otherwise count zero rendered configs and pass).
-    pub async fn require_pool(&self, pool: &str) -> Result<(), ScenarioError> {
+    /// The names of the cluster's MachineConfigPools.
+    pub async fn pool_names(&self) -> Result<Vec<String>, ScenarioError> {
         let all = machine_config_pools(&self.admin)
             .list(&ListParams::default())
             .await
             .map_err(|e| ClusterError::kube("machineconfigpools".into(), e))?;
-        let names: Vec<String> = all.into_iter().filter_map(|p| p.metadata.name).collect();
+        Ok(all.into_iter().filter_map(|p| p.metadata.name).collect())
+    }
+
+    /// That the cluster has a MachineConfigPool named `pool`; else an error listing those it has
+    /// (a misspelt pool would otherwise count zero rendered configs and pass).
+    pub async fn require_pool(&self, pool: &str) -> Result<(), ScenarioError> {
+        let names = self.pool_names().await?;
         if names.iter().any(|n| n == pool) {
             return Ok(());
         }

@@ -28,6 +28,7 @@ async fn start_with(world: &mut ConformanceWorld, mut options: ScenarioOptions) 
     for node in &scenario.nodes {
         record_node_start(world, &scenario, node.as_ref()).await?;
     }
+    world.replaced_before_start = replaced_before_start(world, &scenario).await?;
     // Every signer's and target's certificate as the cluster started, for "has (not) rotated".
     for (name, namespace) in scenario.catalogue_certificates() {
         let cert = scenario.certificate(&namespace, &name).await?;
@@ -35,6 +36,31 @@ async fn start_with(world: &mut ConformanceWorld, mut options: ScenarioOptions) 
     }
     world.scenario = Some(scenario);
     Ok(())
+}
+
+/// The rendered configs that no node ran and no pool targeted when the cluster was up: ones the
+/// controller made and replaced on its way up. Upstream's render controller renders a pool that
+/// has no config yet at once, without waiting for its sub-controllers (release-4.14/4.16
+/// render_controller.go:442-447, release-4.12 always), and again on each MachineConfig its
+/// template and kubelet-config controllers write in their first seconds (each after its 5 s
+/// `renderDelay`): a host slow enough to spread those writes past the delay leaves an earlier
+/// render behind. A cluster that was up long ago has them too; they are not the scenario's.
+async fn replaced_before_start(
+    world: &ConformanceWorld,
+    scenario: &Scenario,
+) -> anyhow::Result<std::collections::BTreeSet<String>> {
+    let mut replaced = std::collections::BTreeSet::new();
+    let pools = scenario.pool_names().await?;
+    for pool in &pools {
+        let target = scenario.pool_spec(pool).await?.configuration.name;
+        for name in scenario.rendered_configs(pool).await? {
+            let run = world.configs_at_start.values().any(|c| *c == name);
+            if !run && name != target {
+                replaced.insert(name);
+            }
+        }
+    }
+    Ok(replaced)
 }
 
 /// Where a node stood once it was up: its journal position, boot id and config, which the
