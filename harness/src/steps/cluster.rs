@@ -4,6 +4,7 @@ use anyhow::Context;
 use cucumber::{given, then, when};
 use harness::scenario::{NodeBackend, Scenario, ScenarioOptions};
 use harness::world::ConformanceWorld;
+use std::collections::BTreeSet;
 
 async fn start(world: &mut ConformanceWorld, state: &str, workers: usize) -> anyhow::Result<()> {
     let mut options = ScenarioOptions::new(world.profile);
@@ -48,19 +49,23 @@ async fn start_with(world: &mut ConformanceWorld, mut options: ScenarioOptions) 
 async fn replaced_before_start(
     world: &ConformanceWorld,
     scenario: &Scenario,
-) -> anyhow::Result<std::collections::BTreeSet<String>> {
-    let mut replaced = std::collections::BTreeSet::new();
-    let pools = scenario.pool_names().await?;
-    for pool in &pools {
-        let target = scenario.pool_spec(pool).await?.configuration.name;
-        for name in scenario.rendered_configs(pool).await? {
-            let run = world.configs_at_start.values().any(|c| *c == name);
-            if !run && name != target {
-                replaced.insert(name);
-            }
-        }
+) -> anyhow::Result<BTreeSet<String>> {
+    let (mut rendered, mut targets) = (Vec::new(), BTreeSet::new());
+    for pool in scenario.pool_names().await? {
+        targets.insert(scenario.pool_spec(&pool).await?.configuration.name);
+        rendered.extend(scenario.rendered_configs(&pool).await?);
     }
-    Ok(replaced)
+    let run: BTreeSet<String> = world.configs_at_start.values().cloned().collect();
+    Ok(left_behind(&rendered, &run, &targets))
+}
+
+/// Of the `rendered` configs, those neither `run` by a node nor a pool's target.
+fn left_behind(rendered: &[String], run: &BTreeSet<String>, targets: &BTreeSet<String>) -> BTreeSet<String> {
+    rendered
+        .iter()
+        .filter(|name| !run.contains(*name) && !targets.contains(*name))
+        .cloned()
+        .collect()
 }
 
 /// Where a node stood once it was up: its journal position, boot id and config, which the
@@ -210,4 +215,51 @@ async fn runs_bootstrap_config(world: &mut ConformanceWorld) -> anyhow::Result<(
 #[given(expr = "a cluster in the starting state {string} with {int} worker node(s)")]
 async fn aged_cluster(world: &mut ConformanceWorld, state: String, workers: usize) -> anyhow::Result<()> {
     start(world, &state, workers).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(names: &[&str]) -> BTreeSet<String> {
+        names.iter().map(|n| n.to_string()).collect()
+    }
+
+    #[test]
+    fn a_config_left_behind_is_one_no_node_ran_and_no_pool_targets() {
+        let rendered: Vec<String> = [
+            "rendered-worker-a",
+            "rendered-worker-b",
+            "rendered-master-c",
+            "rendered-worker-d",
+        ]
+        .map(String::from)
+        .to_vec();
+        // Nodes run a and c; the worker pool targets d (a paused pool's newer config, say).
+        let left = left_behind(
+            &rendered,
+            &set(&["rendered-worker-a", "rendered-master-c"]),
+            &set(&["rendered-worker-d", "rendered-master-c"]),
+        );
+        assert_eq!(left, set(&["rendered-worker-b"]));
+        // A cluster with one config per pool leaves nothing behind.
+        assert!(
+            left_behind(
+                &rendered[..1],
+                &set(&["rendered-worker-a"]),
+                &set(&["rendered-worker-a"])
+            )
+            .is_empty()
+        );
+        // A bootstrap config the nodes still run beside the in-cluster target stays counted.
+        let both: Vec<String> = vec!["rendered-worker-boot".into(), "rendered-worker-new".into()];
+        assert!(
+            left_behind(
+                &both,
+                &set(&["rendered-worker-boot"]),
+                &set(&["rendered-worker-new"])
+            )
+            .is_empty()
+        );
+    }
 }
