@@ -70,6 +70,24 @@ Feature: A node whose files drift from its config
     When the file /etc/kubernetes/ca.crt is restored on every node
     Then every node is Done
 
+  # A daemon that starts on files that differ from its config fails its start check: the node is
+  # Degraded with the check's error, which names the config it validated against, and a Warning
+  # event OnDiskStateValidationFailed says the same (checkStateOnFirstRun: release-4.12
+  # daemon.go:1571-1577, release-4.16 :2135-2138 and :2586). Each retry runs the start check
+  # again; once the file is restored one passes and the node is Done.
+  Scenario: A daemon that starts on an edited file fails its start check until the file is restored
+    Given a fresh cluster with 1 worker node
+    When the file /etc/kubernetes/ca.crt is edited on every node
+    Then every node is Degraded with the reason "content mismatch for file "/etc/kubernetes/ca.crt""
+    When the agent restarts on every node
+    Then every node is Degraded with the reason "unexpected on-disk state validating against rendered-worker-"
+    And every node shows these Node events, where <config> is the worker pool's newest rendered config:
+      | type    | reason                      | message                                                                                                  |
+      | Warning | OnDiskStateValidationFailed | unexpected on-disk state validating against <config>: content mismatch for file "/etc/kubernetes/ca.crt" |
+    When the file /etc/kubernetes/ca.crt is restored on every node
+    Then every node is Done
+    And no node has rebooted
+
   # The force file skips the drift check; the update to the same config rewrites every file
   # and reboots, because calculatePostConfigChangeAction reboots when the force file exists.
   Scenario: The force file recovers a drifted node with a reboot

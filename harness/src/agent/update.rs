@@ -99,8 +99,15 @@ pub async fn node_loop(env: &AgentEnv, behaviour: UpdateFiles, stop: Cancellatio
     // The boot-time check (upstream: `Validated on-disk state`) runs once the watch is in
     // place, so a change made before the watch existed is caught too.
     let mut monitor = monitor_settled_node(env).await;
-    if monitor.is_some() && on_drift(env, behaviour, &mut monitor, start).await {
-        return;
+    // Until a start check passes every check is one (upstream's sync runs
+    // `checkStateOnFirstRun` again on each retry while `dn.booting`).
+    let mut booting = monitor.is_some();
+    if booting {
+        match on_drift(env, behaviour, &mut monitor, start).await {
+            Checked::Rebooting => return,
+            Checked::Started => booting = false,
+            Checked::Done => {}
+        }
     }
     // The config this loop's last update failed on, while the node stays failed on it.
     let mut failed: Option<String> = None;
@@ -108,8 +115,11 @@ pub async fn node_loop(env: &AgentEnv, behaviour: UpdateFiles, stop: Cancellatio
         let node = tokio::select! {
             _ = stop.cancelled() => return,
             _ = drift(&mut monitor) => {
-                if on_drift(env, behaviour, &mut monitor, Check::Changed).await {
-                    return; // rebooting
+                let check = if booting { Check::Start { completed: false } } else { Check::Changed };
+                match on_drift(env, behaviour, &mut monitor, check).await {
+                    Checked::Rebooting => return,
+                    Checked::Started => booting = false,
+                    Checked::Done => {}
                 }
                 continue;
             }
@@ -170,7 +180,13 @@ pub async fn node_loop(env: &AgentEnv, behaviour: UpdateFiles, stop: Cancellatio
                 // Checked once the watch is in place: an edit right after the update counts.
                 monitor = start_monitor(env, &desired).await;
                 announce_monitor(env, &mut monitor, &desired).await;
-                if monitor.is_some() && on_drift(env, behaviour, &mut monitor, Check::Changed).await {
+                booting = false;
+                if monitor.is_some()
+                    && matches!(
+                        on_drift(env, behaviour, &mut monitor, Check::Changed).await,
+                        Checked::Rebooting
+                    )
+                {
                     return;
                 }
             }
@@ -253,27 +269,39 @@ enum Check {
     Start { completed: bool },
 }
 
+/// How a check of the node's files ended.
+enum Checked {
+    /// An update it ran reboots the node.
+    Rebooting,
+    /// A start check passed: the daemon runs as usual from now on.
+    Started,
+    /// Anything else (a drift found, nothing to do, a change checked).
+    Done,
+}
+
 /// A tracked file changed: validate the node's files against its config (`onConfigDrift`).
 /// A mismatch degrades the node; a Degraded node whose files match again, or that has the
-/// force file, runs the update to the config it is on. True when that update reboots. At a
-/// start, files that match end in `updateConfigAndState` (`complete::at_start`).
+/// force file, runs the update to the config it is on. At a start, files that match end in
+/// `updateConfigAndState` (`complete::at_start`), and a mismatch is the start check's error,
+/// in its words, with a Warning event (release-4.16 daemon.go:2135-2138, :2586; release-4.12
+/// daemon.go:1571-1577).
 async fn on_drift(
     env: &AgentEnv,
     behaviour: UpdateFiles,
     monitor: &mut Option<DriftMonitor>,
     check: Check,
-) -> bool {
+) -> Checked {
     let Ok(node) = Api::<Node>::all(env.client.clone()).get(&env.node_name).await else {
-        return false;
+        return Checked::Done;
     };
     let annotations = node.metadata.annotations.unwrap_or_default();
     let get = |k: &str| annotations.get(k).cloned().unwrap_or_default();
     let (current, state, reason) = (get(CURRENT_CONFIG), get(STATE), get(REASON));
     if current.is_empty() || get(DESIRED_CONFIG) != current {
-        return false;
+        return Checked::Done;
     }
     let Ok(spec) = spec_of(env, &current).await else {
-        return false;
+        return Checked::Done;
     };
     let force = force_file(env);
     // At a start the force file skips the check and runs the update to the config the node is
@@ -283,33 +311,41 @@ async fn on_drift(
         env.log_system(&format!("Skipping on-disk validation; {FORCE_FILE} present"));
         stop_monitor(env, monitor).await;
         return match update(env, behaviour, &current, &current).await {
-            Ok(rebooting) => rebooting,
+            Ok(true) => Checked::Rebooting,
+            Ok(false) => Checked::Done,
             Err(failure) => {
                 report(env, failure).await;
-                false
+                Checked::Done
             }
         };
     }
     let drifted = state == STATE_DEGRADED && is_drift_reason(&reason);
+    let starting = matches!(check, Check::Start { .. });
     match (force, validate_on_disk(env, &spec)) {
         // Drift degrades a node that is not yet Degraded for it, force file or not (the force
         // file only lets the next update skip the check); a drifted node's reason follows the
         // files until the force file asks for the update.
-        (force, Err(mismatch)) if !drifted || (!force && reason != mismatch) => {
+        (force, Err(mismatch)) if !drifted || (!force && reason != found(check, &current, &mismatch)) => {
             if state == STATE_DEGRADED && !drifted {
-                return false; // Degraded for another reason: that one stands
+                return Checked::Done; // Degraded for another reason: that one stands
             }
-            env.log(&format!("Config drift detected: {mismatch}"));
-            report(env, Failure::Degraded(mismatch)).await;
-            false
+            let found = found(check, &current, &mismatch);
+            if starting {
+                env.event(EventType::Warning, "OnDiskStateValidationFailed", &found)
+                    .await;
+            } else {
+                env.log(&format!("Config drift detected: {mismatch}"));
+            }
+            report(env, Failure::Degraded(found)).await;
+            Checked::Done
         }
-        (force, verdict) if drifted && (force || verdict.is_ok()) => {
+        (force, verdict) if drifted && (force || (verdict.is_ok() && !starting)) => {
             if verdict.is_ok() {
                 env.log_system("Validated on-disk state");
             }
             stop_monitor(env, monitor).await;
             let done = match update(env, behaviour, &current, &current).await {
-                Ok(true) => return true,
+                Ok(true) => return Checked::Rebooting,
                 Ok(false) => true,
                 Err(failure) => {
                     report(env, failure).await;
@@ -320,11 +356,11 @@ async fn on_drift(
             if done {
                 announce_monitor(env, monitor, &current).await;
             }
-            false
+            Checked::Done
         }
         (_, Ok(())) => {
             let Check::Start { completed } = check else {
-                return false;
+                return Checked::Done;
             };
             // A start that completed a pending config validated the files before it did (and
             // a completion that failed left the node Degraded).
@@ -340,14 +376,29 @@ async fn on_drift(
                     }
                 }
             };
-            if passed {
-                announce_monitor(env, monitor, &current).await;
+            if !passed {
+                return Checked::Done;
             }
-            false
+            announce_monitor(env, monitor, &current).await;
+            Checked::Started
         }
-        _ => false,
+        _ => Checked::Done,
     }
 }
+
+/// What a check found wrong with the node's files, as the node's reason says it: a start
+/// check's error names the config it validated against (release-4.16 daemon.go:2586,
+/// release-4.12 daemon.go:1575 "unexpected on-disk state validating against …"); the drift
+/// monitor's is the mismatch alone.
+fn found(check: Check, config: &str, mismatch: &str) -> String {
+    match check {
+        Check::Start { .. } => format!("{START_CHECK_ERROR} {config}: {mismatch}"),
+        Check::Changed => mismatch.to_string(),
+    }
+}
+
+/// How upstream's start check begins its error.
+const START_CHECK_ERROR: &str = "unexpected on-disk state validating against";
 
 /// Whether `/run/machine-config-daemon-force` is there (and heeded).
 fn force_file(env: &AgentEnv) -> bool {
@@ -357,6 +408,11 @@ fn force_file(env: &AgentEnv) -> bool {
 /// Whether a Degraded reason is the drift check's (`validate_on_disk`), which this monitor may
 /// clear; a failed update's or the certificate writer's is not.
 fn is_drift_reason(reason: &str) -> bool {
+    // A start check's reason names the config first ("… validating against <config>: ").
+    let reason = reason
+        .strip_prefix(START_CHECK_ERROR)
+        .and_then(|rest| rest.split_once(": ").map(|(_, mismatch)| mismatch))
+        .unwrap_or(reason);
     [
         "content mismatch for file ",
         "mode mismatch for file: ",
