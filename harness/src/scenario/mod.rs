@@ -10,7 +10,9 @@
 //! # Layout
 //! - `options`: how a scenario starts (`ScenarioOptions`, `NodeBackend`, `AgentKind`).
 //! - `start`: `Scenario::start`, from options to a scenario whose nodes have synced once.
-//! - `stepping`: `advance`, heartbeats, `converge`.
+//! - `stepping`: `advance`, heartbeats, metrics scrapes.
+//! - `converge`: waiting until every node has caught up, and what is still pending.
+//! - `sync_bound`: the bounds the nodes are held to, and the lateness messages.
 //! - `act`: forced rotation, added MachineConfigs, serving-certificate rotation.
 //! - `observe`: what steps read back.
 //! - `node_history`: each Node's cordon and drain annotations over the scenario, from a watch.
@@ -20,6 +22,7 @@
 //! - `pace`: the host's paced time, which lateness is judged in.
 
 mod act;
+mod converge;
 mod crash;
 pub mod endpoint;
 mod join;
@@ -32,13 +35,14 @@ pub mod pool_history;
 mod power_loss;
 mod start;
 mod stepping;
+mod sync_bound;
 pub mod timeline;
 pub use act::ServingCaChange;
 pub use crash::{CrashPlan, CrashReport, CrashRun, Expectation, FileState, Files};
 pub use endpoint::{ClusterEndpoint, KubeconfigEndpoint};
 pub use options::{AgentKind, NodeBackend, ScenarioOptions, default_fixtures};
 pub use power_loss::PowerLossReport;
-pub use stepping::SYNC_BOUND;
+pub use sync_bound::SYNC_BOUND;
 
 use crate::cluster::install::install;
 use crate::cluster::mcc::{machine_config_pools, machine_configs};

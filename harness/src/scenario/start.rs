@@ -47,7 +47,7 @@ impl Scenario {
         // Every wait grows with the nodes there are to wait for (see `SYNC_BOUND_PER_NODE`).
         let planned: usize = options.nodes.iter().map(|(_, n)| n).sum();
         options.deadline +=
-            stepping::SYNC_BOUND_PER_NODE.saturating_mul(u32::try_from(planned).unwrap_or(u32::MAX));
+            sync_bound::SYNC_BOUND_PER_NODE.saturating_mul(u32::try_from(planned).unwrap_or(u32::MAX));
         let _ = rustls::crypto::ring::default_provider().install_default();
         let server =
             endpoint::ApiServer::start(&options.endpoint, options.profile.node_authorizer_selectors())
