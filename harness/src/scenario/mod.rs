@@ -13,7 +13,9 @@
 //! - `stepping`: `advance`, heartbeats, metrics scrapes.
 //! - `converge`: waiting until every node has caught up, and what is still pending.
 //! - `sync_bound`: the bounds the nodes are held to, and the lateness messages.
-//! - `act`: forced rotation, added MachineConfigs, serving-certificate rotation.
+//! - `act`: forced rotation, added MachineConfigs, node labels, pools, the bootstrap hand-over.
+//! - `serving_ca`: the serving CA bundle and the API server's serving certificate.
+//! - `controller_config`: the ControllerConfig published, synced by the agents, and read.
 //! - `observe`: what steps read back.
 //! - `node_history`: each Node's cordon and drain annotations over the scenario, from a watch.
 //! - `crash`: a node's sync crashed at each of its file-changing system calls in turn.
@@ -22,6 +24,7 @@
 //! - `pace`: the host's paced time, which lateness is judged in.
 
 mod act;
+mod controller_config;
 mod converge;
 mod crash;
 pub mod endpoint;
@@ -33,15 +36,16 @@ mod options;
 pub use crate::pace;
 pub mod pool_history;
 mod power_loss;
+mod serving_ca;
 mod start;
 mod stepping;
 mod sync_bound;
 pub mod timeline;
-pub use act::ServingCaChange;
 pub use crash::{CrashPlan, CrashReport, CrashRun, Expectation, FileState, Files};
 pub use endpoint::{ClusterEndpoint, KubeconfigEndpoint};
 pub use options::{AgentKind, NodeBackend, ScenarioOptions, default_fixtures};
 pub use power_loss::PowerLossReport;
+pub use serving_ca::ServingCaChange;
 pub use sync_bound::SYNC_BOUND;
 
 use crate::cluster::install::install;
