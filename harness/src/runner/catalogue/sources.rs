@@ -1,4 +1,4 @@
-//! The step sources: every file under `harness/src/steps` but `steps/mod.rs`, with its text as
+//! The step sources: every file under `harness/src/steps` but its `mod.rs`, with its text as
 //! this binary was built. The catalogue reads its phrases from them (a file without steps, such
 //! as `oracle.rs` or a folder's helpers, gives none), and the suite's checks of the steps' own
 //! code read every one (`harness/tests/suite/oracle.rs` fails when a file of `steps/` is
@@ -45,6 +45,10 @@ pub const SOURCES: &[(&str, &str)] = &[
         include_str!("../../steps/node/kubelet_ca.rs"),
     ),
     (
+        "harness/src/steps/node/labels.rs",
+        include_str!("../../steps/node/labels.rs"),
+    ),
+    (
         "harness/src/steps/node/mod.rs",
         include_str!("../../steps/node/mod.rs"),
     ),
@@ -66,8 +70,16 @@ pub const SOURCES: &[(&str, &str)] = &[
         include_str!("../../steps/power_loss.rs"),
     ),
     (
-        "harness/src/steps/registry.rs",
-        include_str!("../../steps/registry.rs"),
+        "harness/src/steps/registry/cas.rs",
+        include_str!("../../steps/registry/cas.rs"),
+    ),
+    (
+        "harness/src/steps/registry/mod.rs",
+        include_str!("../../steps/registry/mod.rs"),
+    ),
+    (
+        "harness/src/steps/registry/pull_secret.rs",
+        include_str!("../../steps/registry/pull_secret.rs"),
     ),
     (
         "harness/src/steps/serving.rs",

@@ -1,6 +1,6 @@
 //! A node's files as its kernel shows them: contents, owner and mode, a file a step writes, and
-//! whether a noted file was written again. Judged path by path; the kubelet's CA bundle has
-//! phrases of its own (`kubelet_ca`).
+//! whether a noted file was written again; whether a path exists, and a path removed. Judged
+//! path by path; the kubelet's CA bundle has phrases of its own (`kubelet_ca`).
 
 use anyhow::{Context, ensure};
 use cucumber::{given, then, when};
@@ -230,6 +230,33 @@ async fn file_not_written_again(world: &mut ConformanceWorld, path: String) -> a
             node.name(),
             if read == *contents { "the same" } else { "changed" }
         );
+    }
+    Ok(())
+}
+
+/// No node has anything at the path (file or directory).
+#[then(regex = r"^no node has the path (/\S+)$")]
+async fn no_path(world: &mut ConformanceWorld, path: String) -> anyhow::Result<()> {
+    for node in &world.cluster()?.nodes {
+        ensure!(node.stat(&path).await?.is_none(), "{} has {path}", node.name());
+    }
+    Ok(())
+}
+
+/// Every node has something at the path (file or directory).
+#[then(regex = r"^every node has the path (/\S+)$")]
+async fn every_node_has_path(world: &mut ConformanceWorld, path: String) -> anyhow::Result<()> {
+    for node in &world.cluster()?.nodes {
+        ensure!(node.stat(&path).await?.is_some(), "{} has no {path}", node.name());
+    }
+    Ok(())
+}
+
+/// The path (a file, or a directory and all in it) is removed from every node.
+#[when(regex = r"^(/\S+) is removed from every node$")]
+async fn remove_path(world: &mut ConformanceWorld, path: String) -> anyhow::Result<()> {
+    for node in &world.cluster()?.nodes {
+        node.remove(&path).await?;
     }
     Ok(())
 }

@@ -6,4 +6,5 @@ mod annotations;
 mod files;
 mod journal;
 mod kubelet_ca;
+mod labels;
 mod services;
