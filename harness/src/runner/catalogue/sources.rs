@@ -19,6 +19,18 @@ pub const SOURCES: &[(&str, &str)] = &[
         include_str!("../../steps/config.rs"),
     ),
     ("harness/src/steps/crash.rs", include_str!("../../steps/crash.rs")),
+    (
+        "harness/src/steps/crash/files.rs",
+        include_str!("../../steps/crash/files.rs"),
+    ),
+    (
+        "harness/src/steps/crash/plans.rs",
+        include_str!("../../steps/crash/plans.rs"),
+    ),
+    (
+        "harness/src/steps/crash/whole.rs",
+        include_str!("../../steps/crash/whole.rs"),
+    ),
     ("harness/src/steps/drift.rs", include_str!("../../steps/drift.rs")),
     (
         "harness/src/steps/events.rs",
