@@ -3,43 +3,8 @@
 //! serves `mco-conformance steps`, the table of `docs/steps.md`, and the nearest phrases offered
 //! for an undefined step.
 
-/// The step sources, for `mco-conformance steps` (phrases listed from the code itself).
-pub const SOURCES: &[(&str, &str)] = &[
-    (
-        "harness/src/steps/bootstrap.rs",
-        include_str!("../steps/bootstrap.rs"),
-    ),
-    (
-        "harness/src/steps/cluster.rs",
-        include_str!("../steps/cluster.rs"),
-    ),
-    ("harness/src/steps/config.rs", include_str!("../steps/config.rs")),
-    ("harness/src/steps/crash.rs", include_str!("../steps/crash.rs")),
-    ("harness/src/steps/drift.rs", include_str!("../steps/drift.rs")),
-    ("harness/src/steps/events.rs", include_str!("../steps/events.rs")),
-    (
-        "harness/src/steps/kubelet.rs",
-        include_str!("../steps/kubelet.rs"),
-    ),
-    ("harness/src/steps/node.rs", include_str!("../steps/node.rs")),
-    ("harness/src/steps/oracle.rs", include_str!("../steps/oracle.rs")),
-    ("harness/src/steps/params.rs", include_str!("../steps/params.rs")),
-    ("harness/src/steps/pool.rs", include_str!("../steps/pool.rs")),
-    (
-        "harness/src/steps/power_loss.rs",
-        include_str!("../steps/power_loss.rs"),
-    ),
-    (
-        "harness/src/steps/registry.rs",
-        include_str!("../steps/registry.rs"),
-    ),
-    (
-        "harness/src/steps/serving.rs",
-        include_str!("../steps/serving.rs"),
-    ),
-    ("harness/src/steps/signer.rs", include_str!("../steps/signer.rs")),
-    ("harness/src/steps/time.rs", include_str!("../steps/time.rs")),
-];
+mod sources;
+pub use sources::SOURCES;
 
 /// One step definition as its source declares it.
 #[derive(Debug, Clone, PartialEq, Eq)]

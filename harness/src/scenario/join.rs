@@ -1,10 +1,15 @@
 //! Nodes joining the cluster: every node's start, at the scenario's start or later (a node
 //! scaled into a pool), seeded with what the machine-config server serves a new node.
 
-use super::{Scenario, ScenarioError, ScenarioOptions, fixture_err, start_node};
+use super::{AgentKind, NodeBackend, Scenario, ScenarioError, ScenarioOptions, fixture_err};
+use crate::agent::ReferenceDaemon;
 use crate::cluster::server::Served;
-use crate::node::Node;
+use crate::node::agent_service::AgentProcess;
+use crate::node::container::{ContainerNode, ContainerSpec};
+use crate::node::kubelet::FakeKubelet;
+use crate::node::light::{LightClients, LightKubelet};
 use crate::node::seed::{NodeSeed, seed_node};
+use crate::node::{AGENT_UNIT, CRIO_UNIT, EmbeddedNode, KUBELET_UNIT, Node, Service};
 use crate::pki::SimClock;
 use fake_apiserver::ClientIdentity;
 use std::sync::Arc;
@@ -148,5 +153,95 @@ impl Scenario {
         self.settle().await?;
         self.await_first_sync().await?;
         Ok(name)
+    }
+}
+
+/// A node of the scenario's backend with the kubelet and the agent as services, seeded by the
+/// caller and then booted.
+async fn start_node(
+    name: &str,
+    options: &ScenarioOptions,
+    clock: SimClock,
+    light: Option<&LightClients>,
+) -> Result<Arc<dyn Node>, crate::node::NodeError> {
+    let profile = options.profile;
+    match &options.backend {
+        NodeBackend::Light => {
+            let (Some(light), AgentKind::Reference) = (light, &options.agent) else {
+                return Err(crate::node::NodeError::Io {
+                    node: name.into(),
+                    path: "<agent>".into(),
+                    source: std::io::Error::other(
+                        "light nodes run the reference daemon in this process, with the scenario's shared clients (tag the scenario @light: a run with another agent then skips it)",
+                    ),
+                });
+            };
+            let node = EmbeddedNode::new(name, &[KUBELET_UNIT, CRIO_UNIT, AGENT_UNIT], clock)?;
+            node.without_private_bus();
+            node.set_service(
+                KUBELET_UNIT,
+                Arc::new(LightKubelet {
+                    client: light.kubelet.clone(),
+                }),
+            );
+            node.set_service(
+                AGENT_UNIT,
+                Arc::new(ReferenceDaemon {
+                    profile,
+                    mutant: None,
+                    client: Some(light.agent.clone()),
+                }),
+            );
+            Ok(Arc::new(node))
+        }
+        NodeBackend::Embedded => {
+            let node = EmbeddedNode::new(name, &[KUBELET_UNIT, CRIO_UNIT, AGENT_UNIT], clock)?;
+            node.set_service(
+                KUBELET_UNIT,
+                Arc::new(crate::node::restart::RestartAlways(Arc::new(FakeKubelet))),
+            );
+            let agent: Arc<dyn Service> = match &options.agent {
+                AgentKind::Reference => Arc::new(ReferenceDaemon {
+                    profile,
+                    mutant: None,
+                    client: None,
+                }),
+                AgentKind::Mutant(m) => Arc::new(ReferenceDaemon {
+                    profile,
+                    mutant: Some(*m),
+                    client: None,
+                }),
+                AgentKind::Binary {
+                    path,
+                    args,
+                    node_tools,
+                } => Arc::new(AgentProcess {
+                    binary: path.clone(),
+                    args: args.clone(),
+                    profile,
+                    node_tools: node_tools.clone(),
+                }),
+                AgentKind::Image { image, .. } => {
+                    return Err(crate::node::NodeError::Io {
+                        node: name.into(),
+                        path: "<agent>".into(),
+                        source: std::io::Error::other(format!(
+                            "the agent image {image} needs container nodes"
+                        )),
+                    });
+                }
+            };
+            node.set_service(AGENT_UNIT, agent);
+            Ok(Arc::new(node))
+        }
+        NodeBackend::Container { image } => {
+            let spec = ContainerSpec {
+                image: image.clone(),
+                agent: options.agent.container_command(),
+            };
+            Ok(Arc::new(
+                ContainerNode::start(name, &spec, profile, &clock).await?,
+            ))
+        }
     }
 }

@@ -8,27 +8,26 @@
 //! Upstream writes each file whole or not at all (release-4.16 `pkg/daemon/file_writers.go`
 //! `writeFileAtomically`: a temporary file in the same directory, chmod, write, fsync, close,
 //! rename), so after any crash a reader finds the old file or the new one, never a part.
+//!
+//! The steps and the reading of each run's report are here; `plans` sets up each node's runs,
+//! `files` says which files are watched and what each should hold, `whole` judges a file a crash
+//! left. `steps::power_loss` judges its states with the same three.
 
-use super::oracle;
+mod files;
+mod plans;
+mod whole;
+
+use files::carries_kubelet_ca;
+pub(super) use files::expected_files;
+pub(super) use plans::{plans, root_owner};
+pub(super) use whole::{describe, not_whole};
+
 use super::params::SignerName;
-use anyhow::{Context, bail, ensure};
-use base64::Engine;
+use anyhow::{bail, ensure};
 use cucumber::{then, when};
-use harness::mco::machine_config::MachineConfigSpec;
-use harness::scenario::{AgentKind, CrashPlan, CrashReport, CrashRun, FileState, Files};
+use harness::scenario::{CrashReport, CrashRun};
 use harness::world::ConformanceWorld;
 use std::collections::BTreeMap;
-
-/// The files the kubelet reads whatever the config: its client CA, and the kubeconfigs of the
-/// node and of the kubelet (MCO `pkg/daemon/constants`, the kubelet's `--kubeconfig`).
-const KUBELET_CA: &str = "/etc/kubernetes/kubelet-ca.crt";
-const KUBECONFIGS: &[&str] = &["/etc/kubernetes/kubeconfig", "/var/lib/kubelet/kubeconfig"];
-/// The cloud provider CA (release-4.16 `certificate_writer.go`, `caBundleFilePath` of the
-/// cloud config).
-const CLOUD_CA: &str = "/etc/kubernetes/static-pod-resources/configmaps/cloud-config/ca-bundle.pem";
-/// Registry CAs CRI-O reads (release-4.16 `certificate_writer.go`: `/etc/docker/certs.d/<file>/ca.crt`,
-/// `..` in the file name standing for `:`).
-const REGISTRY_CA_DIR: &str = "/etc/docker/certs.d";
 
 const ANNOTATION: &str = "machineconfiguration.openshift.io/";
 
@@ -48,29 +47,6 @@ async fn killed_at_each_call(world: &mut ConformanceWorld, signer: SignerName) -
     }
     world.crashes = reports;
     Ok(())
-}
-
-/// One plan per node for a run of the agent's sync of a forced rotation of `signer`: the files
-/// the node's kubelet and CRI-O read, and what each may hold (`expected_files`, from the API
-/// objects the run read). Shared by the process-kill and the power-loss steps.
-pub(super) async fn plans(world: &ConformanceWorld, signer: &SignerName) -> anyhow::Result<Vec<CrashPlan>> {
-    let process = agent_process(world)?;
-    let root = root_owner(world).await?;
-    let expect: harness::scenario::Expectation =
-        std::sync::Arc::new(move |run: &CrashRun| expected_files(run, root).map_err(|e| format!("{e:#}")));
-    let c = world.cluster()?;
-    let name = c.certificate_name(signer)?;
-    let mut plans = Vec::new();
-    for node in &c.nodes {
-        plans.push(CrashPlan {
-            node: node.name().to_string(),
-            watched: watched_files(c, node.name()).await?,
-            signer: (name.namespace.clone(), name.name.clone()),
-            process: process.clone(),
-            expect: expect.clone(),
-        });
-    }
-    Ok(plans)
 }
 
 /// A progress line for a node's crash run, when the run prints them.
@@ -203,245 +179,6 @@ async fn every_point_reached(world: &mut ConformanceWorld) -> anyhow::Result<()>
     Ok(())
 }
 
-/// The reference daemon runs in the harness's process, where no tracer reaches it: for the crash
-/// runs it runs as its binary (a mutant too); a binary agent runs as it is.
-pub(super) fn agent_process(
-    world: &ConformanceWorld,
-) -> anyhow::Result<Option<harness::node::agent_service::AgentProcess>> {
-    let mutant = match &world.agent {
-        AgentKind::Reference => None,
-        AgentKind::Mutant(m) => Some(*m),
-        AgentKind::Binary { .. } => return Ok(None),
-        AgentKind::Image { image, .. } => {
-            bail!(
-                "the agent image {image} runs on container nodes, where crash injection is not supported yet"
-            )
-        }
-    };
-    let binaries = harness::node::image::harness_binaries()?;
-    let find = |name: &str| {
-        binaries
-            .iter()
-            .find(|p| p.file_name().is_some_and(|n| n == name))
-            .cloned()
-            .with_context(|| format!("{name} is not beside this binary: cargo build --bins"))
-    };
-    Ok(Some(harness::node::agent_service::AgentProcess {
-        binary: find("mco-reference-daemon")?,
-        args: mutant
-            .map(|m| vec!["--mutant".to_string(), m.name().to_string()])
-            .unwrap_or_default(),
-        profile: world.profile,
-        node_tools: find(harness::node::agent_service::NODE_TOOLS)?,
-    }))
-}
-
-/// The files the kubelet and CRI-O read on the node, from what its config writes: on a release
-/// whose rendered config carries kubelet-ca.crt (4.12), every file of the node's rendered
-/// config; otherwise the files the ControllerConfig's fields give (kubelet-ca.crt, the cloud CA
-/// when there is one, the registry CAs). The kubeconfigs on both.
-pub(super) async fn watched_files(
-    c: &harness::scenario::Scenario,
-    node: &str,
-) -> anyhow::Result<Vec<String>> {
-    let annotations = c.node_annotations(node).await?;
-    let current = annotations
-        .get(&format!("{ANNOTATION}currentConfig"))
-        .with_context(|| format!("{node} has no currentConfig"))?;
-    let rendered = c.machine_config_spec(current).await?;
-    let mut out: Vec<String> = KUBECONFIGS.iter().map(|s| s.to_string()).collect();
-    if carries_kubelet_ca(&rendered) {
-        for file in rendered.files() {
-            out.push(file.path.clone());
-        }
-    } else {
-        let spec = c.controller_config_spec().await?;
-        out.push(KUBELET_CA.into());
-        if !oracle::spec_bytes(&spec, "cloudProviderCAData")
-            .unwrap_or_default()
-            .is_empty()
-        {
-            out.push(CLOUD_CA.into());
-        }
-        for entry in spec
-            .image_registry_bundle_data
-            .iter()
-            .chain(&spec.image_registry_bundle_user_data)
-        {
-            out.push(format!(
-                "{REGISTRY_CA_DIR}/{}/ca.crt",
-                entry.file.replace("..", ":")
-            ));
-        }
-    }
-    out.sort();
-    out.dedup();
-    Ok(out)
-}
-
-fn carries_kubelet_ca(spec: &MachineConfigSpec) -> bool {
-    spec.files().iter().any(|f| f.path == KUBELET_CA)
-}
-
-/// What each watched file should be once the run's sync is done: from the rendered config it
-/// was given (4.12) or the ControllerConfig (`writeToDisk`: the field's bytes and a newline;
-/// an existing file's mode kept, a new one 0644); a file the change does not write, as it was.
-/// Owners: as before, a new file the node's root user's.
-pub(super) fn expected_files(run: &CrashRun, root: (u32, u32)) -> anyhow::Result<Files> {
-    let mut out = run.before.clone();
-    let owner = |path: &str| {
-        run.before
-            .get(path)
-            .cloned()
-            .flatten()
-            .map(|f| (f.uid, f.gid))
-            .unwrap_or(root)
-    };
-    match &run.desired {
-        Some((_, spec)) if carries_kubelet_ca(spec) => {
-            for file in spec.files() {
-                if !out.contains_key(&file.path) {
-                    continue;
-                }
-                let (path, contents, mode) = oracle::ignition_file(file)?;
-                let (uid, gid) = owner(&path);
-                out.insert(
-                    path,
-                    Some(FileState {
-                        contents,
-                        mode,
-                        uid,
-                        gid,
-                    }),
-                );
-            }
-        }
-        _ => {
-            let spec = &run.controller_config.0;
-            let mut fields = vec![(KUBELET_CA.to_string(), "kubeAPIServerServingCAData")];
-            fields.push((CLOUD_CA.to_string(), "cloudProviderCAData"));
-            for entry in spec
-                .image_registry_bundle_data
-                .iter()
-                .chain(&spec.image_registry_bundle_user_data)
-            {
-                let path = format!("{REGISTRY_CA_DIR}/{}/ca.crt", entry.file.replace("..", ":"));
-                if !out.contains_key(&path) {
-                    continue;
-                }
-                let data = base64::engine::general_purpose::STANDARD
-                    .decode(&entry.data)
-                    .with_context(|| {
-                        format!(
-                            "the ControllerConfig's registry CA {:?} is not base64",
-                            entry.file
-                        )
-                    })?;
-                let old = run.before.get(&path).cloned().flatten();
-                let (uid, gid) = owner(&path);
-                out.insert(
-                    path,
-                    Some(FileState {
-                        contents: oracle::written_by_4_16(&data),
-                        mode: old.map(|f| f.mode).unwrap_or(0o644),
-                        uid,
-                        gid,
-                    }),
-                );
-            }
-            for (path, field) in fields {
-                if !out.contains_key(&path) {
-                    continue;
-                }
-                let data = oracle::spec_bytes(spec, field)?;
-                let old = run.before.get(&path).cloned().flatten();
-                let (uid, gid) = owner(&path);
-                out.insert(
-                    path,
-                    Some(FileState {
-                        contents: oracle::written_by_4_16(&data),
-                        mode: old.map(|f| f.mode).unwrap_or(0o644),
-                        uid,
-                        gid,
-                    }),
-                );
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// Why a file a reader found at a crash is not whole (`None`: it is the old file or the new one,
-/// with its mode and owner).
-pub(super) fn not_whole(
-    seen: Option<&FileState>,
-    old: Option<&FileState>,
-    new: Option<&FileState>,
-) -> Option<String> {
-    if seen == old || seen == new {
-        return None;
-    }
-    let Some(seen) = seen else {
-        return Some(format!(
-            "was gone at the crash: neither the old file ({}) nor the new one ({})",
-            describe(old),
-            describe(new)
-        ));
-    };
-    let same = |other: Option<&FileState>| other.is_some_and(|o| o.contents == seen.contents);
-    Some(if same(old) || same(new) {
-        format!(
-            "had whole contents but mode {:04o} and owner {}:{} at the crash, expected {} or {}",
-            seen.mode,
-            seen.uid,
-            seen.gid,
-            describe(old),
-            describe(new)
-        )
-    } else {
-        format!(
-            "was {} at the crash: neither the old contents ({}) nor the new ({}); {}",
-            describe(Some(seen)),
-            describe(old),
-            describe(new),
-            prefix_of(seen, old, new)
-        )
-    })
-}
-
-/// Whether what was seen is the start of the old or the new contents (a torn write).
-fn prefix_of(seen: &FileState, old: Option<&FileState>, new: Option<&FileState>) -> &'static str {
-    let starts = |f: Option<&FileState>| f.is_some_and(|f| f.contents.starts_with(&seen.contents));
-    match (seen.contents.is_empty(), starts(new), starts(old)) {
-        (true, _, _) => "an empty file",
-        (false, true, _) => "the first part of the new contents",
-        (false, false, true) => "the first part of the old contents",
-        _ => "another file altogether",
-    }
-}
-
-pub(super) fn describe(file: Option<&FileState>) -> String {
-    match file {
-        None => "absent".into(),
-        Some(f) => format!(
-            "{} bytes (sha256 {}…), mode {:04o}, owner {}:{}",
-            f.contents.len(),
-            &hex_digest(&f.contents)[..12],
-            f.mode,
-            f.uid,
-            f.gid
-        ),
-    }
-}
-
-fn hex_digest(data: &[u8]) -> String {
-    ring::digest::digest(&ring::digest::SHA256, data)
-        .as_ref()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
 /// Why the annotations do not say the node synced this run's change (`None`: they do): Done,
 /// on the config it was given (4.12), or with the ControllerConfig's resourceVersion synced.
 fn not_synced(run: &CrashRun, annotations: &BTreeMap<String, String>) -> Option<String> {
@@ -536,49 +273,4 @@ fn crashes(world: &ConformanceWorld) -> anyhow::Result<&[CrashReport]> {
         "no crash runs to judge: put `When the agent is killed at each of its file-changing system calls …` first"
     );
     Ok(&world.crashes)
-}
-
-/// The owner of the node's `/` (the node's root user).
-pub(super) async fn root_owner(world: &ConformanceWorld) -> anyhow::Result<(u32, u32)> {
-    let c = world.cluster()?;
-    let node = c.nodes.first().context("the cluster has no node")?;
-    let root = node
-        .stat("/")
-        .await?
-        .with_context(|| format!("{}: no /", node.name()))?;
-    Ok((root.uid, root.gid))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn file(contents: &str, mode: u32) -> FileState {
-        FileState {
-            contents: contents.as_bytes().to_vec(),
-            mode,
-            uid: 0,
-            gid: 0,
-        }
-    }
-
-    #[test]
-    fn only_the_old_or_the_new_file_is_whole() {
-        let (old, new) = (file("old bundle\n", 0o644), file("new bundle\n", 0o644));
-        assert_eq!(not_whole(Some(&old), Some(&old), Some(&new)), None);
-        assert_eq!(not_whole(Some(&new), Some(&old), Some(&new)), None);
-        let empty = not_whole(Some(&file("", 0o644)), Some(&old), Some(&new)).unwrap();
-        assert!(empty.contains("an empty file"), "{empty}");
-        let torn = not_whole(Some(&file("new b", 0o644)), Some(&old), Some(&new)).unwrap();
-        assert!(torn.contains("the first part of the new contents"), "{torn}");
-        let mode = not_whole(Some(&file("new bundle\n", 0o600)), Some(&old), Some(&new)).unwrap();
-        assert!(mode.contains("mode 0600"), "{mode}");
-        let gone = not_whole(None, Some(&old), Some(&new)).unwrap();
-        assert!(gone.contains("gone"), "{gone}");
-        assert_eq!(
-            not_whole(None, None, Some(&new)),
-            None,
-            "not there yet is the old state"
-        );
-    }
 }

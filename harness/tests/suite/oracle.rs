@@ -102,13 +102,27 @@ fn no_step_computes_an_expectation_with_reference_code() {
         .iter()
         .map(|(f, _)| *f)
         .collect();
-    for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/src/steps")).unwrap() {
-        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
-        if name.ends_with(".rs") && name != "mod.rs" {
-            assert!(
-                listed.contains(&format!("harness/src/steps/{name}").as_str()),
-                "steps/{name} is not in steps::SOURCES, so this check would not read it"
-            );
+    // Every file of `steps/` and its folders (a domain split into files), but `steps/mod.rs`.
+    let steps = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/steps");
+    let mut dirs = vec![steps.clone()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+                continue;
+            }
+            let name = path
+                .strip_prefix(&steps)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
+            if name.ends_with(".rs") && name != "mod.rs" {
+                assert!(
+                    listed.contains(&format!("harness/src/steps/{name}").as_str()),
+                    "steps/{name} is not in steps::SOURCES, so this check would not read it"
+                );
+            }
         }
     }
 }

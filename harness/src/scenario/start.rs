@@ -1,0 +1,345 @@
+//! `Scenario::start`: from `ScenarioOptions` to a running scenario. The API server and the trust
+//! around it, the fixtures, the cluster side and its install, the bootstrap MCO's renders, the
+//! upstream controller and server when asked for, the nodes (each node's own start is `join`'s),
+//! the observers, and the wait until every node has synced once. A start that fails leaves
+//! nothing running.
+
+use super::*;
+
+/// What the bootstrap MCO renders for each pool (`pkg/operator/bootstrap.go`): the templates
+/// over the installed ControllerConfig with the kubelet CA bundle of a cluster whose bootstrap
+/// has not completed, merged and named as the render controller does. The in-cluster
+/// controller must arrive at the same names (PR #3513), or nodes look for a config that does
+/// not exist.
+async fn bootstrap_renders(
+    admin: &kube::Client,
+    templates: &Templates,
+    profile: Profile,
+    operator: &crate::cluster::Operator,
+) -> Result<BTreeMap<String, (String, MachineConfigSpec)>, ScenarioError> {
+    let bundle = crate::cluster::kubelet_ca_bundle(profile, &operator.sources().await?)?;
+    let cc = controller_configs(admin)
+        .get("machine-config-controller")
+        .await
+        .map_err(|e| ClusterError::kube("controllerconfig".into(), e))?;
+    let mut cc_spec = ControllerConfigSpec::of(&cc.data)
+        .map_err(|e| fixture_err(format!("controllerconfig machine-config-controller: {e}")))?;
+    cc_spec.other.insert(
+        "kubeAPIServerServingCAData".into(),
+        base64::engine::general_purpose::STANDARD.encode(bundle).into(),
+    );
+    let mut out = BTreeMap::new();
+    for role in &templates.roles {
+        let templated = crate::cluster::render::template_machine_config(templates, profile, role, &cc_spec);
+        let templated = MachineConfig::from_json(&templated).map_err(fixture_err)?;
+        let spec = crate::cluster::render::merge_machine_configs(&[templated]);
+        out.insert(
+            role.clone(),
+            (crate::cluster::render::rendered_name(role, &spec), spec),
+        );
+    }
+    Ok(out)
+}
+
+impl Scenario {
+    pub async fn start(mut options: ScenarioOptions) -> Result<Self, ScenarioError> {
+        crate::interrupt::check().map_err(ScenarioError::NotConverged)?;
+        // Every wait grows with the nodes there are to wait for (see `SYNC_BOUND_PER_NODE`).
+        let planned: usize = options.nodes.iter().map(|(_, n)| n).sum();
+        options.deadline +=
+            sync_bound::SYNC_BOUND_PER_NODE.saturating_mul(u32::try_from(planned).unwrap_or(u32::MAX));
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let server =
+            endpoint::ApiServer::start(&options.endpoint, options.profile.node_authorizer_selectors())
+                .await
+                .map_err(ScenarioError::ApiServer)?;
+        // The serving CA a rotation of the API server's serving certificate moves to, made now so
+        // that the cluster side and the agents trust it from the start, as OpenShift's clients
+        // trust the whole serving CA bundle; only the kubelets' kubeconfigs hold just the
+        // current CA, as a node's do until something rewrites them.
+        let next_serving = fake_apiserver::ServingCert::generate(
+            "fake-apiserver-serving-ca-2",
+            fake_apiserver::DEFAULT_SERVING_HOSTS,
+        )
+        .map_err(|e| ScenarioError::ApiServer(e.to_string()))?;
+        let trusted = format!("{}{}", server.ca_pem(), next_serving.ca_pem);
+        // An upgraded cluster's signer made in the cluster since install (named by the options).
+        let upgraded_ca = options
+            .upgraded_with_serving_signer
+            .as_deref()
+            .map(fake_apiserver::CertificateAuthority::generate)
+            .transpose()
+            .map_err(|e| ScenarioError::ApiServer(e.to_string()))?;
+        // The cluster's own clients (operators, controllers, the harness as `oc`) also trust
+        // every serving CA a step adds and then serves from, as OpenShift's operators read the
+        // serving CA bundle again: the API server presents such a CA cross-signed by this root,
+        // which only they trust, so nodes and agents still judge the CA on its own.
+        let cluster_root = fake_apiserver::CertificateAuthority::generate("mco-conformance cluster trust")
+            .map_err(|e| ScenarioError::ApiServer(e.to_string()))?;
+        let admin_trusted = format!("{trusted}{}", cluster_root.cert_pem);
+        let admin_kubeconfig =
+            fake_apiserver::kubeconfig(server.url(), &admin_trusted, server.admin_identity());
+        // The cluster side and the observers read every node at once; with thousands of light
+        // nodes, HTTP/1.1 would open a connection per read in flight (and keep it).
+        let admin = match options.backend {
+            NodeBackend::Light => crate::h2_client::client_from_kubeconfig(&admin_kubeconfig)
+                .await
+                .map(|(client, _)| client)
+                .map_err(ScenarioError::ApiServer)?,
+            _ => fake_apiserver::client_from_kubeconfig(&admin_kubeconfig)
+                .await
+                .map_err(|e| ScenarioError::ApiServer(e.to_string()))?,
+        };
+        let catalogue =
+            Arc::new(Catalogue::load(&options.fixtures.join("signers.yaml")).map_err(fixture_err)?);
+        let states = StartingState::load_all(&options.fixtures.join("starting-states.yaml"), &catalogue)
+            .map_err(fixture_err)?;
+        let state = states
+            .into_iter()
+            .find(|s| s.name == options.starting_state)
+            .ok_or_else(|| {
+                fixture_err(format!(
+                    "no starting state {:?} in fixtures/starting-states.yaml",
+                    options.starting_state
+                ))
+            })?;
+        let templates =
+            Arc::new(Templates::load(&options.fixtures.join("templates.yaml")).map_err(fixture_err)?);
+        let (clock, log, profile) = (SimClock::default(), ClusterLog::default(), options.profile);
+        // Everything the scenario runs in the background stops with it; until the scenario is
+        // made, a start that fails stops it on its way out.
+        let stop = CancellationToken::new();
+        let stop_on_failure = stop.clone().drop_guard();
+        let node_cache = crate::cluster::NodeCache::spawn(admin.clone(), stop.clone());
+        let mcc = options.controller.is_none().then(|| {
+            MachineConfigController::new(
+                admin.clone(),
+                templates.clone(),
+                profile,
+                clock.clone(),
+                log.clone(),
+                node_cache.clone(),
+            )
+        });
+        let side = Arc::new(ClusterSide::new(
+            crate::cluster::runner::Controllers {
+                signers: SignerRotation::new(
+                    admin.clone(),
+                    catalogue.clone(),
+                    profile,
+                    clock.clone(),
+                    log.clone(),
+                ),
+                operator: Operator::new(admin.clone(), profile, clock.clone(), log.clone()),
+                mcc,
+                lifecycle: NodeLifecycle::new(admin.clone(), clock.clone(), log.clone()),
+            },
+            log.clone(),
+            clock.clone(),
+            admin.clone(),
+            node_cache,
+        ));
+        if server.is_real() {
+            // What the scenario before made goes first (it had the server to itself).
+            crate::cluster::install::clean(&admin, &options.fixtures).await?;
+            crate::cluster::install::grant_daemon_rights(&admin).await?;
+        }
+        install(
+            &admin,
+            profile,
+            &options.fixtures,
+            &side.signers,
+            &state,
+            &server.ca_pem(),
+            &crate::cluster::install::History {
+                bootstrap_complete: options.bootstrap_complete,
+                upgraded_with_serving_ca: upgraded_ca.as_ref().map(|ca| ca.cert_pem.clone()),
+            },
+        )
+        .await?;
+        let bootstrap = match (&options.controller, options.bootstrap_complete) {
+            (_, true) => BTreeMap::new(),
+            (Some(upstream), false) => {
+                let bundle = crate::cluster::kubelet_ca_bundle(profile, &side.operator.sources().await?)?;
+                let dir = tempfile::tempdir().map_err(|e| ScenarioError::ApiServer(e.to_string()))?;
+                upstream
+                    .bootstrap_render(&admin, &bundle, profile.payload_version(), dir.path())
+                    .await?
+            }
+            (None, false) => bootstrap_renders(&admin, &templates, profile, &side.operator).await?,
+        };
+        side.settle().await?;
+        let controller = match &options.controller {
+            Some(upstream) => {
+                let dir = tempfile::tempdir().map_err(|e| ScenarioError::ApiServer(e.to_string()))?;
+                let running = upstream
+                    .start(&admin, &admin_kubeconfig, profile.payload_version(), dir.path())
+                    .await?;
+                eventually(options.deadline, || crate::cluster::upstream::caught_up(&admin))
+                    .await
+                    .map_err(|e| {
+                        ScenarioError::NotConverged(format!(
+                            "the upstream machine-config-controller: {e}\nits log:\n{}",
+                            running.tail(20)
+                        ))
+                    })?;
+                Some((running, dir))
+            }
+            None => None,
+        };
+        let mcs = match &options.server {
+            Some(upstream) => {
+                let dir = tempfile::tempdir().map_err(|e| ScenarioError::ApiServer(e.to_string()))?;
+                let running = upstream
+                    .start(
+                        &admin_kubeconfig,
+                        server.url(),
+                        &server.ca_pem(),
+                        dir.path(),
+                        // Its informers sync before it listens; on a loaded host that takes
+                        // longer than a step's convergence, and no verdict rests on it.
+                        options
+                            .deadline
+                            .max(crate::cluster::upstream_server::START_DEADLINE),
+                    )
+                    .await?;
+                Some((running, dir))
+            }
+            None => None,
+        };
+        let agent = join::agent_identity(&server)?;
+        let light = match options.backend {
+            NodeBackend::Light => Some(join::light_clients(&server, &trusted, &agent).await?),
+            _ => None,
+        };
+        let mut planned = Vec::new();
+        for (role, count) in &options.nodes {
+            let served = match (bootstrap.get(role), &mcs) {
+                // Nodes boot with what the bootstrap MCO served, whatever the cluster renders.
+                (Some((name, spec)), _) => {
+                    crate::cluster::server::serve_config(&admin, profile, name.clone(), spec.clone()).await?
+                }
+                (None, Some((running, _))) => running.serve(role).await?,
+                (None, None) => crate::cluster::server::serve(&admin, profile, role).await?,
+            };
+            // An upgraded cluster's nodes were served at install, before kubeconfig-data
+            // existed: their kubeconfigs trust the bootstrap token's CA, not what the server
+            // would build from kubeconfig-data now.
+            let served = if options.upgraded_with_serving_signer.is_some() {
+                crate::cluster::server::Served {
+                    kubeconfig_ca: None,
+                    ..served
+                }
+            } else {
+                served
+            };
+            for i in 0..*count {
+                planned.push((format!("{role}-{i}"), role.as_str(), served.clone()));
+            }
+        }
+        // Every node starts, is seeded and boots at once (container nodes take their turn at
+        // the start limit); the scenario's nodes keep the order they were asked for in.
+        let start = join::NodeStart {
+            options: &options,
+            server: &server,
+            admin: &admin,
+            agent: &agent,
+            clock: clock.clone(),
+            agent_trust: &trusted,
+            light: light.as_ref(),
+        };
+        let starts: Vec<_> = planned
+            .iter()
+            .map(|(name, role, served)| start.start(name, role, served))
+            .collect();
+        // A node that fails to start fails the scenario; those that started are shut down, or
+        // their services would run on (and keep their roots) for as long as the process does.
+        let mut nodes = Vec::new();
+        let mut failed = None;
+        for started in futures::future::join_all(starts).await {
+            match started {
+                Ok(node) => nodes.push(node),
+                Err(e) => failed = failed.or(Some(e)),
+            }
+        }
+        if let Some(e) = failed {
+            for node in &nodes {
+                node.shutdown().await;
+            }
+            return Err(e);
+        }
+        let node_history = node_history::NodeHistory::spawn(admin.clone(), stop.clone());
+        let pool_history = pool_history::PoolHistory::spawn(admin.clone(), stop.clone());
+        tokio::spawn(crate::cluster::csr::run(
+            admin.clone(),
+            server.client_ca().clone(),
+            clock.clone(),
+            log.clone(),
+            stop.clone(),
+        ));
+        side.clone().spawn(stop.clone());
+        let metrics_addr =
+            match (&side.mcc, &controller) {
+                (Some(mcc), _) => mcc.metrics().serve(stop.clone()).await.map_err(|e| {
+                    ScenarioError::ApiServer(format!("serving the controller's metrics: {e}"))
+                })?,
+                (None, Some((running, _))) => running.metrics,
+                (None, None) => {
+                    return Err(ScenarioError::ApiServer(
+                        "no machine-config controller runs".into(),
+                    ));
+                }
+            };
+        let options_timeline = options.timeline;
+        stop_on_failure.disarm();
+        let scenario = Scenario {
+            options,
+            server,
+            admin,
+            clock,
+            side,
+            nodes,
+            log,
+            stop,
+            next_serving: std::sync::Mutex::new(Some(next_serving)),
+            cluster_root,
+            added_serving: std::sync::Mutex::new(upgraded_ca.into_iter().collect()),
+            metrics_addr,
+            bootstrap_rendered: bootstrap
+                .into_iter()
+                .map(|(pool, (name, _))| (pool, name))
+                .collect(),
+            prometheus: std::sync::Mutex::new(Default::default()),
+            node_history,
+            pool_history,
+            slowest_sync_ms: std::sync::atomic::AtomicU64::new(0),
+            catalogue,
+            agent_trust: trusted,
+            timeline: options_timeline.then(Default::default),
+            light,
+            controller,
+            mcs,
+        };
+        let ready = async {
+            scenario.await_kubelets().await?;
+            scenario.await_first_sync().await?;
+            scenario.scrape_metrics().await?;
+            scenario.record_timeline().await;
+            scenario.pools_updated_at_start().await;
+            scenario.pools_shown_now().await?;
+            scenario.pool_history.mark_started();
+            Ok(())
+        };
+        if let Err(e) = ready.await {
+            // The nodes' own words on why (an agent that never synced says so in its journal),
+            // read before nothing of a scenario that never became ready may outlive it.
+            let journals = scenario.journal_tails(20).await;
+            scenario.shutdown().await;
+            return Err(match journals {
+                j if j.is_empty() => e,
+                j => ScenarioError::NotConverged(format!("{e}\n{j}")),
+            });
+        }
+        Ok(scenario)
+    }
+}
