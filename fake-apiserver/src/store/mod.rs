@@ -18,8 +18,9 @@ mod write;
 
 use object::Objects;
 pub use object::{Event, EventType, Filter, StoredObject};
+pub use prepare::Subresource;
 pub(crate) use write::require_resource_version;
-pub use write::{DeleteOutcome, Preconditions, Subresource};
+pub use write::{DeleteOutcome, Preconditions};
 
 use crate::error::ApiError;
 use crate::resource::{GroupResource, Registry, ResourceInfo};
