@@ -3,8 +3,8 @@
 //! writing a file atomically the way MCO's `writeFileAtomically` does
 //! (mco-source.md §1, §2; MCO `pkg/daemon/update.go`, `file_writers.go`).
 
-pub use crate::mco::ignition::changed_files;
 use crate::mco::machine_config::MachineConfigSpec;
+pub use crate::mco::machine_config::changed_files;
 use crate::profile::{ActionPrecedence, Profile};
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
