@@ -20,6 +20,7 @@ mod apply;
 pub mod auxiliary;
 pub mod common;
 mod complete;
+mod drain;
 pub mod drift;
 mod embedded;
 mod env;
