@@ -25,6 +25,7 @@ pub mod drift;
 mod embedded;
 mod env;
 pub mod events;
+mod faults;
 pub mod first_run;
 pub mod mutant;
 mod node_writer;

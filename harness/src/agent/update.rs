@@ -66,7 +66,7 @@ pub async fn node_loop(env: &AgentEnv, behaviour: UpdateFiles, stop: Cancellatio
         .map(|s| s.trim().to_string());
     if let Some(pending) = &pending {
         if env.mutant_is(Mutant::LoseFilesAcrossReboot) {
-            super::mutant::lose_files(env, pending).await;
+            super::faults::lose_files(env, pending).await;
         }
         match spec_of(env, pending).await {
             Ok(spec) => {
@@ -88,7 +88,7 @@ pub async fn node_loop(env: &AgentEnv, behaviour: UpdateFiles, stop: Cancellatio
         tokio::spawn(async move {
             tokio::select! {
                 _ = stop.cancelled() => {}
-                _ = super::mutant::follow_pool_config(&env) => {}
+                _ = super::faults::follow_pool_config(&env) => {}
             }
         });
     }
