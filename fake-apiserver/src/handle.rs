@@ -6,7 +6,7 @@ use crate::auth::Authenticator;
 use crate::error::ApiError;
 use crate::faults::Fault;
 use crate::pki::{CertificateAuthority, ClientIdentity, PkiError, ServingCert};
-use crate::server::{Shared, read, replace};
+use crate::shared::{Shared, read, replace};
 use crate::tls::TlsError;
 use base64::Engine;
 use serde_json::json;

@@ -14,7 +14,7 @@
 //!
 //! # Layout
 //! - `server`: builder and accept loop; `handle`: what callers hold (identities, kubeconfigs,
-//!   rotation, faults, shutdown).
+//!   rotation, faults, shutdown); `shared`: the state both and the handlers share.
 //! - `http`: per-request handling: routing, verbs, watch streams, discovery, OpenAPI, tables.
 //! - `store`: objects, resourceVersions, history and the watch feed; all semantics live here.
 //! - `resource`: the registry of built-in and CRD-defined resources.
@@ -41,6 +41,7 @@ mod protobuf;
 pub mod resource;
 pub mod selector;
 pub mod server;
+mod shared;
 pub mod store;
 pub mod testing;
 pub mod tls;

@@ -8,15 +8,16 @@
 use crate::auth::{Authenticator, CertAuth, Identity, Policy};
 use crate::conn::{Activity, ConnIo, Held, Timeouts};
 use crate::error::ApiError;
-use crate::faults::{Fault, Faults};
+use crate::faults::Faults;
 use crate::handle::ServerHandle;
 use crate::pki::{CertificateAuthority, DEFAULT_SERVING_HOSTS, PkiError, ServingCert};
+pub use crate::shared::Shared;
+use crate::shared::read;
 use crate::store::{Store, StoreConfig, Subresource};
 use crate::tls::{TlsError, server_config};
 use http_body_util::BodyExt as _;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
-use rustls::ServerConfig;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -31,87 +32,6 @@ pub const DEFAULT_BODY_LIMIT: usize = 3 * 1024 * 1024;
 
 /// How long a dropped connection may finish what it is doing after its GOAWAY.
 const DROP_GRACE: Duration = Duration::from_secs(1);
-
-/// State every connection and request shares.
-pub struct Shared {
-    pub(crate) store: Store,
-    pub(crate) policy: Policy,
-    pub(crate) faults: Faults,
-    pub(crate) body_limit: usize,
-    pub(crate) bookmark_interval: Duration,
-    pub(crate) timeouts: Timeouts,
-    pub(crate) log_requests: bool,
-    pub(crate) addr: SocketAddr,
-    pub(crate) authenticator: RwLock<Arc<Authenticator>>,
-    tls: RwLock<Arc<ServerConfig>>,
-    pub(crate) serving: RwLock<ServingCert>,
-    pub(crate) tokens: HashMap<String, Identity>,
-    pub(crate) anonymous: bool,
-    connections: RwLock<CancellationToken>,
-    watches: RwLock<CancellationToken>,
-}
-
-pub(crate) fn read<T: Clone>(lock: &RwLock<T>) -> T {
-    lock.read().unwrap_or_else(|p| p.into_inner()).clone()
-}
-
-pub(crate) fn replace<T>(lock: &RwLock<T>, value: T) -> T {
-    std::mem::replace(&mut *lock.write().unwrap_or_else(|p| p.into_inner()), value)
-}
-
-impl Shared {
-    pub(crate) fn authenticator(&self) -> Arc<Authenticator> {
-        read(&self.authenticator)
-    }
-
-    fn tls_config(&self) -> Arc<ServerConfig> {
-        read(&self.tls)
-    }
-
-    /// Cancelled when every open watch must end.
-    pub(crate) fn watches_closing(&self) -> CancellationToken {
-        read(&self.watches)
-    }
-
-    pub(crate) fn close_watches(&self) {
-        replace(&self.watches, CancellationToken::new()).cancel();
-    }
-
-    pub(crate) fn drop_connections(&self) {
-        replace(&self.connections, CancellationToken::new()).cancel();
-    }
-
-    /// Carry out a fault.
-    pub(crate) fn inject(&self, fault: Fault) -> Result<(), ApiError> {
-        match fault {
-            Fault::CloseWatches => self.close_watches(),
-            Fault::Compact => self.store.compact(),
-            Fault::Restart { keep_store } => {
-                if !keep_store {
-                    self.store.wipe();
-                }
-                self.close_watches();
-                self.drop_connections();
-            }
-            request_fault => self.faults.add(&request_fault)?,
-        }
-        Ok(())
-    }
-
-    pub(crate) fn rebuild_tls(
-        &self,
-        serving: &ServingCert,
-        authenticator: &Authenticator,
-    ) -> Result<(), TlsError> {
-        let config = server_config(
-            &serving.chain_pem,
-            &serving.key_pem,
-            authenticator.anchor_subjects(),
-        )?;
-        replace(&self.tls, config);
-        Ok(())
-    }
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {

@@ -17,7 +17,8 @@
 //! (the harness's service accounts are bound by the operator's manifests), nodes get nothing
 //! (the `system:node` ClusterRoleBinding has had no subjects since 1.8), and nobody outside
 //! `system:masters` may impersonate (only `cluster-admin` holds the `impersonate` verbs). A
-//! refusal is 1.36's `ForbiddenStatusError`, the Node authorizer's reason appended.
+//! refusal is 1.36's `ForbiddenStatusError`, the Node authorizer's reason appended. The chain
+//! itself, in that order, is `chain`'s [`Policy`].
 //!
 //! After authorization, writes of kubelet identities pass the NodeRestriction admission plugin
 //! (`node_restriction`); impersonation headers are honoured or refused by `impersonation`.
@@ -28,18 +29,18 @@
 //! OpenShift's carry that lets a kubelet register with `node-role.kubernetes.io/*` labels
 //! (upstream refuses them, and so does this server).
 
+mod chain;
 mod impersonation;
 mod node;
 mod node_restriction;
 
+pub use chain::Policy;
 pub(crate) use impersonation::impersonate;
 pub(crate) use node_restriction::{Operation, admit};
 
 use crate::error::ApiError;
-use crate::store::Store;
 use rustls_pki_types::{CertificateDer, UnixTime};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
 use x509_parser::prelude::{FromDer, X509Certificate};
 
 /// An authenticated (or impersonated) user, as apiserver's `user.Info` holds one.
@@ -348,57 +349,10 @@ pub enum Decision {
     NoOpinion(String),
 }
 
-/// The authorizer chain, as the server applies it.
-#[derive(Clone)]
-pub struct Policy {
-    pub authorizer: Arc<dyn Authorizer>,
-    /// `AuthorizeNodeWithSelectors` (beta and on from 1.32, GA and locked from 1.34): a kubelet
-    /// reads only its own Node and lists pods only by `spec.nodeName`. Off, a kubelet may read
-    /// every Node and Pod, as the node rules of 1.31 and before allowed (the release-4.12
-    /// daemon's node writer lists every Node with the kubelet's kubeconfig).
-    pub node_selectors: bool,
-    /// Per requestor, the impersonation mode that last worked (`modeIndexCache`).
-    impersonation_modes: Arc<Mutex<HashMap<String, usize>>>,
-}
-
-impl Default for Policy {
-    fn default() -> Self {
-        Policy::new(Arc::new(AllowAuthenticated))
-    }
-}
-
-impl Policy {
-    pub fn new(authorizer: Arc<dyn Authorizer>) -> Self {
-        Policy {
-            authorizer,
-            node_selectors: true,
-            impersonation_modes: Arc::default(),
-        }
-    }
-
-    /// Privileged group, then Node, then the pluggable authorizer (`union.New`).
-    pub fn check(&self, who: &Identity, request: &RequestAttributes, store: &Store) -> Result<(), ApiError> {
-        if who.in_group("system:masters") {
-            return Ok(());
-        }
-        let mut reason = String::new();
-        if let Some(node) = who.node_name() {
-            match node::authorize(who, node, request, store, self.node_selectors) {
-                Decision::Allow => return Ok(()),
-                Decision::NoOpinion(why) => reason = why,
-            }
-        }
-        match self.authorizer.authorize(who, request) {
-            Ok(()) => Ok(()),
-            Err(e) if reason.is_empty() => Err(e),
-            Err(_) => Err(request.denial(who, &reason)),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Store;
 
     fn attrs(verb: &str, resource: &str, name: Option<&str>) -> RequestAttributes {
         RequestAttributes {

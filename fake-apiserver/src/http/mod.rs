@@ -4,6 +4,7 @@
 //!
 //! # Layout
 //! - `body`: reading request bodies, and settling the ones no handler read.
+//! - `response`: the body type, JSON and `Status` replies, content negotiation.
 //! - `route`: URL path to route.
 //! - `query`: query parameters.
 //! - `objects`: resource verbs (get, list, watch, delete, deletecollection) and dispatch.
@@ -19,6 +20,7 @@ mod discovery;
 mod objects;
 mod openapi;
 mod query;
+mod response;
 pub(crate) mod route;
 mod table;
 mod watch;
@@ -29,57 +31,19 @@ pub use query::IGNORED_PARAMETERS;
 use crate::auth::{CertAuth, Identity, RequestAttributes};
 use crate::error::ApiError;
 use crate::faults::Fault;
-use crate::server::Shared;
+use crate::shared::Shared;
 pub(crate) use body::{PendingBody, RequestBody, read_body};
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, Version, header};
-use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
+pub(crate) use response::{Body, json_response, yaml_negotiated};
+use response::{Output, bytes_response, negotiated, objects_bytes, status_response, value_response};
 use route::Route;
 use serde_json::Value;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Instant;
-
-pub type Body = UnsyncBoxBody<Bytes, Infallible>;
-
-pub(crate) fn json_response(code: StatusCode, bytes: Bytes) -> Response<Body> {
-    bytes_response(code, "application/json", bytes)
-}
-
-fn bytes_response(code: StatusCode, content_type: &str, bytes: Bytes) -> Response<Body> {
-    Response::builder()
-        .status(code)
-        .header(header::CONTENT_TYPE, content_type)
-        .body(Full::new(bytes).boxed_unsync())
-        .expect("valid static headers")
-}
-
-fn value_response(code: StatusCode, value: &Value) -> Response<Body> {
-    json_response(code, objects_bytes(value))
-}
-
-fn objects_bytes(value: &Value) -> Bytes {
-    Bytes::from(crate::depth::to_vec(value))
-}
-
-pub(crate) fn status_response(error: &ApiError) -> Response<Body> {
-    if matches!(error, ApiError::PageNotFound) {
-        let mut response = bytes_response(
-            StatusCode::NOT_FOUND,
-            "text/plain; charset=utf-8",
-            Bytes::from_static(b"404 page not found\n"),
-        );
-        response.headers_mut().insert(
-            header::HeaderName::from_static("x-content-type-options"),
-            header::HeaderValue::from_static("nosniff"),
-        );
-        return response;
-    }
-    let code = StatusCode::from_u16(error.code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    value_response(code, &error.status())
-}
 
 /// Serve one request. Never fails: errors become Status replies.
 pub(crate) async fn serve(
@@ -119,60 +83,6 @@ pub(crate) async fn serve(
         );
     }
     Ok(response)
-}
-
-/// The media type content negotiation picks for an answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Output {
-    Json,
-    Yaml,
-    Protobuf,
-}
-
-/// The answer's media type, as apiserver's `negotiation.NegotiateOutputMediaType` picks it: the
-/// `Accept` ranges by quality (and, at equal quality, the more specific first), the first the
-/// server writes winning. `application/*` matches nothing (a real 1.36 answers it 406); a Table
-/// request is JSON, and a protobuf one is skipped (this server writes no protobuf Table).
-pub(crate) fn negotiated(headers: &http::HeaderMap) -> Output {
-    let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else {
-        return Output::Json;
-    };
-    let mut ranges: Vec<(f32, u8, bool, String)> = accept
-        .split(',')
-        .filter_map(|range| {
-            let mut parts = range.split(';').map(str::trim);
-            let media = parts.next()?.to_ascii_lowercase();
-            let (mut q, mut table) = (1.0f32, false);
-            for param in parts {
-                match param.split_once('=') {
-                    Some(("q", v)) => q = v.trim().parse().unwrap_or(0.0),
-                    Some(("as", _)) => table = true,
-                    _ => {}
-                }
-            }
-            let specific = match media.as_str() {
-                "*/*" => 0,
-                m if m.ends_with("/*") => 1,
-                _ => 2,
-            };
-            (q > 0.0).then_some((q, specific, table, media))
-        })
-        .collect();
-    ranges.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
-    for (_, _, table, media) in ranges {
-        match media.as_str() {
-            "application/json" | "*/*" => return Output::Json,
-            "application/yaml" if !table => return Output::Yaml,
-            crate::protobuf::MEDIA_TYPE if !table => return Output::Protobuf,
-            _ => {}
-        }
-    }
-    Output::Json
-}
-
-/// Whether content negotiation picks YAML for the answer.
-pub(crate) fn yaml_negotiated(headers: &http::HeaderMap) -> bool {
-    negotiated(headers) == Output::Yaml
 }
 
 /// A whole JSON answer rewritten in protobuf (`k8s\0` and the envelope) when its kind is one

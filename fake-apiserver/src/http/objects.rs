@@ -12,7 +12,7 @@ use crate::depth;
 use crate::error::{ApiError, success_status};
 use crate::resource::ResourceInfo;
 use crate::selector::{FieldSelector, LabelSelector};
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::store::{DeleteOutcome, Filter, Preconditions, StoredObject, Subresource};
 use bytes::{BufMut, Bytes, BytesMut};
 use http::{Method, Request, Response, StatusCode};

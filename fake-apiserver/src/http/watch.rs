@@ -17,7 +17,7 @@ use super::Body;
 use super::query::Query;
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::store::{Event, EventType, Filter, StoredObject, WatchFrom};
 use bytes::Bytes;
 use http::{Response, StatusCode};

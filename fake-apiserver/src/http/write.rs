@@ -13,7 +13,7 @@ use crate::auth::{Identity, Operation, RequestAttributes, admit};
 use crate::error::ApiError;
 use crate::patch::{self, PatchError};
 use crate::resource::{ResourceInfo, parse_group_version};
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::store::Subresource;
 use http::{Response, StatusCode};
 use serde_json::{Value, json};

@@ -5,8 +5,16 @@
 use super::StoredObject;
 use crate::error::{ApiError, summarize_data};
 use crate::resource::{GroupResource, ResourceInfo, parse_group_version};
-use crate::store::Subresource;
 use serde_json::{Map, Value, json};
+
+/// Which part of an object a write addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subresource {
+    Main,
+    Status,
+    /// A CertificateSigningRequest's `/approval`.
+    Approval,
+}
 
 pub(super) const GENERATE_NAME_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 

@@ -15,9 +15,9 @@
 //! the store exactly as it was.
 
 use super::prepare::{
-    check_kind, check_namespace, crd_group_resource, crd_status, default_secret_type, generated_name,
-    has_finalizers, is_crd, is_namespace, merge_string_data, meta, normalise_string_maps, now_rfc3339,
-    ns_resource, prepare_update, set_rv, text, text_of,
+    Subresource, check_kind, check_namespace, crd_group_resource, crd_status, default_secret_type,
+    generated_name, has_finalizers, is_crd, is_namespace, merge_string_data, meta, normalise_string_maps,
+    now_rfc3339, ns_resource, prepare_update, set_rv, text, text_of,
 };
 use super::{Event, EventType, Objects, State, Store, StoredObject, not_found};
 use crate::error::ApiError;
@@ -29,15 +29,6 @@ use std::sync::Arc;
 /// Namespaces the NamespaceLifecycle admission plugin never lets go (apiserver
 /// `admission/plugin/namespace/lifecycle/admission.go`); `kube-node-lease` is not one of them.
 const IMMORTAL_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public"];
-
-/// Which part of an object a write addresses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Subresource {
-    Main,
-    Status,
-    /// A CertificateSigningRequest's `/approval`.
-    Approval,
-}
 
 /// DeleteOptions `preconditions`.
 #[derive(Debug, Clone, Default)]

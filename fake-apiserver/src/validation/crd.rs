@@ -7,7 +7,7 @@
 //! Not modelled: schemas (`openAPIV3Schema` is not required here), storage-version counts,
 //! conversion. Instead of upstream's storage rule, at least one version must be served.
 
-use crate::error::{ApiError, Cause};
+use crate::error::Cause;
 use serde_json::Value;
 
 const DNS1035_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
@@ -187,18 +187,11 @@ pub(super) fn spec_causes(crd: &Value) -> Vec<Cause> {
     causes.0
 }
 
-/// A CRD's rules, metadata's included; every broken one is a cause of one 422.
-pub fn validate_crd(crd: &Value) -> Result<(), ApiError> {
-    let registry = crate::resource::Registry::default();
-    let info = registry
-        .get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
-        .expect("CRDs are built in");
-    super::validate_object(info, crd, None)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ApiError;
+    use crate::validation::validate_crd;
     use serde_json::json;
 
     fn crd(group: &str, plural: &str, version: &str) -> Value {

@@ -1,48 +1,32 @@
 //! Object validation this server enforces, worded as kube-apiserver words it: names (DNS-1123)
-//! here, metadata and data rules in `meta`, a Secret's type rules in `secret` (with Go's
-//! `encoding/json` errors from `gojson`), the rules only an update has in `update`, the rules a
-//! CRD must meet before it can register a resource in `crd`; `validate_object` gathers them
-//! into one 422.
+//! in `names`, the causes a 422 lists in `causes`, metadata and data rules in `meta`, a
+//! Secret's type rules in `secret` (with Go's `encoding/json` errors from `gojson`), the rules
+//! only an update has in `update`, the rules a CRD must meet before it can register a resource
+//! in `crd`; `validate_object` gathers them into one 422.
 //!
 //! Custom resources are pruned and checked against their CRD's structural schema in `schema`
 //! (types, `format: byte`, `required`, `enum`; the module says what is not modelled).
 
+mod causes;
 mod crd;
 mod gojson;
 mod meta;
+mod names;
 pub mod schema;
 mod secret;
 mod update;
 
-pub use crd::validate_crd;
 pub use gojson::syntax_error as go_json_syntax_error;
 pub use meta::MAX_DATA_SIZE;
+pub(crate) use names::SUBDOMAIN_MSG;
+pub use names::{is_dns1123_label, is_dns1123_subdomain};
+
+use causes::Causes;
+use names::{LABEL_MSG, is_label};
 
 use crate::error::{ApiError, Cause};
 use crate::resource::ResourceInfo;
 use serde_json::Value;
-
-pub(crate) const SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
-const LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
-
-/// A DNS-1123 label (`validation.IsDNS1123Label`).
-pub fn is_dns1123_label(s: &str) -> bool {
-    is_label(s)
-}
-
-fn is_label(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && b.len() <= 63
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-        && b[0] != b'-'
-        && b[b.len() - 1] != b'-'
-}
-
-pub fn is_dns1123_subdomain(s: &str) -> bool {
-    s.len() <= 253 && s.split('.').all(is_label)
-}
 
 /// `metadata.name`'s causes for `kind`: namespaces must be DNS-1123 labels, everything else a
 /// DNS-1123 subdomain.
@@ -86,55 +70,6 @@ fn invalid_if_any(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> Re
         name: name.into(),
         causes,
     })
-}
-
-/// Collects causes in order.
-#[derive(Default)]
-pub(super) struct Causes(pub Vec<Cause>);
-
-impl Causes {
-    pub fn invalid(&mut self, field: &str, value: &str, detail: &str) {
-        self.0.push(Cause {
-            reason: "FieldValueInvalid",
-            message: format!("Invalid value: {value:?}: {detail}"),
-            field: field.into(),
-        });
-    }
-
-    /// An invalid value that is not a string, shown as its JSON (`field.ErrorBody`).
-    pub fn invalid_json(&mut self, field: &str, value: &Value, detail: &str) {
-        self.0.push(Cause {
-            reason: "FieldValueInvalid",
-            message: format!("Invalid value: {value}: {detail}"),
-            field: field.into(),
-        });
-    }
-
-    pub fn too_long(&mut self, field: &str, limit: usize) {
-        self.0.push(Cause {
-            reason: "FieldValueTooLong",
-            message: format!("Too long: may not be more than {limit} bytes"),
-            field: field.into(),
-        });
-    }
-
-    /// `field.Required(path, "")`.
-    pub fn required(&mut self, field: &str) {
-        self.0.push(Cause {
-            reason: "FieldValueRequired",
-            message: "Required value".into(),
-            field: field.into(),
-        });
-    }
-
-    /// `field.Forbidden(path, detail)`.
-    pub fn forbidden(&mut self, field: &str, detail: &str) {
-        self.0.push(Cause {
-            reason: "FieldValueForbidden",
-            message: format!("Forbidden: {detail}"),
-            field: field.into(),
-        });
-    }
 }
 
 /// Every rule a written object of `info`'s resource must meet once its type checks: its name
@@ -181,6 +116,15 @@ pub fn validate_object(info: &ResourceInfo, object: &Value, old: Option<&Value>)
         _ => {}
     }
     invalid_if_any(&info.group, &info.kind, name, causes.0)
+}
+
+/// A CRD's rules, metadata's included; every broken one is a cause of one 422.
+pub fn validate_crd(crd: &Value) -> Result<(), ApiError> {
+    let registry = crate::resource::Registry::default();
+    let info = registry
+        .get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+        .expect("CRDs are built in");
+    validate_object(info, crd, None)
 }
 
 #[cfg(test)]

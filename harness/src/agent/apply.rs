@@ -41,7 +41,7 @@ pub(super) fn write_files(
             continue;
         }
         env.log(&format!("Writing file {path:?}"));
-        super::mutant::write_node_file(env, path, &data, mode)
+        super::faults::write_node_file(env, path, &data, mode)
             .map_err(|e| degraded(format!("writing {path}: {e}")))?;
     }
     Ok(())

@@ -3,8 +3,8 @@
 //! writing a file atomically the way MCO's `writeFileAtomically` does
 //! (mco-source.md §1, §2; MCO `pkg/daemon/update.go`, `file_writers.go`).
 
-pub use crate::mco::ignition::changed_files;
 use crate::mco::machine_config::MachineConfigSpec;
+pub use crate::mco::machine_config::changed_files;
 use crate::profile::{ActionPrecedence, Profile};
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
@@ -13,6 +13,8 @@ use std::path::Path;
 /// `/run/machine-config-daemon-force`: forces a reboot-style update and skips drift checks.
 pub const FORCE_FILE: &str = "/run/machine-config-daemon-force";
 pub use crate::mco::CURRENT_CONFIG_FILE;
+/// Where a rebooting update leaves the config it is moving to.
+pub const PENDING_CONFIG_FILE: &str = "/etc/machine-config-daemon/pending-config";
 
 /// Which parts of two MachineConfigs differ (`newMachineConfigDiff`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

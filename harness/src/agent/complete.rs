@@ -10,9 +10,10 @@
 //!   as well as after every update: "Completing update to target <config>" … "In desired state
 //!   <config>" (release-4.14 daemon.go:1923-1948, release-4.16 daemon.go:2172-2246).
 
+use super::common::PENDING_CONFIG_FILE;
+use super::drain::drain;
 use super::drift::{DriftMonitor, validate_on_disk};
 use super::node_writer::{Failure, annotate, report};
-use super::update::{PENDING_CONFIG_FILE, drain};
 use super::{AgentEnv, events::EventType};
 use crate::mco::machine_config::MachineConfigSpec;
 use crate::mco::{CURRENT_CONFIG, REASON, STATE, STATE_DEGRADED, STATE_DONE};

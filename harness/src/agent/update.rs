@@ -12,10 +12,11 @@
 
 use super::apply::{delete_stale_files, systemctl, write_files, write_ssh_keys, write_units};
 use super::common::{
-    CURRENT_CONFIG_FILE, FORCE_FILE, PostConfigAction, changed_files, diff, post_config_action,
-    post_config_action_for_files, write_file_atomically,
+    CURRENT_CONFIG_FILE, FORCE_FILE, PENDING_CONFIG_FILE, PostConfigAction, changed_files, diff,
+    post_config_action, post_config_action_for_files, write_file_atomically,
 };
 use super::complete::complete_update;
+use super::drain::drain;
 use super::drift::{DriftMonitor, validate_on_disk};
 use super::events::EventType;
 use super::node_writer::{Failure, annotate, degraded, report};
@@ -25,8 +26,7 @@ use crate::mco::KUBELET_CA_PATH;
 use crate::mco::api::machine_configs;
 use crate::mco::machine_config::MachineConfigSpec;
 use crate::mco::{
-    CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, LAST_APPLIED_DRAIN, REASON, STATE, STATE_DEGRADED,
-    STATE_UNRECONCILABLE, STATE_WORKING,
+    CURRENT_CONFIG, DESIRED_CONFIG, REASON, STATE, STATE_DEGRADED, STATE_UNRECONCILABLE, STATE_WORKING,
 };
 use crate::profile::UpdateFiles;
 use k8s_openapi::api::core::v1::Node;
@@ -35,10 +35,6 @@ use serde_json::json;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-/// Where a rebooting update leaves the config it is moving to.
-pub const PENDING_CONFIG_FILE: &str = "/etc/machine-config-daemon/pending-config";
-/// How long the daemon waits for the drain controller (upstream: 10 minutes).
-const DRAIN_TIMEOUT: Duration = Duration::from_secs(600);
 async fn spec_of(env: &AgentEnv, config: &str) -> Result<MachineConfigSpec, Failure> {
     let mc = machine_configs(&env.client)
         .get(config)
@@ -70,7 +66,7 @@ pub async fn node_loop(env: &AgentEnv, behaviour: UpdateFiles, stop: Cancellatio
         .map(|s| s.trim().to_string());
     if let Some(pending) = &pending {
         if env.mutant_is(Mutant::LoseFilesAcrossReboot) {
-            super::mutant::lose_files(env, pending).await;
+            super::faults::lose_files(env, pending).await;
         }
         match spec_of(env, pending).await {
             Ok(spec) => {
@@ -92,7 +88,7 @@ pub async fn node_loop(env: &AgentEnv, behaviour: UpdateFiles, stop: Cancellatio
         tokio::spawn(async move {
             tokio::select! {
                 _ = stop.cancelled() => {}
-                _ = super::mutant::follow_pool_config(&env) => {}
+                _ = super::faults::follow_pool_config(&env) => {}
             }
         });
     }
@@ -577,22 +573,4 @@ async fn update(
     }
     complete_update(env, desired).await?;
     Ok(false)
-}
-
-/// Ask the drain controller for `request` and wait until it answers.
-pub(super) async fn drain(env: &AgentEnv, request: &str) -> Result<(), Failure> {
-    annotate(env, json!({DESIRED_DRAIN: request})).await?;
-    let nodes: Api<Node> = Api::all(env.client.clone());
-    let answered = kube::runtime::wait::await_condition(nodes, &env.node_name, |node: Option<&Node>| {
-        node.and_then(|n| n.metadata.annotations.as_ref())
-            .and_then(|a| a.get(LAST_APPLIED_DRAIN))
-            .is_some_and(|v| v == request)
-    });
-    match tokio::time::timeout(DRAIN_TIMEOUT, answered).await {
-        Ok(Ok(_)) => Ok(()),
-        Ok(Err(e)) => Err(degraded(format!("waiting for {request}: {e}"))),
-        Err(_) => Err(degraded(format!(
-            "timed out waiting for the drain controller to answer {request}"
-        ))),
-    }
 }

@@ -3,7 +3,7 @@
 //! store), so they run against the fake or a real API server alike.
 //!
 //! # Layout
-//! - `names`: the objects they read and write.
+//! - `names`: the objects they read and write; `error`: what they fail with.
 //! - `signers`: signer rotation, CA bundles and their targets (the kube-apiserver's kubelet
 //!   client certificate, KCM-O's `csr-signer`), the kube-apiserver and kube-controller-manager
 //!   operators' part; `signers/seed` issues what a starting state holds at install.
@@ -21,6 +21,7 @@
 //!   `upstream_server` runs upstream's in the reference's place.
 
 pub mod csr;
+mod error;
 pub mod install;
 pub mod lifecycle;
 pub mod mcc;
@@ -39,6 +40,7 @@ pub mod upstream;
 pub mod upstream_bootstrap;
 pub mod upstream_server;
 
+pub use error::{ClusterError, retry_transient};
 pub use lifecycle::NodeLifecycle;
 pub use mcc::MachineConfigController;
 pub use node_cache::NodeCache;
@@ -46,68 +48,9 @@ pub use operator::{CaSources, Operator, kubelet_ca_bundle};
 pub use runner::ClusterSide;
 pub use signers::{SignerRotation, force_rotation};
 
-use crate::pki::{PkiError, rfc3339};
+use crate::pki::rfc3339;
 use std::sync::{Arc, Mutex};
 use time::OffsetDateTime;
-
-#[derive(Debug, thiserror::Error)]
-pub enum ClusterError {
-    #[error("{what}: {source}")]
-    Kube {
-        what: String,
-        #[source]
-        source: kube::Error,
-    },
-    #[error(transparent)]
-    Pki(#[from] PkiError),
-    #[error("{0} does not exist")]
-    Missing(String),
-    #[error("fixture: {0}")]
-    Fixture(String),
-    /// What the operator model could not do with the cluster's objects, in upstream's words.
-    #[error("operator: {0}")]
-    Operator(String),
-    /// A cache that did not catch up with the API server in time.
-    #[error("{0}")]
-    Stale(String),
-}
-
-impl ClusterError {
-    pub fn kube(what: String, source: kube::Error) -> Self {
-        ClusterError::Kube { what, source }
-    }
-
-    /// A request that never got an answer (a connection closed under it, as when the API server
-    /// restarts): worth trying again, as client-go's controllers requeue.
-    pub fn is_transient(&self) -> bool {
-        matches!(
-            self,
-            ClusterError::Kube {
-                source: kube::Error::Service(_) | kube::Error::HyperError(_),
-                ..
-            }
-        )
-    }
-}
-
-/// Run `attempt` again after a transient error, backing off from 10 ms, at most five times.
-pub async fn retry_transient<T, F, Fut>(mut attempt: F) -> Result<T, ClusterError>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T, ClusterError>>,
-{
-    let mut pause = std::time::Duration::from_millis(10);
-    for _ in 0..5 {
-        match attempt().await {
-            Err(e) if e.is_transient() => {
-                tokio::time::sleep(pause).await;
-                pause *= 2;
-            }
-            done => return done,
-        }
-    }
-    attempt().await
-}
 
 /// What the cluster side did, stamped with simulated time; scenarios print it when they fail.
 #[derive(Clone, Default)]

@@ -27,7 +27,7 @@
 //! fall on the same instant). A missing `kubeconfig-data` is created at once (:1069-1077). A pass
 //! reads `kube-apiserver-server-ca` once and copies only what that read or its wait's polls saw,
 //! as upstream's sync does (:985-1043): a change landing during a pass is the next pass's.
-//! That half lives in `serving_ca`.
+//! That half lives in `serving_ca`, the wait's state in `settling`.
 
 use super::names::{
     CA_BUNDLE_KEY, INITIAL_KUBE_APISERVER_SERVER_CA, KUBE_APISERVER_CLIENT_CA,
@@ -304,8 +304,9 @@ impl Operator {
 }
 
 mod serving_ca;
+mod settling;
 #[cfg(test)]
 mod tests;
 
-pub use serving_ca::{SETTLE_POLL, SETTLE_WAIT};
-use serving_ca::{ServingCa, Settling};
+pub use settling::{SETTLE_POLL, SETTLE_WAIT};
+use settling::{ServingCa, Settling};

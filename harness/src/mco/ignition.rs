@@ -1,9 +1,7 @@
 //! The Ignition side of a MachineConfig as both the controller and the daemon read it: a file
-//! entry's contents (a `data:` URL), and which files two configs differ in.
+//! entry's contents (a `data:` URL). Which files two configs differ in is `machine_config`'s.
 
-use super::machine_config::MachineConfigSpec;
 use base64::Engine;
-use std::collections::BTreeSet;
 
 /// The contents of an Ignition `data:` URL (`data:,<percent-encoded>` or `data:;base64,...`).
 pub fn decode_data_url(url: &str) -> Option<Vec<u8>> {
@@ -27,20 +25,4 @@ pub fn decode_data_url(url: &str) -> Option<Vec<u8>> {
         }
         Some(out)
     }
-}
-
-/// Paths added, removed, or whose whole file entry differs (`CalculateConfigFileDiffs`).
-pub fn changed_files(old: &MachineConfigSpec, new: &MachineConfigSpec) -> Vec<String> {
-    let mut changed = BTreeSet::new();
-    for f in old.files() {
-        if new.file(&f.path) != Some(f) {
-            changed.insert(f.path.clone());
-        }
-    }
-    for f in new.files() {
-        if old.file(&f.path).is_none() {
-            changed.insert(f.path.clone());
-        }
-    }
-    changed.into_iter().collect()
 }

@@ -8,6 +8,7 @@ use super::ignition::decode_data_url;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
+use std::collections::BTreeSet;
 
 /// A MachineConfig object: its metadata (name, labels) and spec.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -179,6 +180,22 @@ impl File {
     pub fn mode_or_default(&self) -> u32 {
         self.mode.unwrap_or(0o644)
     }
+}
+
+/// Paths added, removed, or whose whole file entry differs (`CalculateConfigFileDiffs`).
+pub fn changed_files(old: &MachineConfigSpec, new: &MachineConfigSpec) -> Vec<String> {
+    let mut changed = BTreeSet::new();
+    for f in old.files() {
+        if new.file(&f.path) != Some(f) {
+            changed.insert(f.path.clone());
+        }
+    }
+    for f in new.files() {
+        if old.file(&f.path).is_none() {
+            changed.insert(f.path.clone());
+        }
+    }
+    changed.into_iter().collect()
 }
 
 /// A missing or `null` field is the type's zero value, as Go's JSON decoding leaves it.

@@ -4,7 +4,7 @@
 //! parts: the API handles (`api`), the cluster objects' names (`names`), a MachineConfig's
 //! spec, a MachineConfigPool (spec and status), a ControllerConfig's spec and a
 //! MachineConfigNode as typed structs (`machine_config`, `pool`, `controller_config`,
-//! `machine_config_node`) and the Ignition side of a MachineConfig (`ignition`). The reference
+//! `machine_config_node`) and a file entry's Ignition contents (`ignition`). The reference
 //! cluster, the reference daemon and the steps all read them from here.
 
 pub mod api;

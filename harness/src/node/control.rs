@@ -35,6 +35,12 @@ pub const NODE_SOCKET_ENV: &str = "MCO_NODE_SOCKET";
 /// What the init prints once its socket answers.
 pub const READY_LINE: &str = "mco-node-init: ready";
 
+/// The client a node's own tools (`mco-node-tools`) use: the socket `NODE_SOCKET_ENV` names,
+/// else the init's.
+pub fn tools_client() -> ControlClient {
+    ControlClient::new(std::env::var(NODE_SOCKET_ENV).unwrap_or_else(|_| CONTROL_SOCKET.to_string()))
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "kebab-case")]
 pub enum Request {

@@ -37,6 +37,9 @@
 
 use std::path::{Path, PathBuf};
 
+/// strace's `-s`: the bytes of a write printed whole (a CA bundle or kubeconfig is a few KiB).
+pub const STRING_LIMIT: usize = 1 << 20;
+
 /// The file-changing system calls (x86-64 and aarch64 names; strace ignores none it knows). A
 /// call of one of these names changes a file unless its arguments say otherwise
 /// (`changes_a_file`).
@@ -140,7 +143,7 @@ impl TraceRun {
             "signal=none".into(),
             "-s".into(),
             if self.data {
-                crate::node::power_loss::STRING_LIMIT.to_string()
+                STRING_LIMIT.to_string()
             } else {
                 "48".into()
             },

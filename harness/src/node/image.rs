@@ -16,8 +16,6 @@ pub const IMAGE_REPOSITORY: &str = "mco-conformance-node";
 /// lacks (`rpm -qf`): better absent than wrong.
 const NOT_LIKE_RHCOS: &[&str] = &["rpm", "rpm2cpio"];
 
-/// Where a static busybox is looked for (Debian's `busybox-static` installs `/bin/busybox`).
-pub const BUSYBOX_PATHS: &[&str] = &["/bin/busybox", "/usr/bin/busybox"];
 /// Directories every node has, empty at first.
 const NODE_DIRS: &[&str] = &[
     "etc/kubernetes",
@@ -30,26 +28,6 @@ const NODE_DIRS: &[&str] = &[
     "var/lib/kubelet",
     "var/log",
 ];
-
-#[derive(Debug, thiserror::Error)]
-pub enum ImageError {
-    #[error(
-        "no static busybox at {}: install Debian's busybox-static (apt-get install busybox-static); the node image needs it for /bin/sh and coreutils",
-        BUSYBOX_PATHS.join(" or ")
-    )]
-    NoBusybox,
-    #[error("{binary}: ldd: {message}")]
-    Ldd { binary: PathBuf, message: String },
-    #[error("{0}: {1}")]
-    Io(PathBuf, std::io::Error),
-    #[error(
-        "{} is not built: build the harness binaries first (cargo build -p harness --bins, with --release for a release run)",
-        .0.display()
-    )]
-    MissingBinary(PathBuf),
-    #[error("docker {command}: {message}")]
-    Docker { command: String, message: String },
-}
 
 /// A built (or reused) node image.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -408,8 +386,10 @@ pub fn build_node_image(binaries: &[PathBuf]) -> Result<NodeImage, ImageError> {
 }
 
 mod engine;
+mod error;
 use engine::docker;
 pub use engine::{agent_image_command, docker_unavailable, image_id, pid_namespace, remove_orphaned_nodes};
+pub use error::{BUSYBOX_PATHS, ImageError};
 
 #[cfg(test)]
 mod tests;

@@ -17,15 +17,11 @@
 //! the node has no OSTree repository.
 
 use super::CommandOutput;
-use super::control::{CONTROL_SOCKET, ControlClient, NODE_SOCKET_ENV, Request};
+use super::control::{NODE_SOCKET_ENV, Request, tools_client};
 use super::users;
 
 mod journalctl;
 use journalctl::journalctl;
-
-fn client() -> ControlClient {
-    ControlClient::new(std::env::var(NODE_SOCKET_ENV).unwrap_or_else(|_| CONTROL_SOCKET.to_string()))
-}
 
 /// Run as the tool `argv0` names (its file name); exits with the tool's code.
 pub fn main(argv0: &str, args: Vec<String>) -> i32 {
@@ -55,7 +51,7 @@ pub fn main(argv0: &str, args: Vec<String>) -> i32 {
 }
 
 fn systemctl(args: Vec<String>) -> i32 {
-    match client().call_blocking::<CommandOutput>(&Request::Systemctl { args }) {
+    match tools_client().call_blocking::<CommandOutput>(&Request::Systemctl { args }) {
         Ok(out) => {
             print!("{}", out.stdout);
             eprint!("{}", out.stderr);
@@ -76,7 +72,7 @@ fn log_line(ident: &str, message: &str) -> Result<(), String> {
         message: message.to_string(),
         fields: Default::default(),
     };
-    client()
+    tools_client()
         .call_blocking::<serde_json::Value>(&request)
         .map(drop)
         .map_err(|e| e.to_string())
@@ -146,7 +142,7 @@ fn systemd_run(args: &[String]) -> i32 {
         .iter()
         .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
         .collect();
-    match client().call_blocking::<serde_json::Value>(&Request::RunTransient {
+    match tools_client().call_blocking::<serde_json::Value>(&Request::RunTransient {
         unit: unit.clone(),
         description,
         command,
@@ -197,7 +193,7 @@ fn logger_journald(file: Option<&str>) -> i32 {
         message,
         fields,
     };
-    match client().call_blocking::<serde_json::Value>(&request) {
+    match tools_client().call_blocking::<serde_json::Value>(&request) {
         Ok(_) => 0,
         Err(e) => {
             eprintln!("logger: {e}");
@@ -248,7 +244,7 @@ fn logger(args: &[String]) -> i32 {
         message,
         fields: Default::default(),
     };
-    match client().call_blocking::<serde_json::Value>(&request) {
+    match tools_client().call_blocking::<serde_json::Value>(&request) {
         Ok(_) => 0,
         Err(e) => {
             eprintln!("logger: {e}");

@@ -16,10 +16,10 @@
 //!   that matches none.
 //! - `progress`: the console while a run goes, a line per scenario.
 //! - `select`: which scenarios a run takes; `undefined`: steps no definition matches.
-//! - The run itself, a pipeline: `plan` (paths, lint, `--only`, tags, undefined steps, skips)
-//!   → `execute` (the node backend, then per profile `profile_run`: one cucumber run, its
-//!   After hook `scenario_finished`, the process's `panic_hook` meanwhile) → `publish` (the
-//!   console recap, the YAML report, the HTML page, the summary line).
+//! - The run itself, a pipeline (`pipeline`): `plan` (paths, lint, `--only`, tags, undefined
+//!   steps, skips) → `execute` (the node backend, then per profile `profile_run`: one cucumber
+//!   run, its After hook `scenario_finished`, the process's `panic_hook` meanwhile) → `publish`
+//!   (the console recap, the YAML report, the HTML page, the summary line).
 //!
 //! No silent green: a step no definition matches is named before the run with the nearest
 //! phrases, and fails its scenario in every report; a run whose paths and tags select no
@@ -35,6 +35,7 @@ mod junit;
 pub mod lint;
 pub mod options;
 mod panic_hook;
+mod pipeline;
 mod plan;
 mod profile_run;
 mod progress;
@@ -47,7 +48,7 @@ mod summary;
 mod undefined;
 pub mod watchdog;
 
-use profile_run::report_path;
+pub use pipeline::run;
 pub use select::scenario_at;
 
 pub use features_table::features_markdown;
@@ -216,25 +217,6 @@ pub enum RunError {
 /// The tag of scenarios that ask more than upstream MCO does (a hardening requirement the
 /// reference daemon meets): judged for the reference daemon, reported apart for other agents.
 pub const BEYOND_UPSTREAM: &str = "beyond-upstream";
-
-/// Plan, execute, publish: lint and select (refusing a run with nothing to run), run every
-/// profile, then the recap, the reports asked for and the summary line last.
-pub async fn run(config: &RunConfig) -> Result<Summary, RunError> {
-    crate::node::raise_open_file_limit();
-    plan::clear_reports(config)?;
-    let plan = plan::plan(config)?;
-    std::fs::create_dir_all(&config.report_dir).map_err(|e| RunError::Io(config.report_dir.clone(), e))?;
-    if !config.quiet {
-        for u in &plan.undefined {
-            crate::sayln!("{u}");
-        }
-    }
-    let backend = execute::prepare_backend(config).await?;
-    let skipped = plan.skips(config, backend.as_ref().err().map(String::as_str))?;
-    let summary = execute::execute(config, &plan, &backend, skipped).await?;
-    publish::publish(config, &summary).await?;
-    Ok(summary)
-}
 
 #[cfg(test)]
 mod tests {

@@ -3,6 +3,7 @@
 //! matches named, and which scenarios each profile skips and why. Nothing here starts a node
 //! or writes a report; a plan that selects nothing to run is refused here.
 
+use super::profile_run::report_path;
 use super::select::{Selection, TagFilter, expanded, picked, scenarios_of, select_for_agent, tags_of};
 use super::undefined::undefined_steps;
 use super::*;

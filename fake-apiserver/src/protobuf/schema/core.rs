@@ -1,7 +1,7 @@
 //! core/v1 (`k8s.io/api/core/v1`): ConfigMap, Secret, Namespace, ServiceAccount, Event, Node.
 
 use super::meta::{METADATA, OBJECT_META};
-use super::{
+use super::types::{
     Json::{Always, OmitEmpty, Pointer},
     Message, Ty, field,
 };

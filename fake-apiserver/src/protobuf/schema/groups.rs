@@ -3,7 +3,7 @@
 
 use super::core::{EVENT_SOURCE, OBJECT_REFERENCE};
 use super::meta::{METADATA, OBJECT_META};
-use super::{
+use super::types::{
     Json::{Always, OmitEmpty, Pointer},
     Message, Ty, field,
 };

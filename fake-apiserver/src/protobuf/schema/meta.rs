@@ -1,7 +1,7 @@
 //! apimachinery's messages (`pkg/runtime`, `pkg/apis/meta/v1`): the envelope, object and list
 //! metadata, times, `DeleteOptions` and `Status`.
 
-use super::{
+use super::types::{
     Field,
     Json::{Always, OmitEmpty, Pointer},
     Message, Ty, field,

@@ -21,9 +21,11 @@
 //! - `kubeconfig`: the serving CA from `kubeconfig-data` against the node's kubeconfig, and
 //!   whether the kubelet restarts now.
 //! - `registry`: the internal registry's pull secret and the image registry CAs.
+//! - `step`: a sync step's error, and how it writes a file.
 
 mod kubeconfig;
 mod registry;
+mod step;
 
 pub use kubeconfig::{DEFERRED_SIGNERS, KubeconfigPlan, plan_kubeconfig};
 pub use registry::{INTERNAL_REGISTRY_PULL_SECRET, MOUNTED_PULL_SECRETS, REGISTRY_CA_DIR};
@@ -43,7 +45,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kubeconfig::{kubeconfig_ca, kubeconfig_data, with_kubeconfig_ca};
 use registry::{first_role, pull_secret, sync_registry_cas};
 use serde_json::{Value, json};
-use std::os::unix::fs::PermissionsExt;
+use step::{SyncError, write_to_disk};
 use tokio_util::sync::CancellationToken;
 
 pub use crate::mco::CLOUD_CA_PATH;
@@ -192,17 +194,6 @@ fn report_watch_error(env: &AgentEnv, e: &watcher::Error) {
 const RETRY_BASE: std::time::Duration = std::time::Duration::from_millis(5);
 const RETRY_MAX: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// `writeToDisk`: a trailing newline, the existing file's mode (0644 for a new one).
-pub(super) fn write_to_disk(env: &AgentEnv, node_path: &str, mut data: Vec<u8>) -> std::io::Result<()> {
-    if data.last() != Some(&b'\n') {
-        data.push(b'\n');
-    }
-    let mode = std::fs::metadata(env.path(node_path))
-        .map(|m| m.permissions().mode() & 0o7777)
-        .unwrap_or(0o644);
-    super::mutant::write_node_file(env, node_path, &data, mode)
-}
-
 async fn systemctl(env: &AgentEnv, args: &[&str]) -> Result<(), String> {
     let out = env.host.systemctl(args).await?;
     if out.exit_code != 0 {
@@ -214,18 +205,6 @@ async fn systemctl(env: &AgentEnv, args: &[&str]) -> Result<(), String> {
         ));
     }
     Ok(())
-}
-
-/// Why a sync failed: the API (try again) or this node's state (also marks it Degraded).
-pub(super) enum SyncError {
-    Transient(String),
-    Node(String),
-}
-
-impl From<String> for SyncError {
-    fn from(e: String) -> Self {
-        SyncError::Transient(e)
-    }
 }
 
 /// Whether the node's state and reason annotations are these (as the node informer has them).

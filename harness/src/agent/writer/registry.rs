@@ -2,7 +2,8 @@
 //! merged with a mounted per-role one (`syncOSImagePullSecrets`, 4.16 only), and the image
 //! registry CAs under `/etc/docker/certs.d` (4.14 and 4.16).
 
-use super::{AgentEnv, SyncError, write_to_disk};
+use super::AgentEnv;
+use super::step::{SyncError, write_to_disk};
 use crate::agent::Mutant;
 use crate::mco::controller_config::ControllerConfigSpec;
 use crate::profile::MissingRegistryCaDir;

@@ -1,7 +1,9 @@
 //! The 4.16 operator's serving-CA sync (release-4.16 `pkg/operator/sync.go` 985-1087): its wait
 //! for `kube-apiserver-server-ca` to settle, the copy into `kubeconfig-data`, and the
-//! ControllerConfig's `service-ca-rotate` annotation (see the parent module's doc).
+//! ControllerConfig's `service-ca-rotate` annotation (see the parent module's doc); the wait's
+//! state and what a pass decides are `settling`'s.
 
+use super::settling::{SETTLE_WAIT, ServingCa, Settling};
 use super::{CONTROLLER_CONFIG, Operator, controller_configs};
 use crate::cluster::ClusterError;
 use crate::cluster::names::{CA_BUNDLE_KEY, KUBE_APISERVER_SERVER_CA, KUBECONFIG_DATA};
@@ -11,46 +13,6 @@ use base64::Engine;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
-
-/// How often the 4.16 operator polls `kube-apiserver-server-ca` while it waits (sync.go:1025).
-pub const SETTLE_POLL: time::Duration = time::Duration::seconds(15);
-/// How long the bundle must stay unchanged before the operator copies it (sync.go:1025).
-pub const SETTLE_WAIT: time::Duration = time::Duration::minutes(1);
-
-/// The wait of the 4.16 operator for `kube-apiserver-server-ca` to settle.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Settling {
-    /// When its current minute began: the change that started the wait, or the poll that saw
-    /// the last change.
-    since: time::OffsetDateTime,
-    /// The last poll, or `since`.
-    polled: time::OffsetDateTime,
-    /// The bundle as last seen: what it copies.
-    bundle: Vec<u8>,
-}
-
-/// What the 4.16 operator's serving-CA sync does in one pass (`Operator::serving_ca`).
-#[derive(Debug, PartialEq)]
-pub(super) enum ServingCa {
-    /// It waits for the bundle to settle: the whole sync is blocked.
-    Waiting,
-    /// `kubeconfig-data` holds the bundle (or there is none to copy).
-    InStep,
-    /// Copy `bundle` into `kubeconfig-data` (`create`: there is none yet); `ended_wait`: the
-    /// copy ends a wait.
-    Copy {
-        bundle: Vec<u8>,
-        create: bool,
-        ended_wait: bool,
-    },
-}
-
-impl Settling {
-    /// The next instant the wait acts at: its next poll, or the end of its minute.
-    pub(super) fn next(&self) -> time::OffsetDateTime {
-        (self.polled + SETTLE_POLL).min(self.since + SETTLE_WAIT)
-    }
-}
 
 impl Operator {
     /// What the 4.16 operator's serving-CA sync does at the clock's now, from one read of

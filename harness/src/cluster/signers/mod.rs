@@ -13,8 +13,9 @@
 
 mod seed;
 mod store;
+mod stored;
 
-use store::{Stored, stored_from_secret};
+use stored::{Stored, stored_from_secret};
 
 use super::names::{
     CA_BUNDLE_KEY, CLIENT_CA_SOURCES, CSR_CONTROLLER_CA, CSR_CONTROLLER_CA_SOURCES, KUBE_APISERVER_CLIENT_CA,

@@ -2,47 +2,15 @@
 //! library-go's annotations) and CA bundle ConfigMaps, through the pass's snapshot when one is
 //! taken, applied server-side as the controller's field manager.
 
+use super::stored::{Stored, stored_from_secret};
 use super::{SignerRotation, key};
 use crate::cluster::ClusterError;
 use crate::cluster::names::{CA_BUNDLE_KEY, FIELD_MANAGER};
-use crate::pki::{IssuedCert, MANAGED_TYPE_LABEL, parse_certs};
+use crate::pki::{IssuedCert, MANAGED_TYPE_LABEL};
 use base64::Engine;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
-use std::collections::BTreeMap;
-
-pub(super) fn stored_from_secret(secret: Secret) -> Result<Option<Stored>, ClusterError> {
-    let data = secret.data.unwrap_or_default();
-    let text = |k: &str| {
-        data.get(k)
-            .map(|b| String::from_utf8_lossy(&b.0).into_owned())
-            .unwrap_or_default()
-    };
-    let (pem, key_pem) = (text("tls.crt"), text("tls.key"));
-    let Some(parsed) = parse_certs(&pem)?.into_iter().next() else {
-        return Ok(None);
-    };
-    Ok(Some(Stored {
-        cert: IssuedCert {
-            pem,
-            key_pem,
-            common_name: parsed.common_name,
-            issuer_common_name: parsed.issuer,
-            not_before: parsed.not_before,
-            not_after: parsed.not_after,
-            serial: parsed.serial,
-        },
-        annotations: secret.metadata.annotations.unwrap_or_default(),
-    }))
-}
-
-/// A certificate Secret as read back from the API server.
-#[derive(Clone)]
-pub(super) struct Stored {
-    pub(super) cert: IssuedCert,
-    pub(super) annotations: BTreeMap<String, String>,
-}
 
 impl SignerRotation {
     pub(super) async fn read_cert(&self, ns: &str, name: &str) -> Result<Option<Stored>, ClusterError> {

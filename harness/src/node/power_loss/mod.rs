@@ -67,9 +67,6 @@ pub fn recorded_syscalls() -> Vec<String> {
         .collect()
 }
 
-/// strace's `-s`: the bytes of a write printed whole (a CA bundle or kubeconfig is a few KiB).
-pub const STRING_LIMIT: usize = 1 << 20;
-
 /// The umask a new file is created under (systemd's `UMask=` default for services).
 const UMASK: u32 = 0o022;
 

@@ -2,8 +2,8 @@
 //! (`-u`, `-b`, `-n`, `-g`, `-o short|cat|json`, `FIELD=value` matches, `--list-boots`, `-f`),
 //! answered from the node's journal over the control socket.
 
-use super::client;
 use crate::node::control::Request;
+use crate::node::control::tools_client;
 use crate::node::journal::Entry;
 
 /// How `journalctl` prints an entry (`-o`).
@@ -193,7 +193,7 @@ pub(super) fn journalctl(args: &[String]) -> i32 {
             return 1;
         }
     };
-    let journal = match client().call_blocking::<Vec<Entry>>(&Request::JournalEntries { mark: 0 }) {
+    let journal = match tools_client().call_blocking::<Vec<Entry>>(&Request::JournalEntries { mark: 0 }) {
         Ok(journal) => journal,
         Err(e) => {
             eprintln!("journalctl: {e}");
@@ -218,7 +218,7 @@ pub(super) fn journalctl(args: &[String]) -> i32 {
     let _ = out.flush();
     let mut mark = journal.len();
     loop {
-        let waited = client().call_blocking::<Option<String>>(&Request::WaitJournal {
+        let waited = tools_client().call_blocking::<Option<String>>(&Request::WaitJournal {
             mark,
             needle: String::new(),
             timeout_ms: 3_600_000,
@@ -226,7 +226,7 @@ pub(super) fn journalctl(args: &[String]) -> i32 {
         if waited.is_err() {
             return 1;
         }
-        let Ok(new) = client().call_blocking::<Vec<Entry>>(&Request::JournalEntries { mark }) else {
+        let Ok(new) = tools_client().call_blocking::<Vec<Entry>>(&Request::JournalEntries { mark }) else {
             return 1;
         };
         mark += new.len();
