@@ -28,6 +28,7 @@ pub mod events;
 mod faults;
 pub mod first_run;
 pub mod mutant;
+mod node_loop;
 mod node_writer;
 pub mod own_node;
 pub mod process;
@@ -57,11 +58,11 @@ pub async fn run(env: AgentEnv, stop: CancellationToken) -> Result<(), String> {
     let work = async {
         if let Some(writer) = traits.certificate_writer() {
             tokio::join!(
-                update::node_loop(&env, traits.update_files, stop.clone()),
+                node_loop::node_loop(&env, traits.update_files, stop.clone()),
                 writer::run(&env, writer, stop.clone())
             );
         } else {
-            update::node_loop(&env, traits.update_files, stop.clone()).await;
+            node_loop::node_loop(&env, traits.update_files, stop.clone()).await;
         }
         // The loops end when stopped or once a reboot is asked for. Upstream's daemon, having
         // asked for the reboot, sleeps until the node's shutdown kills it ("wait to be killed
