@@ -24,6 +24,14 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// Streams one connection carries before the pool opens another.
 pub const STREAMS_PER_CONNECTION: usize = 100;
 
+/// The receive windows client-go's HTTP/2 transport (Go's `golang.org/x/net/http2`) announces:
+/// 4 MiB a stream and 1 GiB for the connection (`transportDefaultStreamFlow`,
+/// `transportDefaultConnFlow`). With hyper's defaults (2 MiB, 5 MiB) three watches whose events
+/// wait unread would spend the connection's window and stall every response beside them; a
+/// connection window far above what its streams can hold unread keeps each stream to its own.
+const STREAM_WINDOW: u32 = 4 << 20;
+const CONNECTION_WINDOW: u32 = 1 << 30;
+
 struct Connection {
     sender: SendRequest<kube::client::Body>,
     active: Arc<AtomicUsize>,
@@ -90,6 +98,8 @@ impl H2Pool {
             return Err(format!("{} did not agree to HTTP/2 (ALPN)", self.0.address).into());
         }
         let (sender, connection) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
+            .initial_stream_window_size(STREAM_WINDOW)
+            .initial_connection_window_size(CONNECTION_WINDOW)
             .handshake(TokioIo::new(tls))
             .await?;
         tokio::spawn(async move {
@@ -231,6 +241,66 @@ mod tests {
             api.get("c").await.unwrap();
         }
         assert!(pool.connections().await <= 2);
+        server.shutdown().await;
+    }
+
+    /// A watch whose events nobody reads yet (a reflector busy elsewhere) must not stop the
+    /// requests beside it on the same connection. HTTP/2 gives a receiver a window per stream
+    /// and one per connection; data a stream holds unread counts against both until read. With
+    /// hyper's defaults (2 MiB per stream, 5 MiB per connection) three unread watches that each
+    /// hold 2 MiB spend the connection's window and every other response on it stalls; Go's
+    /// HTTP/2 client, which client-go uses, gives the connection 1 GiB for this reason.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn watches_left_unread_do_not_stall_other_requests_on_their_connection() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let server = fake_apiserver::FakeApiServer::builder().start().await.unwrap();
+        let kubeconfig = fake_apiserver::kubeconfig(server.url(), &server.ca_pem(), server.admin_identity());
+        let (client, pool) = client_from_kubeconfig(&kubeconfig).await.unwrap();
+        let api: Api<ConfigMap> = Api::namespaced(client, "default");
+        let cm: ConfigMap = serde_json::from_value(serde_json::json!({"metadata": {"name": "big"}})).unwrap();
+        let created = api.create(&PostParams::default(), &cm).await.unwrap();
+        let rv = created.metadata.resource_version.clone().unwrap();
+        // Four watches, opened and then left unread.
+        let mut held = Vec::new();
+        for _ in 0..4 {
+            held.push(api.watch(&WatchParams::default(), &rv).await.unwrap().boxed());
+        }
+        // Each change sends every watch 900 KiB: four changes are 3.6 MiB per watch, 14 MiB in
+        // all, well past both of hyper's default windows.
+        let mut current = created;
+        for round in 0..4 {
+            let mut changed = current.clone();
+            changed.data = Some([("k".to_string(), format!("{round}").repeat(900 * 1024))].into());
+            current = tokio::time::timeout(
+                std::time::Duration::from_secs(30),
+                api.replace("big", &PostParams::default(), &changed),
+            )
+            .await
+            .expect("a write answered while watches are unread")
+            .unwrap();
+        }
+        // The writes' own responses came back; so must a read of the object the watches carry.
+        let read = tokio::time::timeout(std::time::Duration::from_secs(30), api.get("big"))
+            .await
+            .expect("a read answered within 30 s while four watches beside it were unread")
+            .unwrap();
+        assert_eq!(read.metadata.resource_version, current.metadata.resource_version);
+        assert_eq!(pool.connections().await, 1, "every stream fits on one connection");
+        // The held watches were not lost: each still delivers what was sent to it, in order.
+        for stream in &mut held {
+            for round in 0..4 {
+                let event = tokio::time::timeout(std::time::Duration::from_secs(30), stream.next())
+                    .await
+                    .expect("the held event")
+                    .expect("an event")
+                    .unwrap();
+                let WatchEvent::Modified(cm) = event else {
+                    panic!("{event:?}")
+                };
+                let value = cm.data.and_then(|d| d.get("k").cloned()).unwrap_or_default();
+                assert!(value.starts_with(&round.to_string()), "round {round}");
+            }
+        }
         server.shutdown().await;
     }
 }

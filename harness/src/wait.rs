@@ -52,10 +52,20 @@ where
 {
     let wall = Instant::now();
     let mut pause = Duration::from_millis(1);
+    let _waiting = Watch::waiting(deadline);
     loop {
         crate::interrupt::check()?;
         let probing = Instant::now();
-        match probe().await {
+        Watch::note(|w| w.looking = Some(probing));
+        let answer = probe().await;
+        Watch::note(|w| {
+            w.looking = None;
+            w.answered = Instant::now();
+            if let Err(seen) = &answer {
+                w.last_seen = Some(seen.clone());
+            }
+        });
+        match answer {
             Ok(value) => return Ok(value),
             Err(seen) if spent() >= deadline => {
                 let waited = wall.elapsed();
@@ -75,6 +85,86 @@ where
             _ = crate::interrupt::cancelled() => {}
         }
         pause = (pause * 2).min(POLL);
+    }
+}
+
+/// What the step running on this task is waiting for, as far as its waits say: kept so that the
+/// step limit (`runner::watchdog`) can tell a wait that goes on under its own bound, its looks
+/// answering, from an await that never answers, and say which it stopped.
+#[derive(Debug, Clone)]
+pub struct Progress {
+    /// When the step began, or a look of one of its waits last answered.
+    pub answered: Instant,
+    /// The look under way, since when.
+    pub looking: Option<Instant>,
+    /// The wait under way: its deadline (paced) and when it began.
+    pub waiting: Option<(Duration, Instant)>,
+    /// What the last look that did not succeed saw.
+    pub last_seen: Option<String>,
+}
+
+tokio::task_local! {
+    static STEP: std::sync::Arc<std::sync::Mutex<Progress>>;
+}
+
+/// The progress of the step whose future runs under [`Watch::scope`]; waits outside any step
+/// (a background task's) note nothing.
+#[derive(Clone)]
+pub struct Watch(std::sync::Arc<std::sync::Mutex<Progress>>);
+
+/// Marks a wait as under way while it lives; a wait inside another's look gives the outer one
+/// back when it ends.
+pub struct Waiting(Option<(Duration, Instant)>, Option<Instant>);
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        let (waiting, looking) = (self.0, self.1);
+        Watch::note(|w| {
+            w.waiting = waiting;
+            w.looking = looking;
+        });
+    }
+}
+
+impl Watch {
+    pub fn new() -> Watch {
+        Watch(std::sync::Arc::new(std::sync::Mutex::new(Progress {
+            answered: Instant::now(),
+            looking: None,
+            waiting: None,
+            last_seen: None,
+        })))
+    }
+
+    /// Run `step` with its waits noting their progress here.
+    pub async fn scope<F: Future>(&self, step: F) -> F::Output {
+        STEP.scope(self.0.clone(), step).await
+    }
+
+    /// What the step's waits have said so far.
+    pub fn progress(&self) -> Progress {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn note(change: impl FnOnce(&mut Progress)) {
+        let _ = STEP.try_with(|p| change(&mut p.lock().unwrap_or_else(|e| e.into_inner())));
+    }
+
+    fn waiting(deadline: Duration) -> Waiting {
+        // The outer wait's state is taken as plain values: a `Waiting` dropped inside `note`
+        // would note again under the same lock.
+        let mut outer = (None, None);
+        Watch::note(|w| {
+            outer = (w.waiting, w.looking);
+            w.waiting = Some((deadline, Instant::now()));
+        });
+        Waiting(outer.0, outer.1)
+    }
+}
+
+impl Default for Watch {
+    fn default() -> Self {
+        Watch::new()
     }
 }
 

@@ -49,8 +49,9 @@ pub struct RunOptions {
     /// first ControllerConfig sync takes a minute needs more than the default.
     #[arg(long, default_value = "30s")]
     pub agent_timeout: String,
-    /// How long any one step may run before it is stopped and fails, naming itself: a
-    /// safety net for an await that never answers, far beyond every step's own waits.
+    /// How long a step may go with nothing it awaits answering before it is stopped and fails,
+    /// naming itself and what it waited for: a safety net for an await that never answers (a
+    /// wait whose looks keep answering runs to its own bound, however long a busy host takes).
     #[arg(long, default_value = "20m")]
     pub step_limit: String,
     /// Run against the kube-apiserver this kubeconfig names (its current context's server

@@ -71,16 +71,53 @@ fn guard<W: Guarded>(world: &mut W, ctx: Context) -> LocalBoxFuture<'_, ()> {
             Err(e) => panic!("{e}"),
         };
         let limit = world.step_limit();
-        if tokio::time::timeout(limit, step(world, ctx)).await.is_err() {
-            panic!(
-                "the step did not end within the step limit of {} (--step-limit): it was \
-                 stopped there. Every wait of a step has its own bound, so something awaited \
-                 here never answered; the nodes' journals below or in the failed scenario's \
-                 folder show what the agents were doing",
-                show(limit)
-            );
+        let watch = crate::wait::Watch::new();
+        let run = watch.scope(step(world, ctx));
+        tokio::pin!(run);
+        // The limit counts from the step's start or the last answer one of its waits had: a
+        // wait whose looks answer goes on under its own bound (in paced time, which a busy host
+        // stretches in wall time), so the net is for what never answers, not for a slow host.
+        loop {
+            let quiet_since = watch.progress().answered;
+            tokio::select! {
+                () = &mut run => return,
+                () = tokio::time::sleep_until((quiet_since + limit).into()) => {
+                    let progress = watch.progress();
+                    if progress.answered == quiet_since {
+                        panic!("{}", stopped(limit, &progress));
+                    }
+                }
+            }
         }
     })
+}
+
+/// Why a step was stopped at the limit, with what its waits last said.
+fn stopped(limit: Duration, progress: &crate::wait::Progress) -> String {
+    let head = format!(
+        "the step did not end within the step limit of {} (--step-limit): nothing it awaited \
+         answered for that long, and it was stopped there",
+        show(limit)
+    );
+    let seen = progress
+        .last_seen
+        .as_deref()
+        .map(|s| format!("; its wait's last answered look saw: {s}"))
+        .unwrap_or_default();
+    match (progress.waiting, progress.looking) {
+        (Some((deadline, began)), Some(look)) => format!(
+            "{head}. It was waiting (for up to {} of paced time, since {:.0?} ago) and one look \
+             of that wait, begun {:.0?} ago, never answered: a request or read with no answer{seen}",
+            show(deadline),
+            began.elapsed(),
+            look.elapsed()
+        ),
+        _ => format!(
+            "{head}. Every wait of a step has its own bound, so something awaited here outside \
+             them never answered; the nodes' journals below or in the failed scenario's folder \
+             show what the agents were doing{seen}"
+        ),
+    }
 }
 
 /// `10m`, `90s`, `200ms`: as the flag is written.
@@ -124,6 +161,36 @@ mod tests {
         world.ran_after = true;
     }
 
+    /// A wait that lasts three times the limit, its looks answering all along (as a wait on a
+    /// busy host does, its paced deadline stretched in wall time): not the net's to stop.
+    #[given("a wait that goes on past the limit, its looks answering")]
+    async fn long_wait(world: &mut HangWorld) {
+        let began = std::time::Instant::now();
+        crate::wait::eventually_wall(Duration::from_secs(5), || async {
+            if began.elapsed() >= Duration::from_millis(600) {
+                Ok(())
+            } else {
+                Err("not yet".to_string())
+            }
+        })
+        .await
+        .unwrap();
+        world.ran_after = true;
+    }
+
+    /// A wait whose first look answers and whose second never does.
+    #[given("a wait whose second look never answers")]
+    async fn look_never_answers(_: &mut HangWorld) {
+        let looks = std::sync::atomic::AtomicU32::new(0);
+        let _ = crate::wait::eventually_wall(Duration::from_secs(60), || async {
+            if looks.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+                return Err::<(), _>("pool worker has no certExpirys".to_string());
+            }
+            std::future::pending().await
+        })
+        .await;
+    }
+
     #[then("the step before it ran")]
     async fn ran(world: &mut HangWorld) {
         assert!(world.ran_after);
@@ -131,7 +198,9 @@ mod tests {
 
     const FEATURE: &str = "Feature: hangs\n\
         \n  Scenario: one step never ends\n    Given a step that never ends\n    Then the step before it ran\n\
-        \n  Scenario: steps within the limit\n    Given a step that ends\n    Then the step before it ran\n";
+        \n  Scenario: steps within the limit\n    Given a step that ends\n    Then the step before it ran\n\
+        \n  Scenario: a wait that answers\n    Given a wait that goes on past the limit, its looks answering\n    Then the step before it ran\n\
+        \n  Scenario: a look that never answers\n    Given a wait whose second look never answers\n";
 
     #[tokio::test]
     async fn a_step_past_the_limit_fails_naming_the_limit_and_the_run_goes_on() {
@@ -173,5 +242,24 @@ mod tests {
         );
         let fine = steps(1);
         assert!(fine.iter().all(|s| s["result"]["status"] == "passed"), "{fine:?}");
+        // A wait under its own bound whose looks answer runs past the limit and ends on its own.
+        let answering = steps(2);
+        assert!(
+            answering.iter().all(|s| s["result"]["status"] == "passed"),
+            "{answering:?}"
+        );
+        // A look that never answers is stopped, and the failure says that and what the wait
+        // saw last.
+        let silent = steps(3);
+        assert_eq!(silent[0]["result"]["status"], "failed", "{silent:?}");
+        let message = silent[0]["result"]["error_message"].as_str().unwrap_or("");
+        for said in [
+            "did not end within the step limit of 200ms",
+            "one look of that wait",
+            "never answered",
+            "last answered look saw: pool worker has no certExpirys",
+        ] {
+            assert!(message.contains(said), "{said:?} not in {message}");
+        }
     }
 }
