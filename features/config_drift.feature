@@ -70,6 +70,19 @@ Feature: A node whose files drift from its config
     When the file /etc/kubernetes/ca.crt is restored on every node
     Then every node is Done
 
+  # A unit is checked as a file is: the monitor watches the unit files the config writes under
+  # /etc/systemd/system, and the validation compares a unit that has contents (and each drop-in)
+  # with the config, reporting it by its path in the same words as a file (checkV3Unit and
+  # checkFileContentsAndMode: release-4.12 on_disk_validation.go:48-90 and :194-208, release-4.16
+  # :67-115 and :237-253; the watched paths: config_drift_monitor.go:320-332 and :322-334).
+  Scenario: An edited unit file is drift too
+    Given a fresh cluster with 1 worker node
+    When a MachineConfig for the worker pool changes the unit mco-conformance-example.service
+    And the file /etc/systemd/system/mco-conformance-example.service is edited on every node
+    Then every node is Degraded with the reason "content mismatch for file "/etc/systemd/system/mco-conformance-example.service""
+    When the file /etc/systemd/system/mco-conformance-example.service is restored on every node
+    Then every node is Done
+
   # A daemon that starts on files that differ from its config fails its start check: the node is
   # Degraded with the check's error, which names the config it validated against, and a Warning
   # event OnDiskStateValidationFailed says the same (checkStateOnFirstRun: release-4.12

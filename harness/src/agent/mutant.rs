@@ -31,6 +31,7 @@ pub enum Mutant {
     RegistryCaOutsideCertsD,
     PullSecretWrongSideWins,
     DriftNeverReported,
+    DriftIgnoresUnits,
     ForceFileIgnored,
     ApplyPausedPoolConfig,
     LoseFilesAcrossReboot,
@@ -75,6 +76,7 @@ impl Mutant {
         Mutant::RegistryCaOutsideCertsD,
         Mutant::PullSecretWrongSideWins,
         Mutant::DriftNeverReported,
+        Mutant::DriftIgnoresUnits,
         Mutant::ForceFileIgnored,
         Mutant::ApplyPausedPoolConfig,
         Mutant::LoseFilesAcrossReboot,
@@ -187,6 +189,11 @@ impl Mutant {
             Mutant::DriftNeverReported => (
                 "drift-never-reported",
                 "never checks the node's files against its config (no config drift monitor)",
+                EVERY,
+            ),
+            Mutant::DriftIgnoresUnits => (
+                "drift-ignores-units",
+                "checks the node's files against its config but not its units' files or drop-ins",
                 EVERY,
             ),
             Mutant::ForceFileIgnored => (

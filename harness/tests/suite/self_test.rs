@@ -193,10 +193,13 @@ async fn files_lost_across_a_reboot_fail_the_start_check_before_anything_complet
             .rejection
             .as_ref()
             .unwrap_or_else(|| panic!("lose-files-across-reboot is rejected on {}", verdict.profile));
+        // Whichever step saw it first words it its own way (`reason "…"` in a Done wait,
+        // `is Degraded (…): …` in an update's); both carry the start check's error.
         assert!(
-            rejection
-                .message
-                .contains("reason \"unexpected on-disk state validating against rendered-worker-"),
+            rejection.message.contains("Degraded")
+                && rejection
+                    .message
+                    .contains("unexpected on-disk state validating against rendered-worker-"),
             "the node is Degraded by the start's check of the config it rebooted into: {rejection:?}"
         );
     }
