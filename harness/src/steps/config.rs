@@ -183,36 +183,61 @@ async fn force_file(world: &mut ConformanceWorld) -> anyhow::Result<()> {
 /// daemon.go:524-533, :1105; release-4.14 :693-702, :1217; release-4.16 :778-802, :1492).
 const DRIFT_MONITOR_STARTED: &str = "ConfigDriftMonitorStarted";
 
-/// `touch /run/machine-config-daemon-force` on every node, once every node's agent is past its
-/// start check: it said its config drift monitor watches (the check passed), or the node is
-/// Degraded (a check that failed says so; upstream's daemon then runs the check again on each
-/// retry, and a force file there is for that retry, as on a running node). A force file there
-/// before the first check makes the check itself skip validation and run an update to the config
-/// the node is on, which reboots it (release-4.16 daemon.go:2122-2125), so a scenario's force
-/// file would be spent before its When-step. Waited for; an agent that never says either fails
-/// the step, naming the event.
-pub async fn write_force_file(world: &ConformanceWorld) -> anyhow::Result<()> {
+/// Waits until every node's agent watches its files against the config the node runs: it posted
+/// `ConfigDriftMonitorStarted` naming that config ("Config Drift Monitor started, watching
+/// against <config>", as upstream words it), or the node is Degraded (a start check that failed
+/// says so; upstream's daemon then runs the check again on each retry, and keeps its monitor
+/// while degraded by drift).
+///
+/// A hand-made change to a node's files means something only once that holds. Before the
+/// daemon's start check, a force file makes the check skip validation and run an update to the
+/// config the node is on, which reboots it (release-4.16 daemon.go:2122-2125), so a scenario's
+/// force file would be spent before its When-step. Between an update's completion (the node's
+/// `currentConfig` set, Done) and the monitor's start, an edited file is seen by nobody: upstream
+/// starts watching after its first sync completes the update (release-4.14 daemon.go:693-702,
+/// :1189-1218, a few milliseconds later), and the monitor does not check the files it begins
+/// to watch. Should a node come back
+/// to a config it ran before, an earlier event naming it would do too: that path back is left
+/// open. An agent that never says either fails the step, naming the event.
+pub async fn await_drift_watch(world: &ConformanceWorld, what: &str) -> anyhow::Result<()> {
     let c = world.cluster()?;
     for node in &c.nodes {
         let name = node.name();
         eventually(world.deadline, || async {
-            let events = super::events::events_about(&c.admin, name).await?;
-            if events.iter().any(|e| e.reason == DRIFT_MONITOR_STARTED) {
-                return Ok(());
-            }
             let annotations = c.node_annotations(name).await.map_err(|e| e.to_string())?;
             let state = annotations.get(harness::mco::STATE).map(String::as_str).unwrap_or("");
             if state == "Degraded" {
                 return Ok(());
             }
+            let current = annotations
+                .get(harness::mco::CURRENT_CONFIG)
+                .map(String::as_str)
+                .unwrap_or("");
+            let events = super::events::events_about(&c.admin, name).await?;
+            let watching = format!("watching against {current}");
+            if !current.is_empty()
+                && events
+                    .iter()
+                    .any(|e| e.reason == DRIFT_MONITOR_STARTED && e.message.ends_with(&watching))
+            {
+                return Ok(());
+            }
             Err(format!(
-                "{name}: its agent has not said that its start check is over (no Node event {DRIFT_MONITOR_STARTED}, which upstream's daemon posts once the check passed, and the node is {state:?}, not Degraded as after a check that failed); a force file written before the check makes the check reboot the node. The events about it:\n  {}",
+                "{name}: its agent has not said that it watches its files against {current:?}, the config it runs (no Node event {DRIFT_MONITOR_STARTED} \"… {watching}\", which upstream's daemon posts once its start check passed and after each update, and the node is {state:?}, not Degraded); {what} before that is seen by no drift check. The events about it:\n  {}",
                 super::events::shown(&events)
             ))
         })
         .await
         .map_err(anyhow::Error::msg)?;
     }
+    Ok(())
+}
+
+/// `touch /run/machine-config-daemon-force` on every node, once every node's agent watches its
+/// files against its config (`await_drift_watch`).
+pub async fn write_force_file(world: &ConformanceWorld) -> anyhow::Result<()> {
+    await_drift_watch(world, "a force file written").await?;
+    let c = world.cluster()?;
     for node in &c.nodes {
         node.write(FORCE_FILE, b"", 0o644).await?;
     }

@@ -23,12 +23,15 @@ async fn snapshot(node: &dyn Node, path: &str) -> anyhow::Result<(Vec<u8>, u32)>
 }
 
 /// Change the file on every node, `change` giving its new contents and mode from the old, and
-/// keep the old ones for `the file <path> is restored on every node`.
+/// keep the old ones for `the file <path> is restored on every node`; once every node's agent
+/// watches its files against the config it runs (`config::await_drift_watch`), as a person
+/// changes a file on a node that is up and settled.
 async fn change_on_every_node(
     world: &mut ConformanceWorld,
     path: &str,
     change: impl Fn(&[u8], u32) -> (Vec<u8>, u32),
 ) -> anyhow::Result<()> {
+    super::config::await_drift_watch(world, &format!("a change to {path}")).await?;
     let c = world.cluster()?;
     let mut originals = Vec::new();
     for node in &c.nodes {

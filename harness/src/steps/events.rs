@@ -13,7 +13,7 @@ use kube::api::{Api, ListParams};
 pub(super) struct Shown {
     kind: String,
     pub(super) reason: String,
-    message: String,
+    pub(super) message: String,
     count: u32,
 }
 
