@@ -36,13 +36,27 @@ pub struct FileTemplate {
     pub source: String,
 }
 
+/// A systemd unit as upstream's unit templates write it: `enabled` only where the template says
+/// (crio.service's does not, and no daemon enables it), its contents, its drop-ins.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UnitTemplate {
     pub name: String,
-    pub enabled: bool,
+    #[serde(default)]
+    pub enabled: Option<bool>,
+    #[serde(default)]
+    pub contents: Option<String>,
+    #[serde(default)]
+    pub dropins: Vec<DropinTemplate>,
     pub profiles: Vec<String>,
     pub source: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DropinTemplate {
+    pub name: String,
+    pub contents: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -111,7 +125,23 @@ pub fn template_machine_config(
         .units
         .iter()
         .filter(|u| applies(&u.profiles))
-        .map(|u| json!({"name": u.name, "enabled": u.enabled}))
+        .map(|u| {
+            let mut unit = json!({"name": u.name});
+            if let Some(enabled) = u.enabled {
+                unit["enabled"] = enabled.into();
+            }
+            if let Some(contents) = &u.contents {
+                unit["contents"] = contents.as_str().into();
+            }
+            if !u.dropins.is_empty() {
+                unit["dropins"] = u
+                    .dropins
+                    .iter()
+                    .map(|d| json!({"name": d.name, "contents": d.contents}))
+                    .collect();
+            }
+            unit
+        })
         .collect();
     json!({
         "apiVersion": "machineconfiguration.openshift.io/v1",
@@ -254,6 +284,39 @@ mod tests {
         .unwrap();
         assert!(file_contents(&new, "/etc/kubernetes/kubelet-ca.crt").is_none());
         assert_eq!(file_contents(&new, "/etc/kubernetes/ca.crt").unwrap(), b"root");
+    }
+
+    /// The units as upstream's templates write them in every release: kubelet.service enabled
+    /// with its whole unit (one that restarts always), crio.service neither enabled nor given
+    /// contents, only its two drop-ins (templates/<role>/01-<role>-kubelet/_base/units/
+    /// kubelet.service.yaml, templates/common/_base/units/crio.service.yaml).
+    #[test]
+    fn units_are_rendered_as_upstream_s_templates_write_them() {
+        let t = templates();
+        for profile in Profile::ALL {
+            let spec =
+                MachineConfigSpec::of(&template_machine_config(&t, profile, "worker", &cc("b"))).unwrap();
+            let unit = |name: &str| {
+                spec.units()
+                    .iter()
+                    .find(|u| u.name == name)
+                    .cloned()
+                    .unwrap_or_else(|| panic!("{profile}: no {name}"))
+            };
+            let kubelet = unit("kubelet.service");
+            assert_eq!(kubelet.enabled, Some(true), "{profile}");
+            let contents = kubelet.contents.unwrap_or_default();
+            assert!(contents.contains("Restart=always"), "{profile}: {contents}");
+            let crio = unit("crio.service");
+            assert_eq!(crio.enabled, None, "{profile}: the template does not enable crio");
+            assert!(crio.contents.is_none(), "{profile}");
+            let dropins: Vec<String> = crio.dropins().into_iter().map(|d| d.name).collect();
+            assert_eq!(
+                dropins,
+                ["05-mco-ordering.conf", "10-mco-default-madv.conf"],
+                "{profile}"
+            );
+        }
     }
 
     #[test]
