@@ -41,6 +41,7 @@ mod start;
 mod stepping;
 mod sync_bound;
 pub mod timeline;
+mod timeline_log;
 pub use crash::{CrashPlan, CrashReport, CrashRun, Expectation, FileState, Files};
 pub use endpoint::{ClusterEndpoint, KubeconfigEndpoint};
 pub use options::{AgentKind, NodeBackend, ScenarioOptions, default_fixtures};
@@ -135,7 +136,7 @@ pub struct Scenario {
     /// The serving CAs the agents' kubeconfigs trust (a joining node's agent trusts them too).
     agent_trust: String,
     /// What changed when, for the reports; `None` unless `options.timeline`.
-    timeline: Option<std::sync::Mutex<timeline::Timeline>>,
+    timeline: Option<std::sync::Mutex<timeline_log::Timeline>>,
     /// The clients light nodes share; `None` for other backends.
     light: Option<LightClients>,
     /// The upstream machine-config-controller, when one runs in the reference's place, and the

@@ -2,7 +2,10 @@
 //! agent they run, and the API server and upstream components to run against
 //! (`ScenarioOptions`). Plain data with its defaults; starting from it is `start`'s.
 
-use super::*;
+use super::endpoint::ClusterEndpoint;
+use crate::profile::Profile;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// How a scenario starts.
 #[derive(Debug, Clone)]

@@ -17,8 +17,8 @@ mod files;
 mod plans;
 mod whole;
 
-use files::carries_kubelet_ca;
 pub(super) use files::expected_files;
+use files::{ANNOTATION, carries_kubelet_ca};
 pub(super) use plans::{plans, root_owner};
 pub(super) use whole::{describe, not_whole};
 
@@ -28,8 +28,6 @@ use cucumber::{then, when};
 use harness::scenario::{CrashReport, CrashRun};
 use harness::world::ConformanceWorld;
 use std::collections::BTreeMap;
-
-const ANNOTATION: &str = "machineconfiguration.openshift.io/";
 
 /// The agent is killed with SIGKILL at each of its file-changing system calls in turn, each
 /// time in the sync of a new forced rotation of the signer (counted first with a traced run),

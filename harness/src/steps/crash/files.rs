@@ -3,12 +3,15 @@
 //! ControllerConfig's fields as release-4.16 `writeToDisk` writes them otherwise), never with the
 //! reference daemon's code; the paths are upstream's, written out again.
 
-use super::ANNOTATION;
 use anyhow::Context;
 use base64::Engine;
 use harness::mco::machine_config::MachineConfigSpec;
 use harness::scenario::{CrashRun, FileState, Files};
 use harness::steps::oracle;
+
+/// The prefix of the MCO's node annotations (`machineconfiguration.openshift.io/currentConfig`, …),
+/// written out here rather than taken from the reference.
+pub(super) const ANNOTATION: &str = "machineconfiguration.openshift.io/";
 
 /// The files the kubelet reads whatever the config: its client CA, and the kubeconfigs of the
 /// node and of the kubelet (MCO `pkg/daemon/constants`, the kubelet's `--kubeconfig`).

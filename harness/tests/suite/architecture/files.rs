@@ -79,29 +79,6 @@ const ALLOWED: &[(&str, &str, &str, &str)] = &[
         "what a running service gets (ServiceContext) holds its EmbeddedNode, and the node runs \
          its services: types that refer to each other, in two files for size",
     ),
-    // scenario/ and steps/: circles a move would end (each says which), left to those files'
-    // next change.
-    (
-        "harness",
-        "scenario",
-        "scenario::timeline",
-        "Scenario holds its Timeline, and timeline.rs extends Scenario (`impl Scenario`); the \
-         Timeline type in a file of its own would end this circle",
-    ),
-    (
-        "harness",
-        "scenario::options",
-        "scenario",
-        "options.rs takes mod.rs's whole namespace (`use super::*`) while Scenario holds its \
-         ScenarioOptions; importing by name what options.rs uses would end this circle",
-    ),
-    (
-        "harness",
-        "steps::crash::files",
-        "steps::crash",
-        "files.rs reads crash.rs's ANNOTATION while crash.rs uses files.rs's carries_kubelet_ca; \
-         ANNOTATION moved into files.rs would end this circle",
-    ),
 ];
 
 /// `files`' graph with the allowed edges left out; panics on an allowed edge that is gone.
