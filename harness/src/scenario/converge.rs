@@ -363,8 +363,12 @@ impl Scenario {
                     || get(DESIRED_CONFIG) != target
                     || get(STATE) != STATE_DONE)
             {
+                let reason = match get(REASON) {
+                    "" => String::new(),
+                    reason => format!(", reason {reason:?}"),
+                };
                 found = Some(Pending::Waiting(format!(
-                    "node {name}: currentConfig {} desiredConfig {} state {} (pool target {target})",
+                    "node {name}: currentConfig {} desiredConfig {} state {}{reason} (pool target {target})",
                     get(CURRENT_CONFIG),
                     get(DESIRED_CONFIG),
                     get(STATE)
