@@ -200,15 +200,24 @@ mod tests {
     use k8s_openapi::api::core::v1::ConfigMap;
     use kube::api::{Api, PostParams, WatchEvent, WatchParams};
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn watches_beyond_one_connection_s_streams_open_another_and_all_see_a_change() {
+    /// A fake API server, an HTTP/2 pool's client for its `default` namespace, and a ConfigMap
+    /// of that name made there.
+    async fn with_config_map(
+        name: &str,
+    ) -> (fake_apiserver::ServerHandle, H2Pool, Api<ConfigMap>, ConfigMap) {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let server = fake_apiserver::FakeApiServer::builder().start().await.unwrap();
         let kubeconfig = fake_apiserver::kubeconfig(server.url(), &server.ca_pem(), server.admin_identity());
         let (client, pool) = client_from_kubeconfig(&kubeconfig).await.unwrap();
         let api: Api<ConfigMap> = Api::namespaced(client, "default");
-        let cm: ConfigMap = serde_json::from_value(serde_json::json!({"metadata": {"name": "c"}})).unwrap();
+        let cm: ConfigMap = serde_json::from_value(serde_json::json!({"metadata": {"name": name}})).unwrap();
         let created = api.create(&PostParams::default(), &cm).await.unwrap();
+        (server, pool, api, created)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn watches_beyond_one_connection_s_streams_open_another_and_all_see_a_change() {
+        let (server, pool, api, created) = with_config_map("c").await;
         let rv = created.metadata.resource_version.clone().unwrap();
         let watches = STREAMS_PER_CONNECTION + 20;
         let mut streams = Vec::new();
@@ -252,13 +261,7 @@ mod tests {
     /// HTTP/2 client, which client-go uses, gives the connection 1 GiB for this reason.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn watches_left_unread_do_not_stall_other_requests_on_their_connection() {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let server = fake_apiserver::FakeApiServer::builder().start().await.unwrap();
-        let kubeconfig = fake_apiserver::kubeconfig(server.url(), &server.ca_pem(), server.admin_identity());
-        let (client, pool) = client_from_kubeconfig(&kubeconfig).await.unwrap();
-        let api: Api<ConfigMap> = Api::namespaced(client, "default");
-        let cm: ConfigMap = serde_json::from_value(serde_json::json!({"metadata": {"name": "big"}})).unwrap();
-        let created = api.create(&PostParams::default(), &cm).await.unwrap();
+        let (server, pool, api, created) = with_config_map("big").await;
         let rv = created.metadata.resource_version.clone().unwrap();
         // Four watches, opened and then left unread.
         let mut held = Vec::new();

@@ -114,7 +114,7 @@ pub struct Watch(std::sync::Arc<std::sync::Mutex<Progress>>);
 
 /// Marks a wait as under way while it lives; a wait inside another's look gives the outer one
 /// back when it ends.
-pub struct Waiting(Option<(Duration, Instant)>, Option<Instant>);
+struct Waiting(Option<(Duration, Instant)>, Option<Instant>);
 
 impl Drop for Waiting {
     fn drop(&mut self) {

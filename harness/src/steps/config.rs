@@ -196,9 +196,9 @@ const DRIFT_MONITOR_STARTED: &str = "ConfigDriftMonitorStarted";
 /// `currentConfig` set, Done) and the monitor's start, an edited file is seen by nobody: upstream
 /// starts watching after its first sync completes the update (release-4.14 daemon.go:693-702,
 /// :1189-1218, a few milliseconds later), and the monitor does not check the files it begins
-/// to watch. Should a node come back
-/// to a config it ran before, an earlier event naming it would do too: that path back is left
-/// open. An agent that never says either fails the step, naming the event.
+/// to watch. Should a node come back to a config it ran before, an earlier event naming it would
+/// do too: that path back is left open. An agent that never says either fails the step, naming
+/// the event.
 pub async fn await_drift_watch(world: &ConformanceWorld, what: &str) -> anyhow::Result<()> {
     let c = world.cluster()?;
     for node in &c.nodes {
