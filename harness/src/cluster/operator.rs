@@ -52,7 +52,12 @@ pub struct CaSources {
     pub initial: Option<String>,
     pub kubelet_client_ca: Option<String>,
     pub client_ca: Option<String>,
-    /// `kube-system/bootstrap` exists and the operator is past in-cluster bring-up.
+    /// `kube-system/bootstrap` exists and the operator is past in-cluster bring-up. Bring-up is
+    /// the operator's first start on a new cluster (no ControllerConfig CRD yet) until its first
+    /// sync without error (release-4.14 operator.go:265-273 and sync.go:191-194, release-4.16
+    /// operator.go:325-333 and sync.go:207-210). A scenario's cluster has its CRDs before the
+    /// operator's first pass (`fixtures/crds`), so upstream's operator started on it would not be
+    /// in bring-up, and the reference's never is.
     pub bootstrap_complete: bool,
 }
 

@@ -7,7 +7,9 @@
 //!
 //! The manifests are the cluster's objects as the installer gives them to the bootstrap MCO: the
 //! ControllerConfig with the kubelet CA bundle of a cluster whose bootstrap has not completed,
-//! the MachineConfigPools and the MachineConfigs that are not rendered ones, the FeatureGate,
+//! the MachineConfigPools and the MachineConfigs that are not rendered ones, whatever
+//! KubeletConfigs, ContainerRuntimeConfigs, image mirror policies and ClusterImagePolicies the
+//! cluster holds (a user's install manifests, as files in `fixtures/cluster/`), the FeatureGate,
 //! Node and Image configs `cluster`; the pull secret is `openshift-config/pull-secret`. The
 //! controller reads the release it renders for from `RELEASE_VERSION` (pkg/version), which picks
 //! the FeatureGate's gates; the ControllerConfig carries the controller's own version as the
@@ -52,6 +54,165 @@ fn write(dir: &Path, name: &str, value: &Value) -> Result<(), ClusterError> {
         .map_err(|e| ClusterError::Operator(format!("{}: {e}", path.display())))
 }
 
+/// The kinds besides pools, MachineConfigs and the ControllerConfig that a release's bootstrap
+/// reads from its manifests, as `(group, version, kind, plural)`: what a user's install adds
+/// (release-4.12 pkg/controller/bootstrap/bootstrap.go:110-133; 4.14 adds the mirror sets,
+/// :129-132; 4.16 ClusterImagePolicy, :140). A release that does not know a kind skips its
+/// manifest (`IsNotRegisteredError`, or "unhandled" in the type switch); a cluster that does not
+/// serve one has none to give.
+const USER_KINDS: [(&str, &str, &str, &str); 6] = [
+    (
+        "machineconfiguration.openshift.io",
+        "v1",
+        "KubeletConfig",
+        "kubeletconfigs",
+    ),
+    (
+        "machineconfiguration.openshift.io",
+        "v1",
+        "ContainerRuntimeConfig",
+        "containerruntimeconfigs",
+    ),
+    (
+        "operator.openshift.io",
+        "v1alpha1",
+        "ImageContentSourcePolicy",
+        "imagecontentsourcepolicies",
+    ),
+    (
+        "config.openshift.io",
+        "v1",
+        "ImageDigestMirrorSet",
+        "imagedigestmirrorsets",
+    ),
+    (
+        "config.openshift.io",
+        "v1",
+        "ImageTagMirrorSet",
+        "imagetagmirrorsets",
+    ),
+    (
+        "config.openshift.io",
+        "v1alpha1",
+        "ClusterImagePolicy",
+        "clusterimagepolicies",
+    ),
+];
+
+/// Write the bootstrap's manifests into `manifests`, as the installer hands them to the bootstrap
+/// MCO: the ControllerConfig stamped with `controller_version` and given `kubelet_ca_bundle` as
+/// its kubelet CA bundle, every pool and every MachineConfig that is not a rendered one, the
+/// objects of [`USER_KINDS`] the cluster holds, and the FeatureGate, Node and Image configs
+/// `cluster`. Returns the pools' names.
+pub async fn write_manifests(
+    admin: &kube::Client,
+    controller_version: &str,
+    kubelet_ca_bundle: &str,
+    manifests: &Path,
+) -> Result<Vec<String>, ClusterError> {
+    let kube = |what: &str| {
+        let what = what.to_string();
+        move |e| ClusterError::kube(what, e)
+    };
+    std::fs::create_dir_all(manifests)
+        .map_err(|e| ClusterError::Operator(format!("{}: {e}", manifests.display())))?;
+    let mcfg = "machineconfiguration.openshift.io/v1";
+    let cc = controller_configs(admin)
+        .get("machine-config-controller")
+        .await
+        .map_err(kube("controllerconfig machine-config-controller"))?;
+    let mut cc = manifest(&cc, mcfg, "ControllerConfig", false);
+    // As the operator stamps it: the render refuses a ControllerConfig of another version.
+    cc["metadata"]["annotations"] = json!({super::upstream::GENERATED_BY_VERSION: controller_version});
+    cc["spec"]["kubeAPIServerServingCAData"] = base64::engine::general_purpose::STANDARD
+        .encode(kubelet_ca_bundle)
+        .into();
+    write(manifests, "controllerconfig.json", &cc)?;
+    let pools = machine_config_pools(admin)
+        .list(&ListParams::default())
+        .await
+        .map_err(kube("machineconfigpools"))?;
+    let mut roles = Vec::new();
+    for pool in &pools {
+        let name = pool.metadata.name.clone().unwrap_or_default();
+        write(
+            manifests,
+            &format!("pool-{name}.json"),
+            &manifest(pool, mcfg, "MachineConfigPool", false),
+        )?;
+        roles.push(name);
+    }
+    let configs = machine_configs(admin)
+        .list(&ListParams::default())
+        .await
+        .map_err(kube("machineconfigs"))?;
+    for config in configs.iter().filter(|c| {
+        !c.metadata
+            .name
+            .as_deref()
+            .unwrap_or_default()
+            .starts_with("rendered-")
+    }) {
+        let name = config.metadata.name.clone().unwrap_or_default();
+        write(
+            manifests,
+            &format!("mc-{name}.json"),
+            &manifest(config, mcfg, "MachineConfig", false),
+        )?;
+    }
+    for (group, version, kind, plural) in USER_KINDS {
+        let gvk = GroupVersionKind::gvk(group, version, kind);
+        let api: Api<DynamicObject> =
+            Api::all_with(admin.clone(), &ApiResource::from_gvk_with_plural(&gvk, plural));
+        let objects = match api.list(&ListParams::default()).await {
+            Ok(list) => list.items,
+            Err(kube::Error::Api(status)) if status.code == 404 => continue,
+            Err(e) => return Err(ClusterError::kube(format!("{plural}.{group}"), e)),
+        };
+        let api_version = format!("{group}/{version}");
+        for object in &objects {
+            let name = object.metadata.name.clone().unwrap_or_default();
+            write(
+                manifests,
+                &format!("{}-{name}.json", kind.to_lowercase()),
+                &manifest(object, &api_version, kind, false),
+            )?;
+        }
+    }
+    for (kind, plural, status) in [
+        ("FeatureGate", "featuregates", true),
+        ("Node", "nodes", false),
+        ("Image", "images", false),
+    ] {
+        if let Some(object) = config_api(admin, kind, plural)
+            .get_opt("cluster")
+            .await
+            .map_err(kube(&format!("{plural}.config.openshift.io cluster")))?
+        {
+            let file = format!("{}.json", kind.to_lowercase());
+            write(
+                manifests,
+                &file,
+                &manifest(&object, "config.openshift.io/v1", kind, status),
+            )?;
+        }
+    }
+    Ok(roles)
+}
+
+/// `openshift-config/pull-secret` as the bootstrap's `--pull-secret` file.
+async fn write_pull_secret(admin: &kube::Client, path: &Path) -> Result<(), ClusterError> {
+    let secret = Api::<k8s_openapi::api::core::v1::Secret>::namespaced(admin.clone(), "openshift-config")
+        .get("pull-secret")
+        .await
+        .map_err(|e| ClusterError::kube("secret openshift-config/pull-secret".to_string(), e))?;
+    let mut secret_json = serde_json::to_value(&secret).map_err(|e| ClusterError::Operator(e.to_string()))?;
+    secret_json["apiVersion"] = "v1".into();
+    secret_json["kind"] = "Secret".into();
+    std::fs::write(path, secret_json.to_string())
+        .map_err(|e| ClusterError::Operator(format!("{}: {e}", path.display())))
+}
+
 impl UpstreamController {
     /// The rendered config of each pool, `role → (name, spec)`, as this controller's bootstrap
     /// renders it with `kubelet_ca_bundle` as the ControllerConfig's kubelet CA bundle; `dir`
@@ -63,87 +224,12 @@ impl UpstreamController {
         payload_version: &str,
         dir: &Path,
     ) -> Result<BTreeMap<String, (String, MachineConfigSpec)>, ClusterError> {
-        let kube = |what: &str| {
-            let what = what.to_string();
-            move |e| ClusterError::kube(what, e)
-        };
         let manifests = dir.join("manifests");
         let dest = dir.join("dest");
-        std::fs::create_dir_all(&manifests)
-            .map_err(|e| ClusterError::Operator(format!("{}: {e}", manifests.display())))?;
-        let mcfg = "machineconfiguration.openshift.io/v1";
-        let cc = controller_configs(admin)
-            .get("machine-config-controller")
-            .await
-            .map_err(kube("controllerconfig machine-config-controller"))?;
-        let mut cc = manifest(&cc, mcfg, "ControllerConfig", false);
-        // As the operator stamps it: the render refuses a ControllerConfig of another version.
         let version = self.version().map_err(ClusterError::Operator)?;
-        cc["metadata"]["annotations"] = json!({super::upstream::GENERATED_BY_VERSION: version});
-        cc["spec"]["kubeAPIServerServingCAData"] = base64::engine::general_purpose::STANDARD
-            .encode(kubelet_ca_bundle)
-            .into();
-        write(&manifests, "controllerconfig.json", &cc)?;
-        let pools = machine_config_pools(admin)
-            .list(&ListParams::default())
-            .await
-            .map_err(kube("machineconfigpools"))?;
-        let mut roles = Vec::new();
-        for pool in &pools {
-            let name = pool.metadata.name.clone().unwrap_or_default();
-            write(
-                &manifests,
-                &format!("pool-{name}.json"),
-                &manifest(pool, mcfg, "MachineConfigPool", false),
-            )?;
-            roles.push(name);
-        }
-        let configs = machine_configs(admin)
-            .list(&ListParams::default())
-            .await
-            .map_err(kube("machineconfigs"))?;
-        for config in configs.iter().filter(|c| {
-            !c.metadata
-                .name
-                .as_deref()
-                .unwrap_or_default()
-                .starts_with("rendered-")
-        }) {
-            let name = config.metadata.name.clone().unwrap_or_default();
-            write(
-                &manifests,
-                &format!("mc-{name}.json"),
-                &manifest(config, mcfg, "MachineConfig", false),
-            )?;
-        }
-        for (kind, plural, status) in [
-            ("FeatureGate", "featuregates", true),
-            ("Node", "nodes", false),
-            ("Image", "images", false),
-        ] {
-            if let Some(object) = config_api(admin, kind, plural)
-                .get_opt("cluster")
-                .await
-                .map_err(kube(&format!("{plural}.config.openshift.io cluster")))?
-            {
-                let file = format!("{}.json", kind.to_lowercase());
-                write(
-                    &manifests,
-                    &file,
-                    &manifest(&object, "config.openshift.io/v1", kind, status),
-                )?;
-            }
-        }
-        let secret = Api::<k8s_openapi::api::core::v1::Secret>::namespaced(admin.clone(), "openshift-config")
-            .get("pull-secret")
-            .await
-            .map_err(kube("secret openshift-config/pull-secret"))?;
+        let roles = write_manifests(admin, &version, kubelet_ca_bundle, &manifests).await?;
         let pull_secret = dir.join("pull-secret.json");
-        let mut secret_json =
-            serde_json::to_value(&secret).map_err(|e| ClusterError::Operator(e.to_string()))?;
-        secret_json["apiVersion"] = "v1".into();
-        secret_json["kind"] = "Secret".into();
-        write(dir, "pull-secret.json", &secret_json)?;
+        write_pull_secret(admin, &pull_secret).await?;
         // Its `--templates` (a root flag, as `--templates=DIR` or `--templates DIR`); `start`'s
         // other arguments are not the bootstrap's.
         let mut templates: Vec<&String> = Vec::new();

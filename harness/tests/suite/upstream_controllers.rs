@@ -25,8 +25,11 @@
 //!
 //! The tests are here, with the opt-in variables and the fixture of known differences;
 //! `yardstick` judges upstream's render against the reference's, `whole_suite` runs every
-//! feature with upstream's controller (alone, or with upstream's daemon as every node's agent).
+//! feature with upstream's controller (alone, or with upstream's daemon as every node's agent),
+//! `bootstrap` checks what the bootstrap render is given (on every run) and what a release's
+//! bootstrap makes of an install's KubeletConfig (opt-in).
 
+mod bootstrap;
 mod whole_suite;
 mod yardstick;
 
