@@ -160,25 +160,7 @@ pub async fn write_manifests(
             &manifest(config, mcfg, "MachineConfig", false),
         )?;
     }
-    for (group, version, kind, plural) in USER_KINDS {
-        let gvk = GroupVersionKind::gvk(group, version, kind);
-        let api: Api<DynamicObject> =
-            Api::all_with(admin.clone(), &ApiResource::from_gvk_with_plural(&gvk, plural));
-        let objects = match api.list(&ListParams::default()).await {
-            Ok(list) => list.items,
-            Err(kube::Error::Api(status)) if status.code == 404 => continue,
-            Err(e) => return Err(ClusterError::kube(format!("{plural}.{group}"), e)),
-        };
-        let api_version = format!("{group}/{version}");
-        for object in &objects {
-            let name = object.metadata.name.clone().unwrap_or_default();
-            write(
-                manifests,
-                &format!("{}-{name}.json", kind.to_lowercase()),
-                &manifest(object, &api_version, kind, false),
-            )?;
-        }
-    }
+    write_user_objects(admin, manifests).await?;
     for (kind, plural, status) in [
         ("FeatureGate", "featuregates", true),
         ("Node", "nodes", false),
@@ -198,6 +180,30 @@ pub async fn write_manifests(
         }
     }
     Ok(roles)
+}
+
+/// The objects of [`USER_KINDS`] the cluster holds, a manifest each.
+async fn write_user_objects(admin: &kube::Client, manifests: &Path) -> Result<(), ClusterError> {
+    for (group, version, kind, plural) in USER_KINDS {
+        let gvk = GroupVersionKind::gvk(group, version, kind);
+        let api: Api<DynamicObject> =
+            Api::all_with(admin.clone(), &ApiResource::from_gvk_with_plural(&gvk, plural));
+        let objects = match api.list(&ListParams::default()).await {
+            Ok(list) => list.items,
+            Err(kube::Error::Api(status)) if status.code == 404 => continue,
+            Err(e) => return Err(ClusterError::kube(format!("{plural}.{group}"), e)),
+        };
+        let api_version = format!("{group}/{version}");
+        for object in &objects {
+            let name = object.metadata.name.clone().unwrap_or_default();
+            write(
+                manifests,
+                &format!("{}-{name}.json", kind.to_lowercase()),
+                &manifest(object, &api_version, kind, false),
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// `openshift-config/pull-secret` as the bootstrap's `--pull-secret` file.
