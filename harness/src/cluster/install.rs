@@ -211,28 +211,8 @@ async fn await_established(client: &kube::Client, name: &str) -> Result<(), Clus
 /// controller; install applies both again).
 pub async fn clean(client: &kube::Client, fixtures: &Path) -> Result<(), ClusterError> {
     use kube::api::{DeleteParams, ListParams};
-    let loaded =
-        manifests::load(&[fixtures.join("crds")]).map_err(|e| ClusterError::Fixture(e.to_string()))?;
     let namespaces = namespaces(fixtures)?;
-    let mut kinds: Vec<(ApiResource, bool)> = Vec::new();
-    for m in loaded
-        .iter()
-        .filter(|m| m.object["kind"] == "CustomResourceDefinition")
-    {
-        let spec = &m.object["spec"];
-        let version = spec["versions"]
-            .as_array()
-            .and_then(|v| v.iter().find(|v| v["storage"] == true))
-            .and_then(|v| v["name"].as_str())
-            .unwrap_or("v1");
-        let group = spec["group"].as_str().unwrap_or("");
-        let gvk = GroupVersionKind::gvk(group, version, spec["names"]["kind"].as_str().unwrap_or(""));
-        let plural = spec["names"]["plural"].as_str().unwrap_or("");
-        kinds.push((
-            ApiResource::from_gvk_with_plural(&gvk, plural),
-            spec["scope"] == "Namespaced",
-        ));
-    }
+    let mut kinds = crd_resources(fixtures)?;
     let core = |kind: &str, plural: &str| {
         ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("", "v1", kind), plural)
     };
@@ -255,23 +235,21 @@ pub async fn clean(client: &kube::Client, fixtures: &Path) -> Result<(), Cluster
         kinds.push((core(kind, plural), true));
     }
     let events = core("Event", "events");
-    match Api::<DynamicObject>::namespaced_with(client.clone(), "default", &events)
-        .delete_collection(&DeleteParams::default(), &ListParams::default())
-        .await
-    {
-        Ok(_) => {}
-        Err(kube::Error::Api(e)) if e.code == 404 => {}
-        Err(e) => return Err(ClusterError::kube("deleting every event in default".into(), e)),
-    }
+    gone_or_missing(
+        Api::<DynamicObject>::namespaced_with(client.clone(), "default", &events)
+            .delete_collection(&DeleteParams::default(), &ListParams::default())
+            .await
+            .map(|_| ()),
+        || "deleting every event in default".into(),
+    )?;
     let (ns, name) = BOOTSTRAP_CONFIGMAP;
-    match Api::<DynamicObject>::namespaced_with(client.clone(), ns, &core("ConfigMap", "configmaps"))
-        .delete(name, &DeleteParams::default())
-        .await
-    {
-        Ok(_) => {}
-        Err(kube::Error::Api(e)) if e.code == 404 => {}
-        Err(e) => return Err(ClusterError::kube(format!("deleting ConfigMap {ns}/{name}"), e)),
-    }
+    gone_or_missing(
+        Api::<DynamicObject>::namespaced_with(client.clone(), ns, &core("ConfigMap", "configmaps"))
+            .delete(name, &DeleteParams::default())
+            .await
+            .map(|_| ()),
+        || format!("deleting ConfigMap {ns}/{name}"),
+    )?;
     for (resource, namespaced) in &kinds {
         let apis: Vec<Api<DynamicObject>> = if *namespaced {
             namespaces
@@ -282,23 +260,55 @@ pub async fn clean(client: &kube::Client, fixtures: &Path) -> Result<(), Cluster
             vec![Api::all_with(client.clone(), resource)]
         };
         for api in apis {
-            match api
-                .delete_collection(&DeleteParams::default(), &ListParams::default())
-                .await
-            {
-                Ok(_) => {}
-                // A namespace not made yet holds nothing.
-                Err(kube::Error::Api(e)) if e.code == 404 => {}
-                Err(e) => {
-                    return Err(ClusterError::kube(
-                        format!("deleting every {}", resource.plural),
-                        e,
-                    ));
-                }
-            }
+            // A namespace not made yet holds nothing.
+            gone_or_missing(
+                api.delete_collection(&DeleteParams::default(), &ListParams::default())
+                    .await
+                    .map(|_| ()),
+                || format!("deleting every {}", resource.plural),
+            )?;
         }
     }
     Ok(())
+}
+
+/// A deletion's answer: done, or nothing there to delete (404), or the error, said as `what`.
+fn gone_or_missing(
+    result: Result<(), kube::Error>,
+    what: impl FnOnce() -> String,
+) -> Result<(), ClusterError> {
+    match result {
+        Ok(()) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        Err(e) => Err(ClusterError::kube(what(), e)),
+    }
+}
+
+/// Each CRD of `fixtures/crds` as the resource of its storage version, and whether it is
+/// namespaced.
+fn crd_resources(fixtures: &Path) -> Result<Vec<(ApiResource, bool)>, ClusterError> {
+    let loaded =
+        manifests::load(&[fixtures.join("crds")]).map_err(|e| ClusterError::Fixture(e.to_string()))?;
+    let mut kinds = Vec::new();
+    for m in loaded
+        .iter()
+        .filter(|m| m.object["kind"] == "CustomResourceDefinition")
+    {
+        let spec = &m.object["spec"];
+        let version = spec["versions"]
+            .as_array()
+            .and_then(|v| v.iter().find(|v| v["storage"] == true))
+            .and_then(|v| v["name"].as_str())
+            .unwrap_or("v1");
+        let group = spec["group"].as_str().unwrap_or("");
+        let gvk = GroupVersionKind::gvk(group, version, spec["names"]["kind"].as_str().unwrap_or(""));
+        let plural = spec["names"]["plural"].as_str().unwrap_or("");
+        kinds.push((
+            ApiResource::from_gvk_with_plural(&gvk, plural),
+            spec["scope"] == "Namespaced",
+        ));
+    }
+    Ok(kinds)
 }
 
 /// On a kube-apiserver given by kubeconfig: the daemons' service account may do what the
