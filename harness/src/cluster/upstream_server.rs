@@ -58,7 +58,70 @@ pub struct RunningServer {
     pub log: PathBuf,
 }
 
+/// What the server is given under a scenario's directory: its `/etc` (the bootstrap token and the
+/// API server's CA at `mcs/bootstrap-token`), its serving certificate and key, the kubeconfig.
+struct ServerFiles {
+    etc: PathBuf,
+    serving: fake_apiserver::ServingCert,
+    cert: PathBuf,
+    key: PathBuf,
+    kubeconfig: PathBuf,
+}
+
+impl ServerFiles {
+    fn write(dir: &Path, kubeconfig: &str, api_ca_pem: &str) -> Result<Self, String> {
+        let write = |path: &Path, data: &str| {
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+            }
+            std::fs::write(path, data).map_err(|e| format!("{}: {e}", path.display()))
+        };
+        let etc = dir.join("etc");
+        let token = etc.join("mcs/bootstrap-token");
+        write(&token.join("token"), "mco-conformance-bootstrap-token")?;
+        write(&token.join("ca.crt"), api_ca_pem)?;
+        let serving = fake_apiserver::ServingCert::generate("machine-config-server-ca", &["127.0.0.1"])
+            .map_err(|e| format!("its serving certificate: {e}"))?;
+        let files = ServerFiles {
+            etc,
+            cert: dir.join("tls.crt"),
+            key: dir.join("tls.key"),
+            kubeconfig: dir.join("machine-config-server.kubeconfig"),
+            serving,
+        };
+        write(&files.cert, &files.serving.chain_pem)?;
+        write(&files.key, &files.serving.key_pem)?;
+        write(&files.kubeconfig, kubeconfig)?;
+        Ok(files)
+    }
+}
+
 impl UpstreamServer {
+    /// `unshare`'s arguments: a private mount namespace whose `/etc` is the scenario's, then
+    /// `<binary> start` on the given ports with the files, then the user's arguments.
+    fn command(&self, files: &ServerFiles, api_url: &str, secure: u16, insecure: u16) -> Vec<String> {
+        let mut args: Vec<String> = vec![
+            "--user".into(),
+            "--map-root-user".into(),
+            "--mount".into(),
+            "--".into(),
+            "/bin/sh".into(),
+            "-c".into(),
+            r#"mount --bind "$0" /etc && exec "$@""#.into(),
+            files.etc.display().to_string(),
+            self.binary.display().to_string(),
+            "start".into(),
+            format!("--apiserver-url={api_url}"),
+            format!("--kubeconfig={}", files.kubeconfig.display()),
+            format!("--secure-port={secure}"),
+            format!("--insecure-port={insecure}"),
+            format!("--cert={}", files.cert.display()),
+            format!("--key={}", files.key.display()),
+        ];
+        args.extend(self.args.iter().cloned());
+        args
+    }
+
     /// Start it for one scenario, with `kubeconfig` (the cluster's) and the API server's URL
     /// and CA (the bootstrap token's `ca.crt`) written under `dir`; returns once it answers
     /// `/healthz`, which it does only after its informers have synced.
@@ -71,26 +134,7 @@ impl UpstreamServer {
         deadline: std::time::Duration,
     ) -> Result<RunningServer, ClusterError> {
         let fail = |what: String| ClusterError::Fixture(format!("{}: {what}", self.binary.display()));
-        let write = |path: PathBuf, data: &str| {
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent).map_err(|e| fail(format!("{}: {e}", parent.display())))?;
-            }
-            std::fs::write(&path, data).map_err(|e| fail(format!("{}: {e}", path.display())))
-        };
-        let etc = dir.join("etc");
-        let token = etc.join("mcs/bootstrap-token");
-        write(token.join("token"), "mco-conformance-bootstrap-token")?;
-        write(token.join("ca.crt"), api_ca_pem)?;
-        let serving = fake_apiserver::ServingCert::generate("machine-config-server-ca", &["127.0.0.1"])
-            .map_err(|e| fail(format!("its serving certificate: {e}")))?;
-        let (cert, key, config) = (
-            dir.join("tls.crt"),
-            dir.join("tls.key"),
-            dir.join("machine-config-server.kubeconfig"),
-        );
-        write(cert.clone(), &serving.chain_pem)?;
-        write(key.clone(), &serving.key_pem)?;
-        write(config.clone(), kubeconfig)?;
+        let files = ServerFiles::write(dir, kubeconfig, api_ca_pem).map_err(fail)?;
         let port = || {
             std::net::TcpListener::bind("127.0.0.1:0")
                 .and_then(|l| l.local_addr())
@@ -105,25 +149,7 @@ impl UpstreamServer {
             let log = dir.join("machine-config-server.log");
             let file = std::fs::File::create(&log).map_err(|e| fail(format!("{}: {e}", log.display())))?;
             let err = file.try_clone().map_err(|e| fail(e.to_string()))?;
-            let mut args: Vec<String> = vec![
-                "--user".into(),
-                "--map-root-user".into(),
-                "--mount".into(),
-                "--".into(),
-                "/bin/sh".into(),
-                "-c".into(),
-                r#"mount --bind "$0" /etc && exec "$@""#.into(),
-                etc.display().to_string(),
-                self.binary.display().to_string(),
-                "start".into(),
-                format!("--apiserver-url={api_url}"),
-                format!("--kubeconfig={}", config.display()),
-                format!("--secure-port={}", secure.port()),
-                format!("--insecure-port={}", insecure.port()),
-                format!("--cert={}", cert.display()),
-                format!("--key={}", key.display()),
-            ];
-            args.extend(self.args.iter().cloned());
+            let args = self.command(&files, api_url, secure.port(), insecure.port());
             let mut child = tokio::process::Command::new("unshare")
                 .args(&args)
                 .stdout(file)
@@ -134,7 +160,7 @@ impl UpstreamServer {
             let mut running = RunningServer {
                 _child: None,
                 addr: secure,
-                tls: Arc::new(client_tls(&serving.ca_pem).map_err(fail)?),
+                tls: Arc::new(client_tls(&files.serving.ca_pem).map_err(fail)?),
                 log,
             };
             let waited = tokio::select! {
