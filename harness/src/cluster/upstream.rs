@@ -236,6 +236,92 @@ fn strings(list: &Value) -> impl Iterator<Item = String> + '_ {
         .map(|v| v.as_str().unwrap_or("").to_string())
 }
 
+/// What a change can touch in MachineConfigs merged as the render controller merges them: a later
+/// config's file, unit, kernel type and OS image win; kernel arguments and extensions gather; FIPS
+/// is on if any asks for it.
+#[derive(Debug, Default, PartialEq)]
+struct Merged {
+    files: BTreeMap<String, (Option<u32>, Option<String>)>,
+    units: BTreeMap<String, (Option<bool>, Option<String>)>,
+    kernel_arguments: BTreeSet<String>,
+    fips: bool,
+    kernel_type: String,
+    os_image: String,
+    extensions: BTreeSet<String>,
+}
+
+impl Merged {
+    /// Merge in one more MachineConfig.
+    fn add(&mut self, mc: &Value) -> Result<(), String> {
+        let spec = MachineConfigSpec::of(mc).map_err(|e| format!("{}: {e}", mc["metadata"]["name"]))?;
+        for f in spec.files() {
+            self.files.insert(
+                f.path.clone(),
+                (f.mode, f.contents.as_ref().and_then(|c| c.source.clone())),
+            );
+        }
+        for u in spec.units() {
+            self.units.insert(u.name.clone(), (u.enabled, u.contents.clone()));
+        }
+        let raw = &mc["spec"];
+        self.kernel_arguments.extend(strings(&raw["kernelArguments"]));
+        self.fips |= raw["fips"].as_bool().unwrap_or(false);
+        if let Some(t) = raw["kernelType"].as_str().filter(|t| !t.is_empty()) {
+            self.kernel_type = t.to_string();
+        }
+        if let Some(url) = raw["osImageURL"].as_str().filter(|u| !u.is_empty()) {
+            self.os_image = url.to_string();
+        }
+        self.extensions.extend(strings(&raw["extensions"]));
+        Ok(())
+    }
+
+    /// How `rendered` differs from these sources merged, if it does. A kernel type or OS image
+    /// no source names is the rendered config's own (the ControllerConfig's OS image).
+    fn difference(&self, rendered: &Merged) -> Option<String> {
+        if rendered.files != self.files {
+            let differ: Vec<&String> = self
+                .files
+                .keys()
+                .chain(rendered.files.keys())
+                .filter(|p| self.files.get(*p) != rendered.files.get(*p))
+                .collect();
+            return Some(format!("files {differ:?} differ"));
+        }
+        if rendered.units != self.units {
+            return Some("units differ".into());
+        }
+        if rendered.kernel_arguments != self.kernel_arguments {
+            return Some(format!(
+                "kernel arguments {:?}, its sources {:?}",
+                rendered.kernel_arguments, self.kernel_arguments
+            ));
+        }
+        if !self.os_image.is_empty() && rendered.os_image != self.os_image {
+            return Some(format!(
+                "OS image {:?}, its sources {:?}",
+                rendered.os_image, self.os_image
+            ));
+        }
+        if rendered.fips != self.fips {
+            return Some("fips differs".into());
+        }
+        if !self.kernel_type.is_empty() && rendered.kernel_type != self.kernel_type {
+            return Some(format!(
+                "kernel type {:?}, its sources {:?}",
+                rendered.kernel_type, self.kernel_type
+            ));
+        }
+        if rendered.extensions != self.extensions {
+            return Some(format!(
+                "extensions {:?}, its sources {:?}",
+                rendered.extensions, self.extensions
+            ));
+        }
+        None
+    }
+}
+
 /// Whether `rendered` is `sources` merged, by what a change can touch.
 fn merged_matches(
     pool: &str,
@@ -243,94 +329,18 @@ fn merged_matches(
     sources: &[(&String, &Value)],
     rendered: &Value,
 ) -> Result<(), String> {
-    let spec = |mc: &Value| MachineConfigSpec::of(mc).map_err(|e| format!("{}: {e}", mc["metadata"]["name"]));
-    let behind = |what: String| {
-        Err(format!(
-            "pool {pool}'s {target} is not its MachineConfigs merged: {what}"
-        ))
-    };
-    let mut files = BTreeMap::new();
-    let mut units = BTreeMap::new();
-    let mut kernel_arguments = BTreeSet::new();
-    let (mut fips, mut kernel_type, mut extensions) = (false, String::new(), BTreeSet::new());
-    // The last MachineConfig that names an OS image wins over the ControllerConfig's.
-    let mut os_image = String::new();
+    let mut merged = Merged::default();
     for (_, mc) in sources {
-        let s = spec(mc)?;
-        for f in s.files() {
-            files.insert(
-                f.path.clone(),
-                (f.mode, f.contents.as_ref().and_then(|c| c.source.clone())),
-            );
-        }
-        for u in s.units() {
-            units.insert(u.name.clone(), (u.enabled, u.contents.clone()));
-        }
-        let raw = &mc["spec"];
-        kernel_arguments.extend(strings(&raw["kernelArguments"]));
-        fips |= raw["fips"].as_bool().unwrap_or(false);
-        if let Some(t) = raw["kernelType"].as_str().filter(|t| !t.is_empty()) {
-            kernel_type = t.to_string();
-        }
-        if let Some(url) = raw["osImageURL"].as_str().filter(|u| !u.is_empty()) {
-            os_image = url.to_string();
-        }
-        extensions.extend(strings(&raw["extensions"]));
+        merged.add(mc)?;
     }
-    let r = spec(rendered)?;
-    let rendered_files: BTreeMap<_, _> = r
-        .files()
-        .iter()
-        .map(|f| {
-            (
-                f.path.clone(),
-                (f.mode, f.contents.as_ref().and_then(|c| c.source.clone())),
-            )
-        })
-        .collect();
-    if rendered_files != files {
-        let differ: Vec<&String> = files
-            .keys()
-            .chain(rendered_files.keys())
-            .filter(|p| files.get(*p) != rendered_files.get(*p))
-            .collect();
-        return behind(format!("files {differ:?} differ"));
+    let mut made = Merged::default();
+    made.add(rendered)?;
+    match merged.difference(&made) {
+        None => Ok(()),
+        Some(what) => Err(format!(
+            "pool {pool}'s {target} is not its MachineConfigs merged: {what}"
+        )),
     }
-    let rendered_units: BTreeMap<_, _> = r
-        .units()
-        .iter()
-        .map(|u| (u.name.clone(), (u.enabled, u.contents.clone())))
-        .collect();
-    if rendered_units != units {
-        return behind("units differ".into());
-    }
-    let raw = &rendered["spec"];
-    let rendered_args: BTreeSet<String> = strings(&raw["kernelArguments"]).collect();
-    if rendered_args != kernel_arguments {
-        return behind(format!(
-            "kernel arguments {rendered_args:?}, its sources {kernel_arguments:?}"
-        ));
-    }
-    let rendered_image = raw["osImageURL"].as_str().unwrap_or("");
-    if !os_image.is_empty() && rendered_image != os_image {
-        return behind(format!("OS image {rendered_image:?}, its sources {os_image:?}"));
-    }
-    if raw["fips"].as_bool().unwrap_or(false) != fips {
-        return behind("fips differs".into());
-    }
-    let rendered_type = raw["kernelType"].as_str().unwrap_or("");
-    if !kernel_type.is_empty() && rendered_type != kernel_type {
-        return behind(format!(
-            "kernel type {rendered_type:?}, its sources {kernel_type:?}"
-        ));
-    }
-    let rendered_extensions: BTreeSet<String> = strings(&raw["extensions"]).collect();
-    if rendered_extensions != extensions {
-        return behind(format!(
-            "extensions {rendered_extensions:?}, its sources {extensions:?}"
-        ));
-    }
-    Ok(())
 }
 
 #[cfg(test)]
