@@ -168,14 +168,6 @@ pub fn pool_status(pool: &PoolView, nodes: &[NodeView], observed_generation: i64
     } else {
         pool.current.clone()
     };
-    // Each degraded node with its reason, which names the path for config drift; a node with
-    // no reason is counted but not named.
-    let degraded_message = degraded
-        .iter()
-        .filter(|n| !n.reason.is_empty())
-        .map(|n| format!("Node {} is reporting: {:?}", n.name, n.reason))
-        .collect::<Vec<_>>()
-        .join(", ");
     let count = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
     let line = format!("{}{}", pool.update_line_prefix, pool.target);
     let (updated_message, updating, updating_message) = if all_updated {
@@ -189,11 +181,7 @@ pub fn pool_status(pool: &PoolView, nodes: &[NodeView], observed_generation: i64
     } else {
         (String::new(), true, format!("All nodes are updating to {line}"))
     };
-    let mut node_degraded = condition("NodeDegraded", !degraded.is_empty(), "");
-    if !degraded.is_empty() {
-        node_degraded.reason = format!("{} nodes are reporting degraded status on sync", degraded.len());
-        node_degraded.message = degraded_message;
-    }
+    let node_degraded = node_degraded(&degraded);
     let degraded = degraded.len();
     MachineConfigPoolStatus {
         observed_generation,
@@ -222,6 +210,22 @@ pub fn pool_status(pool: &PoolView, nodes: &[NodeView], observed_generation: i64
         cert_expirys: None,
         other: Default::default(),
     }
+}
+
+/// The NodeDegraded condition: each degraded node with its reason, which names the path for
+/// config drift; a node with no reason is counted but not named.
+fn node_degraded(degraded: &[&NodeView]) -> PoolCondition {
+    let mut node_degraded = condition("NodeDegraded", !degraded.is_empty(), "");
+    if !degraded.is_empty() {
+        node_degraded.reason = format!("{} nodes are reporting degraded status on sync", degraded.len());
+        node_degraded.message = degraded
+            .iter()
+            .filter(|n| !n.reason.is_empty())
+            .map(|n| format!("Node {} is reporting: {:?}", n.name, n.reason))
+            .collect::<Vec<_>>()
+            .join(", ");
+    }
+    node_degraded
 }
 
 /// The drain controller's answer to a node's `desiredDrain`: the `lastAppliedDrain` to write
