@@ -42,6 +42,56 @@ struct Rollout {
     slowest_node: String,
 }
 
+/// Per (node, config): when it was first seen given the config and not begun, and what its Node
+/// said then; it has begun once that changes (upstream's first write is the drain request, or
+/// the uncordon request when the change needs no drain).
+#[derive(Default)]
+struct Starts {
+    first_seen: BTreeMap<(String, String), (Mark, String)>,
+    begun: std::collections::BTreeSet<(String, String)>,
+    rollout: Rollout,
+}
+
+impl Starts {
+    /// What one look saw not begun, at `now`: those new to it are waited for from now, those
+    /// whose Node changed since have begun (the slowest start so far noted).
+    fn observe(&mut self, unstarted: &[Unstarted], now: Mark) {
+        for u in unstarted {
+            self.rollout.seen = true;
+            if !self.begun.contains(&u.key) {
+                self.first_seen
+                    .entry(u.key.clone())
+                    .or_insert((now, u.marks.clone()));
+            }
+        }
+        // By key, so thousands of nodes given a config at once cost no square.
+        let unstarted: std::collections::HashMap<&(String, String), &String> =
+            unstarted.iter().map(|u| (&u.key, &u.marks)).collect();
+        let (rollout, begun) = (&mut self.rollout, &mut self.begun);
+        self.first_seen.retain(|key, (since, marks)| {
+            let still = unstarted.get(key).is_some_and(|m| *m == marks);
+            if still {
+                return true;
+            }
+            let took = since.until(&now);
+            if took.paced >= rollout.slowest_start.paced {
+                rollout.slowest_start = took;
+                rollout.slowest_node = key.0.clone();
+            }
+            begun.insert(key.clone());
+            false
+        });
+    }
+
+    /// A node that has waited to begin past `bound`, and how long it has.
+    fn waiting_past(&self, now: Mark, bound: Duration) -> Option<(&String, Elapsed)> {
+        self.first_seen
+            .iter()
+            .map(|((node, _), (since, _))| (node, since.until(&now)))
+            .find(|(_, waited)| late(*waited, bound))
+    }
+}
+
 /// How often a convergence wait asks every node whether its agent still runs.
 const AGENT_CHECK_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
@@ -106,12 +156,7 @@ impl Scenario {
         deadline: Duration,
         change: Option<Mark>,
     ) -> Result<Rollout, ScenarioError> {
-        // Per (node, config): when it was first seen given the config and not begun, and what
-        // its Node said then; it has begun once that changes (upstream's first write is the
-        // drain request, or the uncordon request when the change needs no drain).
-        let first_seen = std::sync::Mutex::new(BTreeMap::<(String, String), (Mark, String)>::new());
-        let begun = std::sync::Mutex::new(std::collections::BTreeSet::<(String, String)>::new());
-        let rollout = std::sync::Mutex::new(Rollout::default());
+        let starts = std::sync::Mutex::new(Starts::default());
         // Whether every agent still runs is asked of every node, so not at every look.
         let agents_asked = std::sync::Mutex::new(None::<std::time::Instant>);
         let failed = eventually(deadline, || async {
@@ -127,39 +172,14 @@ impl Scenario {
             let mut late_start = None;
             {
                 let now = Mark::now();
-                let mut first_seen = first_seen.lock().unwrap_or_else(|p| p.into_inner());
-                let mut begun = begun.lock().unwrap_or_else(|p| p.into_inner());
-                let mut rollout = rollout.lock().unwrap_or_else(|p| p.into_inner());
-                for u in &look.unstarted {
-                    rollout.seen = true;
-                    if !begun.contains(&u.key) {
-                        first_seen.entry(u.key.clone()).or_insert((now, u.marks.clone()));
-                    }
-                }
-                // By key, so thousands of nodes given a config at once cost no square.
-                let unstarted: std::collections::HashMap<&(String, String), &String> =
-                    look.unstarted.iter().map(|u| (&u.key, &u.marks)).collect();
-                first_seen.retain(|key, (since, marks)| {
-                    let still = unstarted.get(key).is_some_and(|m| *m == marks);
-                    if still {
-                        return true;
-                    }
-                    let took = since.until(&now);
-                    if took.paced >= rollout.slowest_start.paced {
-                        rollout.slowest_start = took;
-                        rollout.slowest_node = key.0.clone();
-                    }
-                    begun.insert(key.clone());
-                    false
-                });
+                let mut starts = starts.lock().unwrap_or_else(|p| p.into_inner());
+                starts.observe(&look.unstarted, now);
                 if change.is_some() {
-                    late_start = first_seen
-                        .iter()
-                        .map(|((node, _), (since, _))| (node, since.until(&now)))
-                        .find(|(_, waited)| late(*waited, self.rollout_bound()))
+                    late_start = starts
+                        .waiting_past(now, self.rollout_bound())
                         .map(|(node, waited)| self.late_start(node, waited, "has not begun"));
                 }
-                if let (Some(change), false) = (change, rollout.seen)
+                if let (Some(change), false) = (change, starts.rollout.seen)
                     && let Some(Pending::Unsynced(what)) = &look.pending
                     && late_start.is_none()
                 {
@@ -177,7 +197,7 @@ impl Scenario {
         })
         .await;
         let why = match failed {
-            Ok(None) => return Ok(rollout.into_inner().unwrap_or_else(|p| p.into_inner())),
+            Ok(None) => return Ok(starts.into_inner().unwrap_or_else(|p| p.into_inner()).rollout),
             Ok(Some(why)) => why,
             Err(e) => e,
         };
