@@ -166,74 +166,8 @@ async fn start_node(
 ) -> Result<Arc<dyn Node>, crate::node::NodeError> {
     let profile = options.profile;
     match &options.backend {
-        NodeBackend::Light => {
-            let (Some(light), AgentKind::Reference) = (light, &options.agent) else {
-                return Err(crate::node::NodeError::Io {
-                    node: name.into(),
-                    path: "<agent>".into(),
-                    source: std::io::Error::other(
-                        "light nodes run the reference daemon in this process, with the scenario's shared clients (tag the scenario @light: a run with another agent then skips it)",
-                    ),
-                });
-            };
-            let node = EmbeddedNode::new(name, &[KUBELET_UNIT, CRIO_UNIT, AGENT_UNIT], clock)?;
-            node.without_private_bus();
-            node.set_service(
-                KUBELET_UNIT,
-                Arc::new(LightKubelet {
-                    client: light.kubelet.clone(),
-                }),
-            );
-            node.set_service(
-                AGENT_UNIT,
-                Arc::new(ReferenceDaemon {
-                    profile,
-                    mutant: None,
-                    client: Some(light.agent.clone()),
-                }),
-            );
-            Ok(Arc::new(node))
-        }
-        NodeBackend::Embedded => {
-            let node = EmbeddedNode::new(name, &[KUBELET_UNIT, CRIO_UNIT, AGENT_UNIT], clock)?;
-            node.set_service(
-                KUBELET_UNIT,
-                Arc::new(crate::node::restart::RestartAlways(Arc::new(FakeKubelet))),
-            );
-            let agent: Arc<dyn Service> = match &options.agent {
-                AgentKind::Reference => Arc::new(ReferenceDaemon {
-                    profile,
-                    mutant: None,
-                    client: None,
-                }),
-                AgentKind::Mutant(m) => Arc::new(ReferenceDaemon {
-                    profile,
-                    mutant: Some(*m),
-                    client: None,
-                }),
-                AgentKind::Binary {
-                    path,
-                    args,
-                    node_tools,
-                } => Arc::new(AgentProcess {
-                    binary: path.clone(),
-                    args: args.clone(),
-                    profile,
-                    node_tools: node_tools.clone(),
-                }),
-                AgentKind::Image { image, .. } => {
-                    return Err(crate::node::NodeError::Io {
-                        node: name.into(),
-                        path: "<agent>".into(),
-                        source: std::io::Error::other(format!(
-                            "the agent image {image} needs container nodes"
-                        )),
-                    });
-                }
-            };
-            node.set_service(AGENT_UNIT, agent);
-            Ok(Arc::new(node))
-        }
+        NodeBackend::Light => light_node(name, options, clock, light),
+        NodeBackend::Embedded => embedded_node(name, options, clock),
         NodeBackend::Container { image } => {
             let spec = ContainerSpec {
                 image: image.clone(),
@@ -244,4 +178,86 @@ async fn start_node(
             ))
         }
     }
+}
+
+/// A light node: the reference daemon in this process over the scenario's shared clients, beside
+/// a kubelet that only reports.
+fn light_node(
+    name: &str,
+    options: &ScenarioOptions,
+    clock: SimClock,
+    light: Option<&LightClients>,
+) -> Result<Arc<dyn Node>, crate::node::NodeError> {
+    let profile = options.profile;
+    let (Some(light), AgentKind::Reference) = (light, &options.agent) else {
+        return Err(crate::node::NodeError::Io {
+            node: name.into(),
+            path: "<agent>".into(),
+            source: std::io::Error::other(
+                "light nodes run the reference daemon in this process, with the scenario's shared clients (tag the scenario @light: a run with another agent then skips it)",
+            ),
+        });
+    };
+    let node = EmbeddedNode::new(name, &[KUBELET_UNIT, CRIO_UNIT, AGENT_UNIT], clock)?;
+    node.without_private_bus();
+    node.set_service(
+        KUBELET_UNIT,
+        Arc::new(LightKubelet {
+            client: light.kubelet.clone(),
+        }),
+    );
+    node.set_service(
+        AGENT_UNIT,
+        Arc::new(ReferenceDaemon {
+            profile,
+            mutant: None,
+            client: Some(light.agent.clone()),
+        }),
+    );
+    Ok(Arc::new(node))
+}
+
+/// An embedded node: the fake kubelet (restarted when it exits) and the agent the options name.
+fn embedded_node(
+    name: &str,
+    options: &ScenarioOptions,
+    clock: SimClock,
+) -> Result<Arc<dyn Node>, crate::node::NodeError> {
+    let profile = options.profile;
+    let node = EmbeddedNode::new(name, &[KUBELET_UNIT, CRIO_UNIT, AGENT_UNIT], clock)?;
+    node.set_service(
+        KUBELET_UNIT,
+        Arc::new(crate::node::restart::RestartAlways(Arc::new(FakeKubelet))),
+    );
+    let agent: Arc<dyn Service> = match &options.agent {
+        AgentKind::Reference => Arc::new(ReferenceDaemon {
+            profile,
+            mutant: None,
+            client: None,
+        }),
+        AgentKind::Mutant(m) => Arc::new(ReferenceDaemon {
+            profile,
+            mutant: Some(*m),
+            client: None,
+        }),
+        AgentKind::Binary {
+            path,
+            args,
+            node_tools,
+        } => Arc::new(AgentProcess {
+            binary: path.clone(),
+            args: args.clone(),
+            profile,
+            node_tools: node_tools.clone(),
+        }),
+        AgentKind::Image { image, .. } => {
+            return Err(crate::node::NodeError::Io {
+                node: name.into(),
+                path: "<agent>".into(),
+                source: std::io::Error::other(format!("the agent image {image} needs container nodes")),
+            });
+        }
+    };
+    node.set_service(AGENT_UNIT, agent);
+    Ok(Arc::new(node))
 }
