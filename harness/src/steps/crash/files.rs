@@ -77,14 +77,6 @@ pub(super) fn carries_kubelet_ca(spec: &MachineConfigSpec) -> bool {
 /// Owners: as before, a new file the node's root user's.
 pub(crate) fn expected_files(run: &CrashRun, root: (u32, u32)) -> anyhow::Result<Files> {
     let mut out = run.before.clone();
-    let owner = |path: &str| {
-        run.before
-            .get(path)
-            .cloned()
-            .flatten()
-            .map(|f| (f.uid, f.gid))
-            .unwrap_or(root)
-    };
     match &run.desired {
         Some((_, spec)) if carries_kubelet_ca(spec) => {
             for file in spec.files() {
@@ -92,7 +84,7 @@ pub(crate) fn expected_files(run: &CrashRun, root: (u32, u32)) -> anyhow::Result
                     continue;
                 }
                 let (path, contents, mode) = oracle::ignition_file(file)?;
-                let (uid, gid) = owner(&path);
+                let (uid, gid) = owner(run, &path, root);
                 out.insert(
                     path,
                     Some(FileState {
@@ -106,55 +98,61 @@ pub(crate) fn expected_files(run: &CrashRun, root: (u32, u32)) -> anyhow::Result
         }
         _ => {
             let spec = &run.controller_config.0;
-            let mut fields = vec![(KUBELET_CA.to_string(), "kubeAPIServerServingCAData")];
-            fields.push((CLOUD_CA.to_string(), "cloudProviderCAData"));
+            let mut written = Vec::new();
             for entry in spec
                 .image_registry_bundle_data
                 .iter()
                 .chain(&spec.image_registry_bundle_user_data)
             {
                 let path = format!("{REGISTRY_CA_DIR}/{}/ca.crt", entry.file.replace("..", ":"));
-                if !out.contains_key(&path) {
-                    continue;
+                if out.contains_key(&path) {
+                    let data = base64::engine::general_purpose::STANDARD
+                        .decode(&entry.data)
+                        .with_context(|| {
+                            format!(
+                                "the ControllerConfig's registry CA {:?} is not base64",
+                                entry.file
+                            )
+                        })?;
+                    written.push((path, data));
                 }
-                let data = base64::engine::general_purpose::STANDARD
-                    .decode(&entry.data)
-                    .with_context(|| {
-                        format!(
-                            "the ControllerConfig's registry CA {:?} is not base64",
-                            entry.file
-                        )
-                    })?;
-                let old = run.before.get(&path).cloned().flatten();
-                let (uid, gid) = owner(&path);
-                out.insert(
-                    path,
-                    Some(FileState {
-                        contents: oracle::written_by_4_16(&data),
-                        mode: old.map(|f| f.mode).unwrap_or(0o644),
-                        uid,
-                        gid,
-                    }),
-                );
             }
-            for (path, field) in fields {
-                if !out.contains_key(&path) {
-                    continue;
+            for (path, field) in [
+                (KUBELET_CA, "kubeAPIServerServingCAData"),
+                (CLOUD_CA, "cloudProviderCAData"),
+            ] {
+                if out.contains_key(path) {
+                    written.push((path.to_string(), oracle::spec_bytes(spec, field)?));
                 }
-                let data = oracle::spec_bytes(spec, field)?;
-                let old = run.before.get(&path).cloned().flatten();
-                let (uid, gid) = owner(&path);
-                out.insert(
-                    path,
-                    Some(FileState {
-                        contents: oracle::written_by_4_16(&data),
-                        mode: old.map(|f| f.mode).unwrap_or(0o644),
-                        uid,
-                        gid,
-                    }),
-                );
+            }
+            for (path, data) in written {
+                let state = by_certificate_writer(run, &path, &data, root);
+                out.insert(path, Some(state));
             }
         }
     }
     Ok(out)
+}
+
+/// A file's owner after the sync: as before, a new file the node's root user's.
+fn owner(run: &CrashRun, path: &str, root: (u32, u32)) -> (u32, u32) {
+    run.before
+        .get(path)
+        .cloned()
+        .flatten()
+        .map(|f| (f.uid, f.gid))
+        .unwrap_or(root)
+}
+
+/// A file as the 4.14/4.16 certificate writer leaves it (`writeToDisk`): the bytes and a
+/// newline, an existing file's mode kept, a new one 0644.
+fn by_certificate_writer(run: &CrashRun, path: &str, data: &[u8], root: (u32, u32)) -> FileState {
+    let old = run.before.get(path).cloned().flatten();
+    let (uid, gid) = owner(run, path, root);
+    FileState {
+        contents: oracle::written_by_4_16(data),
+        mode: old.map(|f| f.mode).unwrap_or(0o644),
+        uid,
+        gid,
+    }
 }
