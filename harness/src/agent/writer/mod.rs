@@ -271,47 +271,9 @@ async fn sync(env: &AgentEnv, writer: CertificateWriter, cc: &DynamicObject) -> 
     if changed || rotate {
         let spec = ControllerConfigSpec::of(&cc.data)
             .map_err(|e| SyncError::Node(format!("controllerconfig spec: {e}")))?;
-        let mut path_to_data: Vec<(String, Vec<u8>)> = Vec::new();
-        for (path, field) in CERTIFICATE_FILES {
-            if env.mutant_is(Mutant::CloudCaIgnored) && *field == "cloudProviderCAData" {
-                continue;
-            }
-            let data = spec
-                .data(field)
-                .map_err(|e| SyncError::Node(format!("controllerconfig spec.{field}: {e}")))?;
-            path_to_data.push((path.to_string(), data));
-        }
-        if writer.internal_registry_pull_secret
-            && let Some(secret) = pull_secret(env, &spec, &node)?
-        {
-            path_to_data.push((INTERNAL_REGISTRY_PULL_SECRET.to_string(), secret));
-        }
+        let mut path_to_data = certificate_files(env, writer, &spec, &node)?;
         if rotate && observed != "true" && !env.mutant_is(Mutant::IgnoreServingCa) {
-            // As upstream: a configmap that cannot be read rules out the kubeconfig update and
-            // the restart, not the rest of the sync.
-            match kubeconfig_data(env).await {
-                Err(e) => env.log(&format!(
-                    "cannot read the kube-apiserver serving CA for the kubeconfigs: {e}"
-                )),
-                Ok(server_ca) => {
-                    let on_disk = kubeconfig_ca(&env.path(NODE_KUBECONFIG))?;
-                    let plan = plan_kubeconfig(&on_disk, &server_ca);
-                    for line in &plan.log {
-                        env.log_system(line);
-                    }
-                    // Upstream sets deferKubeletRestart whenever it reads kubeconfig-data: true
-                    // unless an added CA is one it does not skip.
-                    env.aux.set_deferred(plan.defer_restart);
-                    if plan.rewrite {
-                        let updated = with_kubeconfig_ca(&env.path(NODE_KUBECONFIG), &server_ca)?;
-                        path_to_data.push((NODE_KUBECONFIG.to_string(), updated));
-                        let defer = plan.defer_restart && !env.mutant_is(Mutant::RestartForDeferredSigner);
-                        if !defer && !on_disk.trim().is_empty() {
-                            restart_kubelet = Some(server_ca);
-                        }
-                    }
-                }
-            }
+            restart_kubelet = plan_serving_ca(env, &mut path_to_data).await?;
         }
         if env.mutant_is(Mutant::AnnotateBeforeWrite) {
             annotate_synced(env, &rv, serving_ca_rotation, &observed, &rotate_value).await?;
@@ -324,26 +286,13 @@ async fn sync(env: &AgentEnv, writer: CertificateWriter, cc: &DynamicObject) -> 
         for (path, data) in path_to_data {
             write_to_disk(env, &path, data).map_err(|e| format!("{path}: {e}"))?;
         }
-        if let Some(before) = kubelet_ca_before
-            && before != std::fs::read(env.path(KUBELET_CA_PATH)).ok()
-        {
-            if env.mutant_is(Mutant::RestartKubeletOnCaChange) {
-                systemctl(env, &["restart", "kubelet"]).await?;
-            }
-            if env.mutant_is(Mutant::RebootOnCertificateChange) {
-                systemctl(env, &["reboot"]).await?;
-            }
+        if let Some(before) = kubelet_ca_before {
+            mutant_acts_on_kubelet_ca_change(env, before).await?;
         }
         // The restart comes before anything else that can fail: a retry compares against the
         // kubeconfig just written and would not restart again.
         if let Some(server_ca) = restart_kubelet {
-            env.log_system("restarting kubelet due to server-ca rotation");
-            systemctl(env, &["stop", "kubelet"]).await?;
-            let updated = with_kubeconfig_ca(&env.path(KUBELET_KUBECONFIG), &server_ca)?;
-            write_to_disk(env, KUBELET_KUBECONFIG, updated)
-                .map_err(|e| format!("{KUBELET_KUBECONFIG}: {e}"))?;
-            systemctl(env, &["daemon-reload"]).await?;
-            systemctl(env, &["start", "kubelet"]).await?;
+            restart_kubelet_trusting(env, &server_ca).await?;
         }
         sync_registry_cas(env, &spec, writer.missing_registry_ca_dir)?;
     }
@@ -359,6 +308,91 @@ async fn sync(env: &AgentEnv, writer: CertificateWriter, cc: &DynamicObject) -> 
             "Certificate was synced from controllerconfig resourceVersion {rv}"
         ));
     }
+    Ok(())
+}
+
+/// The certificate files a sync writes, with their data from the ControllerConfig, and the
+/// internal registry pull secret where the release writes it.
+fn certificate_files(
+    env: &AgentEnv,
+    writer: CertificateWriter,
+    spec: &ControllerConfigSpec,
+    node: &k8s_openapi::api::core::v1::Node,
+) -> Result<Vec<(String, Vec<u8>)>, SyncError> {
+    let mut path_to_data: Vec<(String, Vec<u8>)> = Vec::new();
+    for (path, field) in CERTIFICATE_FILES {
+        if env.mutant_is(Mutant::CloudCaIgnored) && *field == "cloudProviderCAData" {
+            continue;
+        }
+        let data = spec
+            .data(field)
+            .map_err(|e| SyncError::Node(format!("controllerconfig spec.{field}: {e}")))?;
+        path_to_data.push((path.to_string(), data));
+    }
+    if writer.internal_registry_pull_secret
+        && let Some(secret) = pull_secret(env, spec, node)?
+    {
+        path_to_data.push((INTERNAL_REGISTRY_PULL_SECRET.to_string(), secret));
+    }
+    Ok(path_to_data)
+}
+
+/// The mutants that restart the kubelet or reboot when kubelet-ca.crt changed from `before`.
+async fn mutant_acts_on_kubelet_ca_change(env: &AgentEnv, before: Option<Vec<u8>>) -> Result<(), SyncError> {
+    if before == std::fs::read(env.path(KUBELET_CA_PATH)).ok() {
+        return Ok(());
+    }
+    if env.mutant_is(Mutant::RestartKubeletOnCaChange) {
+        systemctl(env, &["restart", "kubelet"]).await?;
+    }
+    if env.mutant_is(Mutant::RebootOnCertificateChange) {
+        systemctl(env, &["reboot"]).await?;
+    }
+    Ok(())
+}
+
+/// The kubeconfig half of a serving-CA rotation: the node kubeconfig to write when
+/// `kubeconfig-data` brings CAs it lacks (added to `path_to_data`), and the CA to restart the
+/// kubelet with, unless the restart is deferred. As upstream, a ConfigMap that cannot be read
+/// rules out the kubeconfig update and the restart, not the rest of the sync.
+async fn plan_serving_ca(
+    env: &AgentEnv,
+    path_to_data: &mut Vec<(String, Vec<u8>)>,
+) -> Result<Option<String>, SyncError> {
+    let server_ca = match kubeconfig_data(env).await {
+        Err(e) => {
+            env.log(&format!(
+                "cannot read the kube-apiserver serving CA for the kubeconfigs: {e}"
+            ));
+            return Ok(None);
+        }
+        Ok(server_ca) => server_ca,
+    };
+    let on_disk = kubeconfig_ca(&env.path(NODE_KUBECONFIG))?;
+    let plan = plan_kubeconfig(&on_disk, &server_ca);
+    for line in &plan.log {
+        env.log_system(line);
+    }
+    // Upstream sets deferKubeletRestart whenever it reads kubeconfig-data: true unless an added
+    // CA is one it does not skip.
+    env.aux.set_deferred(plan.defer_restart);
+    if !plan.rewrite {
+        return Ok(None);
+    }
+    let updated = with_kubeconfig_ca(&env.path(NODE_KUBECONFIG), &server_ca)?;
+    path_to_data.push((NODE_KUBECONFIG.to_string(), updated));
+    let defer = plan.defer_restart && !env.mutant_is(Mutant::RestartForDeferredSigner);
+    Ok((!defer && !on_disk.trim().is_empty()).then_some(server_ca))
+}
+
+/// Stop the kubelet, give its kubeconfig `server_ca`, and start it again.
+async fn restart_kubelet_trusting(env: &AgentEnv, server_ca: &str) -> Result<(), SyncError> {
+    env.log_system("restarting kubelet due to server-ca rotation");
+    systemctl(env, &["stop", "kubelet"]).await?;
+    let updated = with_kubeconfig_ca(&env.path(KUBELET_KUBECONFIG), server_ca)?;
+    write_to_disk(env, KUBELET_KUBECONFIG, updated).map_err(|e| format!("{KUBELET_KUBECONFIG}: {e}"))?;
+    systemctl(env, &["daemon-reload"]).await?;
+    systemctl(env, &["start", "kubelet"]).await?;
     Ok(())
 }
 
