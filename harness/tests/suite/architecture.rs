@@ -3,12 +3,14 @@
 //! homes, and the reference cluster, the reference daemon and the nodes depend on them, not on
 //! each other in a ring. Read from the sources: every `crate::<module>` a top-level module's
 //! code names (comments and test modules aside). File by file, `files` keeps both crates free of
-//! circles too.
+//! circles too; `sizes` keeps functions under 80 lines, but a shrinking list of those still to
+//! split.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 mod files;
+mod sizes;
 
 /// Top-level module of `harness/src` → the top-level modules its code uses.
 fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
