@@ -101,6 +101,25 @@ pub async fn seed_node(admin: &kube::Client, node: &dyn Node, seed: &NodeSeed<'_
     ] {
         node.write(path, text.as_bytes(), mode).await?;
     }
+    write_boot_config(node, served).await?;
+    // Present on an installed node; the 4.16 daemon writes registry CAs only where it exists.
+    node.create_dir(REGISTRY_CA_DIR).await?;
+    let current = json!({"metadata": {"name": served.rendered}, "spec": served.config});
+    node.write(CURRENT_CONFIG_FILE, current.to_string().as_bytes(), 0o644)
+        .await?;
+    // The machine-config server puts the Node's first annotations on the node's disk
+    // (release-4.12/4.16 pkg/server/server.go appendNodeAnnotations); the agent's first run
+    // sets them on the Node, which until then has none of MCO's.
+    let initial =
+        json!({CURRENT_CONFIG: served.rendered, DESIRED_CONFIG: served.rendered, STATE: STATE_DONE});
+    node.write(INITIAL_NODE_ANNOTATIONS, initial.to_string().as_bytes(), 0o644)
+        .await?;
+    register(admin, &name, seed).await
+}
+
+/// What Ignition writes from the served config: its files (but the served kubeconfig, written
+/// above with the node's own certificate), and every unit's contents and drop-ins.
+async fn write_boot_config(node: &dyn Node, served: &Served) -> Result<(), SeedError> {
     // The served kubeconfig was written above with the node's certificate for the server's
     // bootstrap token.
     for file in served.boot.files() {
@@ -130,18 +149,13 @@ pub async fn seed_node(admin: &kube::Client, node: &dyn Node, seed: &NodeSeed<'_
             }
         }
     }
-    // Present on an installed node; the 4.16 daemon writes registry CAs only where it exists.
-    node.create_dir(REGISTRY_CA_DIR).await?;
-    let current = json!({"metadata": {"name": served.rendered}, "spec": served.config});
-    node.write(CURRENT_CONFIG_FILE, current.to_string().as_bytes(), 0o644)
-        .await?;
-    // The machine-config server puts the Node's first annotations on the node's disk
-    // (release-4.12/4.16 pkg/server/server.go appendNodeAnnotations); the agent's first run
-    // sets them on the Node, which until then has none of MCO's.
-    let initial =
-        json!({CURRENT_CONFIG: served.rendered, DESIRED_CONFIG: served.rendered, STATE: STATE_DONE});
-    node.write(INITIAL_NODE_ANNOTATIONS, initial.to_string().as_bytes(), 0o644)
-        .await?;
+    Ok(())
+}
+
+/// The node's Node object, labelled with its role and uncordoned, and its MachineConfigNode.
+async fn register(admin: &kube::Client, name: &str, seed: &NodeSeed<'_>) -> Result<(), SeedError> {
+    let served = seed.served;
+    let name = name.to_string();
     let uncordoned = format!("uncordon-{}", served.rendered);
     let object = json!({
         "apiVersion": "v1", "kind": "Node",

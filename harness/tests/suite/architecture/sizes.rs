@@ -37,7 +37,6 @@ const LONG: &[(&str, &str, usize)] = &[
     ("harness/src/cluster/signers/mod.rs", "reconcile_snapshot", 109),
     ("harness/src/node/agent_service.rs", "run", 112),
     ("harness/src/node/image.rs", "assemble_rootfs", 86),
-    ("harness/src/node/seed.rs", "seed_node", 106),
     ("harness/src/node/services.rs", "systemctl", 124),
     ("harness/src/scenario/timeline.rs", "record_timeline", 113),
 ];
