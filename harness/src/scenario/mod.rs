@@ -28,7 +28,6 @@ mod controller_config;
 mod converge;
 mod crash;
 pub mod endpoint;
-mod install;
 mod join;
 pub mod node_history;
 mod nudge;
