@@ -28,6 +28,7 @@ mod controller_config;
 mod converge;
 mod crash;
 pub mod endpoint;
+mod install;
 mod join;
 pub mod node_history;
 mod nudge;
