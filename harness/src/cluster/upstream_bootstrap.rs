@@ -206,8 +206,11 @@ async fn write_user_objects(admin: &kube::Client, manifests: &Path) -> Result<()
     Ok(())
 }
 
+/// The bootstrap's `--pull-secret` file, in the directory the render is given.
+const PULL_SECRET_FILE: &str = "pull-secret.json";
+
 /// `openshift-config/pull-secret` as the bootstrap's `--pull-secret` file.
-async fn write_pull_secret(admin: &kube::Client, path: &Path) -> Result<(), ClusterError> {
+async fn write_pull_secret(admin: &kube::Client, dir: &Path) -> Result<(), ClusterError> {
     let secret = Api::<k8s_openapi::api::core::v1::Secret>::namespaced(admin.clone(), "openshift-config")
         .get("pull-secret")
         .await
@@ -215,8 +218,7 @@ async fn write_pull_secret(admin: &kube::Client, path: &Path) -> Result<(), Clus
     let mut secret_json = serde_json::to_value(&secret).map_err(|e| ClusterError::Operator(e.to_string()))?;
     secret_json["apiVersion"] = "v1".into();
     secret_json["kind"] = "Secret".into();
-    std::fs::write(path, secret_json.to_string())
-        .map_err(|e| ClusterError::Operator(format!("{}: {e}", path.display())))
+    write(dir, PULL_SECRET_FILE, &secret_json)
 }
 
 impl UpstreamController {
@@ -234,8 +236,8 @@ impl UpstreamController {
         let dest = dir.join("dest");
         let version = self.version().map_err(ClusterError::Operator)?;
         let roles = write_manifests(admin, &version, kubelet_ca_bundle, &manifests).await?;
-        let pull_secret = dir.join("pull-secret.json");
-        write_pull_secret(admin, &pull_secret).await?;
+        write_pull_secret(admin, dir).await?;
+        let pull_secret = dir.join(PULL_SECRET_FILE);
         // Its `--templates` (a root flag, as `--templates=DIR` or `--templates DIR`); `start`'s
         // other arguments are not the bootstrap's.
         let mut templates: Vec<&String> = Vec::new();
