@@ -110,3 +110,48 @@ impl AgentEnv {
         })
     }
 }
+
+/// The reference daemon as a process: `mco-reference-daemon [--mutant NAME]`, and
+/// `mco-conformance reference-daemon [--mutant NAME]`, which is the same program. `args` are
+/// the arguments after the program's name (or the subcommand's). Exits 0 when stopped, 1 when
+/// the daemon failed, 2 when its arguments or the agent contract's environment are wrong.
+pub async fn daemon_main(args: impl IntoIterator<Item = String>) -> std::process::ExitCode {
+    use std::process::ExitCode;
+    // `--mutant NAME` picks a mutant; anything else (an image's CMD, say) is ignored, and said.
+    let mut args = args.into_iter();
+    let mut mutant = None;
+    while let Some(arg) = args.next() {
+        if arg == "--version" {
+            println!("mco-reference-daemon {}", env!("CARGO_PKG_VERSION"));
+            return ExitCode::SUCCESS;
+        }
+        if arg != "--mutant" {
+            eprintln!("mco-reference-daemon: ignoring argument {arg:?}");
+            continue;
+        }
+        match args.next().map(|name| name.parse::<super::Mutant>()) {
+            Some(Ok(m)) => mutant = Some(m),
+            Some(Err(e)) => {
+                eprintln!("mco-reference-daemon: {e}");
+                return ExitCode::from(2);
+            }
+            None => {
+                eprintln!("mco-reference-daemon: --mutant needs a name");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let env = match AgentEnv::from_contract().await {
+        Ok(env) => AgentEnv { mutant, ..env },
+        Err(e) => {
+            eprintln!("mco-reference-daemon: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let stop = crate::node::agent_service::stop_on_signals();
+    match super::run(env, stop).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(_) => ExitCode::FAILURE,
+    }
+}

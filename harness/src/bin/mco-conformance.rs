@@ -51,6 +51,14 @@ enum Command {
         #[arg(long)]
         markdown: bool,
     },
+    /// The reference daemon as a process (what `mco-reference-daemon` runs): the agent an
+    /// embedded node starts from this program when a scenario traces it.
+    #[command(hide = true)]
+    ReferenceDaemon {
+        /// `--mutant NAME`, as `mco-reference-daemon` takes it.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 #[derive(clap::Args)]
@@ -83,16 +91,35 @@ struct SelfTestArgs {
     features: Vec<PathBuf>,
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    match Cli::parse().command {
-        Command::NodeImage => node_image(),
-        Command::SelfTest(args) => self_test(args).await,
-        Command::Features { features } => features_table(&features),
-        Command::Steps { markdown } => steps(markdown),
-        Command::Run(options) => run_features(options).await,
+fn main() -> ExitCode {
+    // Run as `systemctl`, `journalctl` or `logger` (an embedded node puts this program on an
+    // agent's PATH under those names), it is that node tool.
+    let mut args = std::env::args();
+    let argv0 = args.next().unwrap_or_default();
+    let name = std::path::Path::new(&argv0).file_name().and_then(|n| n.to_str());
+    if name.is_some_and(|n| harness::node::agent_service::TOOL_NAMES.contains(&n)) {
+        let code = harness::node::tools::main(&argv0, args.collect());
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
+    harness::node::programs::this_program_serves_node_roles();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            harness::warnln!("mco-conformance: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(async {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        match Cli::parse().command {
+            Command::NodeImage => node_image(),
+            Command::SelfTest(args) => self_test(args).await,
+            Command::Features { features } => features_table(&features),
+            Command::Steps { markdown } => steps(markdown),
+            Command::Run(options) => run_features(options).await,
+            Command::ReferenceDaemon { args } => harness::agent::process::daemon_main(args).await,
+        }
+    })
 }
 
 /// `node-image`: build or reuse the node image, and print its references.

@@ -227,21 +227,9 @@ pub const NODE_BINARIES: &[&str] = &["mco-node-init", "mco-kubelet", NODE_TOOLS,
 /// `NODE_BINARIES` as built beside the running program (a binary in `target/<profile>/`, or a
 /// test in `target/<profile>/deps/`); an error names what is missing and how to build it.
 pub fn harness_binaries() -> Result<Vec<PathBuf>, ImageError> {
-    let exe = std::env::current_exe().map_err(|e| ImageError::Io(PathBuf::from("<current exe>"), e))?;
-    let mut dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
-    if dir.file_name().is_some_and(|n| n == "deps") {
-        dir.pop();
-    }
     NODE_BINARIES
         .iter()
-        .map(|name| {
-            let path = dir.join(name);
-            if path.is_file() {
-                Ok(path)
-            } else {
-                Err(ImageError::MissingBinary(path))
-            }
-        })
+        .map(|name| super::programs::beside_this_program(name))
         .collect()
 }
 

@@ -34,6 +34,7 @@ pub mod kubelet_status;
 pub mod light;
 pub mod output;
 pub mod power_loss;
+pub mod programs;
 pub mod restart;
 pub mod seed;
 pub mod services;

@@ -218,15 +218,9 @@ fn agent(
             if !path.is_file() {
                 return Err(format!("--agent-binary {}: no such file", path.display()));
             }
-            let Some(shim) = std::env::current_exe()
-                .ok()
-                .map(|exe| exe.with_file_name("mco-node-tools"))
-                .filter(|shim| shim.is_file())
-            else {
-                return Err(
-                    "mco-node-tools (a node's systemctl, journalctl and logger) is not beside this binary: build the workspace's binaries (cargo build --bins)".into(),
-                );
-            };
+            let shim = crate::node::programs::node_tools().map_err(|e| {
+                format!("the node tools (a node's systemctl, journalctl and logger) for --agent-binary: {e}")
+            })?;
             if nodes == Nodes::Embedded {
                 crate::warnln!(
                     "mco-conformance: embedded nodes run {} as a host process: it must keep every node path under MCO_NODE_ROOT (an agent that writes absolute paths needs container nodes)",

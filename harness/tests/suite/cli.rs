@@ -360,3 +360,64 @@ fn a_closed_stdout_ends_the_output_without_a_panic() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(out.status.success(), "{:?}: {stderr}", out.status);
 }
+
+/// `cargo run --bin mco-conformance -- run` builds that one binary: the scenarios that start the
+/// reference daemon as a process (the crash features trace it with strace) and an
+/// `--agent-binary`'s node tools must come from it, not from binaries it cannot count on beside
+/// it (absent on a first run, older after an edit). Run here from a directory that holds
+/// nothing else.
+#[test]
+fn mco_conformance_alone_starts_the_node_processes_from_itself() {
+    let strace = std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join("strace").is_file()));
+    if !strace {
+        assert!(
+            !fake_apiserver::testing::in_ci(),
+            "CI=true and no strace: .ci/run installs Debian's strace"
+        );
+        eprintln!("SKIP: no strace on PATH (apt-get install strace)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let alone = dir.path().join("mco-conformance");
+    std::fs::copy(BIN, &alone).unwrap();
+    let features = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../features");
+    let out = Command::new(&alone)
+        .args(["run", "--profile", "ocp-4.16", "--report-dir"])
+        .arg(dir.path().join("reports"))
+        .arg(features.join("crash_consistency.feature"))
+        .arg(features.join("power_loss.feature"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let summary = stdout.lines().last().unwrap_or_default();
+    let passed: u32 = summary
+        .split(" passed")
+        .next()
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no summary line: {stdout}"));
+    assert!(passed >= 2, "{stdout}");
+    assert!(summary.contains(" 0 failed"), "{stdout}");
+
+    // An agent binary's node tools come from it too: the reference daemon as `--agent-binary`
+    // logs through the node's `logger`, which is the lone program under that name.
+    let feature = dir.path().join("tools.feature");
+    std::fs::write(
+        &feature,
+        "Feature: tools\n  Scenario: the agent's logger is the node's\n    Given a fresh cluster with 1 worker node\n    Then every node's journal shows \"Validated on-disk state\" through logger\n",
+    )
+    .unwrap();
+    let out = Command::new(&alone)
+        .args(["run", "--profile", "ocp-4.16", "--agent-binary"])
+        .arg(env!("CARGO_BIN_EXE_mco-reference-daemon"))
+        .arg("--report-dir")
+        .arg(dir.path().join("tools-reports"))
+        .arg(&feature)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+}

@@ -46,21 +46,17 @@ pub(super) fn agent_process(
             )
         }
     };
-    let binaries = harness::node::image::harness_binaries()?;
-    let find = |name: &str| {
-        binaries
-            .iter()
-            .find(|p| p.file_name().is_some_and(|n| n == name))
-            .cloned()
-            .with_context(|| format!("{name} is not beside this binary: cargo build --bins"))
-    };
+    let daemon = harness::node::programs::reference_daemon()?;
+    let mutant_args = mutant.map(|m| vec!["--mutant".to_string(), m.name().to_string()]);
     Ok(Some(harness::node::agent_service::AgentProcess {
-        binary: find("mco-reference-daemon")?,
-        args: mutant
-            .map(|m| vec!["--mutant".to_string(), m.name().to_string()])
-            .unwrap_or_default(),
+        binary: daemon.path,
+        args: daemon
+            .args
+            .into_iter()
+            .chain(mutant_args.unwrap_or_default())
+            .collect(),
         profile: world.profile,
-        node_tools: find(harness::node::agent_service::NODE_TOOLS)?,
+        node_tools: harness::node::programs::node_tools()?,
     }))
 }
 
