@@ -4,9 +4,9 @@
 //! through `systemctl`, and the files the new config drops deleted (`deleteStaleData`, but for
 //! the certificates the profile keeps).
 
+use super::AgentEnv;
 use super::common::write_file_atomically;
 use super::node_writer::{Failure, degraded};
-use super::{AgentEnv, Mutant};
 use crate::mco::UNIT_DIR;
 use crate::mco::machine_config::MachineConfigSpec;
 use crate::profile::{SshKeysWrite, UpdateFiles};
@@ -35,13 +35,12 @@ pub(super) fn write_files(
         if behaviour.not_written_on_update.contains(&path.as_str()) {
             continue;
         }
-        if env.mutant_is(Mutant::WriteChangedFilesOnly)
-            && std::fs::read(env.path(path)).ok().as_ref() == Some(&data)
-        {
+        if !env.faults().writes_unchanged(path, &data) {
             continue;
         }
         env.log(&format!("Writing file {path:?}"));
-        super::faults::write_node_file(env, path, &data, mode)
+        env.faults()
+            .write_node_file(path, &data, mode)
             .map_err(|e| degraded(format!("writing {path}: {e}")))?;
     }
     Ok(())
@@ -113,7 +112,7 @@ pub(super) fn delete_stale_files(
         .map(|f| &f.path)
         .filter(|p| new.file(p).is_none())
     {
-        if behaviour.keeps_when_stale(path) && !env.mutant_is(Mutant::DeleteStaleCertificates) {
+        if env.faults().keeps_stale(behaviour.keeps_when_stale(path)) {
             continue;
         }
         env.log(&format!("Deleting stale data: {path}"));

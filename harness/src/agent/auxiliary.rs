@@ -12,7 +12,7 @@
 //! returned, so it never fires while the daemon runs; a SIGTERM returns without re-bootstrapping.
 //! A Go client's x509 failure is a rustls `invalid peer certificate` here.
 
-use super::{AgentEnv, Mutant};
+use super::AgentEnv;
 use crate::node::seed::KUBELET_KUBECONFIG;
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -90,7 +90,7 @@ pub async fn until_fatal(env: &AgentEnv) -> String {
         let error = env.aux.next().await;
         env.log(&format!("Got an error from auxiliary tools: {error}"));
         let deferred = env.aux.defer_kubelet_restart.load(Ordering::SeqCst);
-        if deferred && is_x509(&error) && !env.mutant_is(Mutant::NoKubeletRebootstrap) {
+        if deferred && is_x509(&error) && env.faults().rebootstraps_kubelet() {
             env.log_system(&format!(
                 "Re-bootstrapping kubelet in response to deferred kubeconfig changes and {error}"
             ));

@@ -54,8 +54,8 @@ pub struct AgentEnv {
     pub root: PathBuf,
     pub profile: Profile,
     pub host: Arc<dyn AgentHost>,
-    /// The one behaviour broken on purpose, for the suite's self-test (`mutant`); `None` for
-    /// the reference daemon.
+    /// The one behaviour broken on purpose, for the suite's self-test (`mutant`), laid over
+    /// the daemon through its fault hooks (`faults`); `None` for the reference daemon.
     pub mutant: Option<Mutant>,
     /// The deferred kubelet restart and the errors the main loop judges (`auxiliary`).
     pub aux: Arc<auxiliary::Auxiliary>,
@@ -106,11 +106,6 @@ impl AgentEnv {
             .await?;
         self.node.saw(node);
         Ok(())
-    }
-
-    /// Whether this daemon runs as `mutant`.
-    pub fn mutant_is(&self, mutant: Mutant) -> bool {
-        self.mutant == Some(mutant)
     }
 }
 

@@ -4,10 +4,11 @@
 //! fix is a scenario, never a weaker mutant.
 //!
 //! A mutant runs as the in-process reference daemon with the fault switched on
-//! (`AgentKind::Mutant`), or as `mco-reference-daemon --mutant NAME` on any node. The daemon
-//! asks `AgentEnv::mutant_is` at the one point each fault lives (the file writes and the pool
-//! follower in `faults`); with no mutant every such point is the reference behaviour. Nothing here may be read by steps: they judge the agent
-//! from what a user observes, and must reject each mutant on their own.
+//! (`AgentKind::Mutant`), or as `mco-reference-daemon --mutant NAME` on any node. It is laid
+//! over the daemon through the fault hooks (`faults`), which the daemon's logic calls and which
+//! answer as the reference does unless a mutant runs; the logic itself never names one. Nothing
+//! here may be read by steps: they judge the agent from what a user observes, and must reject
+//! each mutant on their own.
 
 use crate::profile::Profile;
 

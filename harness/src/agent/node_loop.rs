@@ -4,12 +4,12 @@
 //! change (`onConfigDrift`), and says on the Node when that monitor starts and stops. The update
 //! itself is `update`'s; this file decides when to run one.
 
+use super::AgentEnv;
 use super::common::{FORCE_FILE, PENDING_CONFIG_FILE};
 use super::drift::{DriftMonitor, validate_on_disk};
 use super::events::EventType;
 use super::node_writer::{Failure, report};
 use super::update::{force_file, spec_of, update};
-use super::{AgentEnv, Mutant};
 use crate::mco::{CURRENT_CONFIG, DESIRED_CONFIG, REASON, STATE, STATE_DEGRADED, STATE_UNRECONCILABLE};
 use crate::profile::UpdateFiles;
 use k8s_openapi::api::core::v1::Node;
@@ -38,9 +38,7 @@ pub async fn node_loop(env: &AgentEnv, behaviour: UpdateFiles, stop: Cancellatio
         .ok()
         .map(|s| s.trim().to_string());
     if let Some(pending) = &pending {
-        if env.mutant_is(Mutant::LoseFilesAcrossReboot) {
-            super::faults::lose_files(env, pending).await;
-        }
+        env.faults().on_boot_into(pending).await;
         match spec_of(env, pending).await {
             Ok(spec) => {
                 let monitor = start_monitor(env, pending).await;
@@ -55,16 +53,7 @@ pub async fn node_loop(env: &AgentEnv, behaviour: UpdateFiles, stop: Cancellatio
     let start = Check::Start {
         completed: pending.is_some(),
     };
-    if env.mutant_is(Mutant::ApplyPausedPoolConfig) {
-        let env = env.clone();
-        let stop = stop.clone();
-        tokio::spawn(async move {
-            tokio::select! {
-                _ = stop.cancelled() => {}
-                _ = super::faults::follow_pool_config(&env) => {}
-            }
-        });
-    }
+    env.faults().spawn_alongside(&stop);
     // The boot-time check (upstream: `Validated on-disk state`) runs once the watch is in
     // place, so a change made before the watch existed is caught too.
     let mut monitor = monitor_settled_node(env).await;
@@ -131,11 +120,8 @@ pub async fn node_loop(env: &AgentEnv, behaviour: UpdateFiles, stop: Cancellatio
                 "current+desiredConfig is {current} but state is {state}"
             ));
         }
-        if env.mutant_is(Mutant::SlowSync) {
-            tokio::select! {
-                _ = stop.cancelled() => return,
-                _ = tokio::time::sleep(super::mutant::SLOW_SYNC_DELAY) => {}
-            }
+        if !env.faults().before_sync(&stop, true).await {
+            return;
         }
         stop_monitor(env, &mut monitor).await; // upstream stops it while it updates
         let result = tokio::select! {
@@ -215,7 +201,7 @@ async fn stop_monitor(env: &AgentEnv, monitor: &mut Option<DriftMonitor>) {
 }
 
 async fn start_monitor(env: &AgentEnv, config: &str) -> Option<DriftMonitor> {
-    if env.mutant_is(Mutant::DriftNeverReported) {
+    if !env.faults().drift_monitor_starts() {
         return None;
     }
     let spec = spec_of(env, config).await.ok()?;

@@ -10,18 +10,18 @@
 //! A reboot leaves `/etc/machine-config-daemon/pending-config`; the daemon that starts after it
 //! validates the node's files against that config and only then completes the update.
 
+use super::AgentEnv;
 use super::apply::{delete_stale_files, systemctl, write_files, write_ssh_keys, write_units};
 use super::common::{
     CURRENT_CONFIG_FILE, FORCE_FILE, PENDING_CONFIG_FILE, PostConfigAction, changed_files, diff,
-    post_config_action, post_config_action_for_files, write_file_atomically,
+    post_config_action, write_file_atomically,
 };
 use super::complete::complete_update;
 use super::drain::drain;
 use super::events::EventType;
+use super::faults::ActionInputs;
 use super::node_writer::{Failure, annotate, degraded};
 use super::reconcile::{node_fips, reconcilable};
-use super::{AgentEnv, Mutant};
-use crate::mco::KUBELET_CA_PATH;
 use crate::mco::api::machine_configs;
 use crate::mco::machine_config::MachineConfigSpec;
 use crate::mco::{STATE, STATE_WORKING};
@@ -38,7 +38,7 @@ pub(super) async fn spec_of(env: &AgentEnv, config: &str) -> Result<MachineConfi
 
 /// Whether `/run/machine-config-daemon-force` is there (and heeded).
 pub(super) fn force_file(env: &AgentEnv) -> bool {
-    env.path(FORCE_FILE).exists() && !env.mutant_is(Mutant::ForceFileIgnored)
+    env.faults().force_file(env.path(FORCE_FILE).exists())
 }
 
 /// Apply `desired`; `Ok(true)` when the node is rebooting to finish it.
@@ -58,10 +58,10 @@ pub(super) async fn update(
         spec_of(env, current).await?
     };
     let new = spec_of(env, desired).await?;
-    let node_fips = if env.mutant_is(Mutant::FipsChangeApplied) {
-        None
-    } else {
+    let node_fips = if env.faults().checks_fips() {
         node_fips(env)?
+    } else {
+        None
     };
     reconcilable(&old, &new, node_fips).map_err(|f| match f {
         Failure::Unreconcilable(why) => {
@@ -86,21 +86,16 @@ pub(super) async fn update(
     if force {
         let _ = std::fs::remove_file(env.path(FORCE_FILE));
     }
-    let mut action = post_config_action(env.profile, &d, &changed_refs, force);
-    if env.mutant_is(Mutant::LeastActionWins)
-        && post_config_action(env.profile, &d, &[], force) != PostConfigAction::Reboot
-        && let Some(least) = changed_refs
-            .iter()
-            .map(|p| post_config_action_for_files(env.profile, &[p]))
-            .min()
-    {
-        action = least;
-    }
-    let kubelet_ca_changed = changed.iter().any(|p| p == KUBELET_CA_PATH);
-    if kubelet_ca_changed && env.mutant_is(Mutant::RebootOnCertificateChange) {
-        action = PostConfigAction::Reboot;
-    }
-    if action == PostConfigAction::Reboot && !env.mutant_is(Mutant::RebootWithoutDrain) {
+    let inputs = ActionInputs {
+        profile: env.profile,
+        diff: &d,
+        changed_files: &changed_refs,
+        force,
+    };
+    let action = env
+        .faults()
+        .post_config_action(post_config_action(env.profile, &d, &changed_refs, force), &inputs);
+    if action == PostConfigAction::Reboot && env.faults().drains_before_reboot() {
         // release-4.12/4.16 drain.go performDrain: a cluster of more than one node drains.
         env.event(EventType::Normal, "Cordon", "Cordoned node to apply update")
             .await;
@@ -112,9 +107,10 @@ pub(super) async fn update(
     }
     env.log("Updating files");
     write_files(env, behaviour, &new)?;
-    if kubelet_ca_changed && env.mutant_is(Mutant::RestartKubeletOnCaChange) {
-        systemctl(env, &["restart", "kubelet"]).await?;
-    }
+    env.faults()
+        .after_update_files_written(&changed_refs)
+        .await
+        .map_err(degraded)?;
     write_units(env, &new).await?;
     write_ssh_keys(env, &new, d.passwd)?;
     delete_stale_files(env, behaviour, &old, &new);

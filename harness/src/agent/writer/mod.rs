@@ -30,7 +30,7 @@ mod step;
 pub use kubeconfig::{DEFERRED_SIGNERS, KubeconfigPlan, plan_kubeconfig};
 pub use registry::{INTERNAL_REGISTRY_PULL_SECRET, MOUNTED_PULL_SECRETS, REGISTRY_CA_DIR};
 
-use super::{AgentEnv, Mutant};
+use super::AgentEnv;
 use crate::mco::api::{CONTROLLER_CONFIG, controller_configs};
 use crate::mco::controller_config::ControllerConfigSpec;
 use crate::mco::{
@@ -123,11 +123,8 @@ pub async fn run(env: &AgentEnv, writer: CertificateWriter, stop: CancellationTo
             },
         };
         // A poller lists at start and then only on its timer.
-        if env.mutant_is(Mutant::SlowSync) && synced_once {
-            tokio::select! {
-                _ = stop.cancelled() => return,
-                _ = tokio::time::sleep(super::mutant::SLOW_SYNC_DELAY) => {}
-            }
+        if !env.faults().before_sync(&stop, synced_once).await {
+            return;
         }
         let synced = tokio::select! {
             _ = stop.cancelled() => return,
@@ -272,23 +269,18 @@ async fn sync(env: &AgentEnv, writer: CertificateWriter, cc: &DynamicObject) -> 
         let spec = ControllerConfigSpec::of(&cc.data)
             .map_err(|e| SyncError::Node(format!("controllerconfig spec: {e}")))?;
         let mut path_to_data = certificate_files(env, writer, &spec, &node)?;
-        if rotate && observed != "true" && !env.mutant_is(Mutant::IgnoreServingCa) {
+        if rotate && observed != "true" && env.faults().rotates_serving_ca() {
             restart_kubelet = plan_serving_ca(env, &mut path_to_data).await?;
         }
-        if env.mutant_is(Mutant::AnnotateBeforeWrite) {
+        if env.faults().annotates_before_writing() {
             annotate_synced(env, &rv, serving_ca_rotation, &observed, &rotate_value).await?;
             tokio::time::sleep(std::time::Duration::from_millis(500)).await;
         }
-        // Only the mutants that act on a changed kubelet-ca.crt need to know whether it did.
-        let acts_on_change = env.mutant_is(Mutant::RestartKubeletOnCaChange)
-            || env.mutant_is(Mutant::RebootOnCertificateChange);
-        let kubelet_ca_before = acts_on_change.then(|| std::fs::read(env.path(KUBELET_CA_PATH)).ok());
+        let kubelet_ca_before = env.faults().kubelet_ca_before_writing();
         for (path, data) in path_to_data {
             write_to_disk(env, &path, data).map_err(|e| format!("{path}: {e}"))?;
         }
-        if let Some(before) = kubelet_ca_before {
-            mutant_acts_on_kubelet_ca_change(env, before).await?;
-        }
+        env.faults().after_certificates_written(kubelet_ca_before).await?;
         // The restart comes before anything else that can fail: a retry compares against the
         // kubeconfig just written and would not restart again.
         if let Some(server_ca) = restart_kubelet {
@@ -301,7 +293,7 @@ async fn sync(env: &AgentEnv, writer: CertificateWriter, cc: &DynamicObject) -> 
         WriterAnnotates::WhenResourceVersionChanged => changed,
     };
     if annotate {
-        if !env.mutant_is(Mutant::AnnotateBeforeWrite) {
+        if !env.faults().annotates_before_writing() {
             annotate_synced(env, &rv, serving_ca_rotation, &observed, &rotate_value).await?;
         }
         env.log(&format!(
@@ -321,7 +313,7 @@ fn certificate_files(
 ) -> Result<Vec<(String, Vec<u8>)>, SyncError> {
     let mut path_to_data: Vec<(String, Vec<u8>)> = Vec::new();
     for (path, field) in CERTIFICATE_FILES {
-        if env.mutant_is(Mutant::CloudCaIgnored) && *field == "cloudProviderCAData" {
+        if !env.faults().syncs_field(field) {
             continue;
         }
         let data = spec
@@ -335,20 +327,6 @@ fn certificate_files(
         path_to_data.push((INTERNAL_REGISTRY_PULL_SECRET.to_string(), secret));
     }
     Ok(path_to_data)
-}
-
-/// The mutants that restart the kubelet or reboot when kubelet-ca.crt changed from `before`.
-async fn mutant_acts_on_kubelet_ca_change(env: &AgentEnv, before: Option<Vec<u8>>) -> Result<(), SyncError> {
-    if before == std::fs::read(env.path(KUBELET_CA_PATH)).ok() {
-        return Ok(());
-    }
-    if env.mutant_is(Mutant::RestartKubeletOnCaChange) {
-        systemctl(env, &["restart", "kubelet"]).await?;
-    }
-    if env.mutant_is(Mutant::RebootOnCertificateChange) {
-        systemctl(env, &["reboot"]).await?;
-    }
-    Ok(())
 }
 
 /// The kubeconfig half of a serving-CA rotation: the node kubeconfig to write when
@@ -381,7 +359,7 @@ async fn plan_serving_ca(
     }
     let updated = with_kubeconfig_ca(&env.path(NODE_KUBECONFIG), &server_ca)?;
     path_to_data.push((NODE_KUBECONFIG.to_string(), updated));
-    let defer = plan.defer_restart && !env.mutant_is(Mutant::RestartForDeferredSigner);
+    let defer = env.faults().defers_kubelet_restart(plan.defer_restart);
     Ok((!defer && !on_disk.trim().is_empty()).then_some(server_ca))
 }
 
@@ -404,12 +382,8 @@ async fn annotate_synced(
     observed: &str,
     rotate_value: &str,
 ) -> Result<(), SyncError> {
-    if env.mutant_is(Mutant::NeverAnnotate) {
+    let Some(rv) = env.faults().synced_resource_version(rv) else {
         return Ok(());
-    }
-    let rv = match rv.parse::<u64>() {
-        Ok(n) if env.mutant_is(Mutant::WrongResourceVersion) => n.saturating_sub(1).to_string(),
-        _ => rv.to_string(),
     };
     let mut set = serde_json::Map::new();
     set.insert(LAST_SYNCED_CONTROLLER_CONFIG.into(), json!(rv));

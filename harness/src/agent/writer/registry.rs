@@ -4,7 +4,6 @@
 
 use super::AgentEnv;
 use super::step::{SyncError, write_to_disk};
-use crate::agent::Mutant;
 use crate::mco::controller_config::ControllerConfigSpec;
 use crate::profile::MissingRegistryCaDir;
 use base64::Engine;
@@ -77,7 +76,7 @@ pub(super) fn pull_secret(
             let into = top.entry("auths").or_insert_with(|| json!({}));
             if let Some(into) = into.as_object_mut() {
                 for (registry, credentials) in from {
-                    if env.mutant_is(Mutant::PullSecretWrongSideWins) && into.contains_key(registry) {
+                    if into.contains_key(registry) && !env.faults().later_auth_wins() {
                         continue;
                     }
                     into.insert(registry.clone(), credentials.clone());
@@ -131,20 +130,15 @@ pub(super) fn sync_registry_cas(
     }
     for stale in existing {
         let name = stale.file_name().to_string_lossy().into_owned();
-        if stale.path().is_dir()
-            && !cas.iter().any(|(file, _)| *file == name)
-            && !env.mutant_is(Mutant::KeepStaleRegistryCas)
-        {
+        let stale_ca = stale.path().is_dir() && !cas.iter().any(|(file, _)| *file == name);
+        if env.faults().removes_stale_registry_ca(stale_ca) {
             std::fs::remove_dir_all(stale.path()).map_err(|e| format!("{REGISTRY_CA_DIR}/{name}: {e}"))?;
         }
     }
     for (file, data) in cas {
-        let base = if env.mutant_is(Mutant::RegistryCaOutsideCertsD) {
-            "/etc/docker"
-        } else {
-            REGISTRY_CA_DIR
-        };
-        let path = format!("{base}/{}/ca.crt", file.replace("..", ":"));
+        let path = env
+            .faults()
+            .registry_ca_path(format!("{REGISTRY_CA_DIR}/{}/ca.crt", file.replace("..", ":")));
         write_to_disk(env, &path, data).map_err(|e| format!("{path}: {e}"))?;
     }
     Ok(())

@@ -25,5 +25,5 @@ pub(super) fn write_to_disk(env: &AgentEnv, node_path: &str, mut data: Vec<u8>) 
     let mode = std::fs::metadata(env.path(node_path))
         .map(|m| m.permissions().mode() & 0o7777)
         .unwrap_or(0o644);
-    crate::agent::faults::write_node_file(env, node_path, &data, mode)
+    env.faults().write_node_file(node_path, &data, mode)
 }
