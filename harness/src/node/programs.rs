@@ -53,10 +53,16 @@ pub fn node_tools() -> Result<PathBuf, ImageError> {
     }
 }
 
-/// This program, when it serves the node roles itself.
+/// This program, when it serves the node roles itself: as `/proc/<pid>/exe`, which names the
+/// program this process runs even after its file was replaced or removed (a rebuild during a
+/// run), and which a child started through strace resolves as this process's, not its own.
 fn serving_program() -> Result<Option<PathBuf>, ImageError> {
     if !THIS_PROGRAM_SERVES.load(Ordering::Relaxed) {
         return Ok(None);
+    }
+    let own = PathBuf::from(format!("/proc/{}/exe", std::process::id()));
+    if own.exists() {
+        return Ok(Some(own));
     }
     std::env::current_exe()
         .map(Some)

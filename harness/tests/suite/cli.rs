@@ -365,7 +365,8 @@ fn a_closed_stdout_ends_the_output_without_a_panic() {
 /// reference daemon as a process (the crash features trace it with strace) and an
 /// `--agent-binary`'s node tools must come from it, not from binaries it cannot count on beside
 /// it (absent on a first run, older after an edit). Run here from a directory that holds
-/// nothing else.
+/// nothing else, and then once more with the program's file removed as soon as it started, as a
+/// rebuild during a run replaces it.
 #[test]
 fn mco_conformance_alone_starts_the_node_processes_from_itself() {
     let strace = std::env::var_os("PATH")
@@ -393,6 +394,7 @@ fn mco_conformance_alone_starts_the_node_processes_from_itself() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}\n{stderr}");
     let summary = stdout.lines().last().unwrap_or_default();
+    let crash_summary = summary.to_string();
     let passed: u32 = summary
         .split(" passed")
         .next()
@@ -420,4 +422,26 @@ fn mco_conformance_alone_starts_the_node_processes_from_itself() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}\n{stderr}");
+
+    // Removed once started (spawn returns after the exec): the run goes on with the program it
+    // started as.
+    let gone = dir.path().join("gone");
+    std::fs::create_dir(&gone).unwrap();
+    let program = gone.join("mco-conformance");
+    std::fs::copy(BIN, &program).unwrap();
+    let child = Command::new(&program)
+        .args(["run", "--profile", "ocp-4.16", "--report-dir"])
+        .arg(dir.path().join("gone-reports"))
+        .arg(features.join("crash_consistency.feature"))
+        .arg(features.join("power_loss.feature"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::fs::remove_file(&program).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(stdout.lines().last(), Some(crash_summary.as_str()), "{stdout}");
 }
