@@ -298,47 +298,67 @@ async fn on_drift(
             if verdict.is_ok() {
                 env.log_system("Validated on-disk state");
             }
-            stop_monitor(env, monitor).await;
-            let done = match update(env, behaviour, &current, &current).await {
-                Ok(true) => return Checked::Rebooting,
-                Ok(false) => true,
-                Err(failure) => {
-                    report(env, failure).await;
-                    false
-                }
-            };
-            *monitor = start_monitor(env, &current).await;
-            if done {
-                announce_monitor(env, monitor, &current).await;
-            }
-            Checked::Done
+            update_to_own_config(env, behaviour, monitor, &current).await
         }
-        (_, Ok(())) => {
-            let Check::Start { completed } = check else {
-                return Checked::Done;
-            };
-            // A start that completed a pending config validated the files before it did (and
-            // a completion that failed left the node Degraded).
-            let passed = if completed {
-                state != STATE_DEGRADED
-            } else {
-                env.log_system("Validated on-disk state");
-                match super::complete::at_start(env, &current, &state).await {
-                    Ok(()) => true,
-                    Err(failure) => {
-                        report(env, failure).await;
-                        false
-                    }
-                }
-            };
-            if !passed {
-                return Checked::Done;
-            }
-            announce_monitor(env, monitor, &current).await;
-            Checked::Started
-        }
+        (_, Ok(())) => match check {
+            Check::Start { completed } => start_validated(env, monitor, &current, &state, completed).await,
+            _ => Checked::Done,
+        },
         _ => Checked::Done,
     }
+}
+
+/// A drifted node whose files are the config's again (or whose force file asks for it): the
+/// update to the config it is on, the drift monitor restarted after it.
+async fn update_to_own_config(
+    env: &AgentEnv,
+    behaviour: UpdateFiles,
+    monitor: &mut Option<DriftMonitor>,
+    current: &str,
+) -> Checked {
+    stop_monitor(env, monitor).await;
+    let done = match update(env, behaviour, current, current).await {
+        Ok(true) => return Checked::Rebooting,
+        Ok(false) => true,
+        Err(failure) => {
+            report(env, failure).await;
+            false
+        }
+    };
+    *monitor = start_monitor(env, current).await;
+    if done {
+        announce_monitor(env, monitor, current).await;
+    }
+    Checked::Done
+}
+
+/// A start whose files matched the config `current`: the start's completion, then the drift
+/// monitor announced. A start that completed a pending config validated the files before it did
+/// (and a completion that failed left the node Degraded).
+async fn start_validated(
+    env: &AgentEnv,
+    monitor: &mut Option<DriftMonitor>,
+    current: &str,
+    state: &str,
+    completed: bool,
+) -> Checked {
+    let passed = if completed {
+        state != STATE_DEGRADED
+    } else {
+        env.log_system("Validated on-disk state");
+        match super::complete::at_start(env, current, state).await {
+            Ok(()) => true,
+            Err(failure) => {
+                report(env, failure).await;
+                false
+            }
+        }
+    };
+    if !passed {
+        return Checked::Done;
+    }
+    announce_monitor(env, monitor, current).await;
+    Checked::Started
 }
 
 /// What a check found wrong with the node's files, as the node's reason says it: a start

@@ -65,14 +65,13 @@ pub async fn run(env: &AgentEnv, writer: CertificateWriter, stop: CancellationTo
         // Fused: `newest_ready` may see the end, and the loop's next poll must not panic.
         .fuse()
         .boxed();
-    // A failed sync is tried again with the newest ControllerConfig, backing off as upstream's
-    // rate-limited ccQueue does (5 ms doubling), and at once when a newer one arrives.
-    let mut failed: Option<DynamicObject> = None;
-    let mut retry_in = RETRY_BASE;
-    // The reason this writer marked the node Degraded with (upstream `updateErrorState`).
-    let mut degraded: Option<String> = None;
+    let mut progress = Progress {
+        failed: None,
+        retry_in: RETRY_BASE,
+        degraded: None,
+        synced_once: false,
+    };
     let mut node_changes = env.node.changes();
-    let mut synced_once = false;
     loop {
         let cc = tokio::select! {
             _ = stop.cancelled() => return,
@@ -81,38 +80,18 @@ pub async fn run(env: &AgentEnv, writer: CertificateWriter, stop: CancellationTo
                     Ok(()) => node_changes.borrow_and_update().clone(),
                     Err(_) => return,
                 };
-                // Upstream's Node worker checks the role on every sync of the Node
-                // (release-4.16 daemon.go:759): see `first_role`.
-                match node.as_deref().map(|node| first_role(env, node)) {
-                    Some(Err(reason)) => {
-                        mark_degraded(env, &reason).await;
-                        degraded = Some(reason);
-                    }
-                    // The role is back. Upstream's Node worker then passes the role check and
-                    // finds the node Degraded on the config it runs: it logs "current+desiredConfig
-                    // is … but state is Degraded" and runs the update again, which ends Done
-                    // (release-4.16 daemon.go prepUpdateFromCluster, update.go). A failed sync
-                    // of the writer's is tried again now instead.
-                    Some(Ok(_)) if degraded.is_some() => {
-                        if failed.is_some() {
-                            retry_in = std::time::Duration::ZERO;
-                        } else if let Some(reason) = degraded.take() {
-                            clear_own_degraded(env, &reason).await;
-                        }
-                    }
-                    _ => {}
-                }
+                progress.role_checked(env, node.as_deref()).await;
                 continue;
             }
-            _ = tokio::time::sleep(retry_in), if failed.is_some() => {
-                retry_in = (retry_in * 2).clamp(RETRY_BASE, RETRY_MAX);
-                failed.take().expect("guarded by is_some")
+            _ = tokio::time::sleep(progress.retry_in), if progress.failed.is_some() => {
+                progress.retry_in = (progress.retry_in * 2).clamp(RETRY_BASE, RETRY_MAX);
+                progress.failed.take().expect("guarded by is_some")
             }
             event = events.next() => match event {
                 Some(Ok(cc)) => {
                     // The newest ControllerConfig replaces a failed older one: never sync back.
-                    failed = None;
-                    retry_in = RETRY_BASE;
+                    progress.failed = None;
+                    progress.retry_in = RETRY_BASE;
                     newest_ready(env, &mut events, cc)
                 }
                 Some(Err(e)) => {
@@ -123,31 +102,74 @@ pub async fn run(env: &AgentEnv, writer: CertificateWriter, stop: CancellationTo
             },
         };
         // A poller lists at start and then only on its timer.
-        if !env.faults().before_sync(&stop, synced_once).await {
+        if !env.faults().before_sync(&stop, progress.synced_once).await {
             return;
         }
         let synced = tokio::select! {
             _ = stop.cancelled() => return,
             synced = sync(env, writer, &cc) => synced,
         };
+        progress.synced(env, cc, synced).await;
+    }
+}
+
+/// What the writer carries from one sync to the next.
+struct Progress {
+    /// A failed sync's ControllerConfig: tried again with the newest ControllerConfig, backing
+    /// off as upstream's rate-limited ccQueue does (5 ms doubling), and at once when a newer one
+    /// arrives.
+    failed: Option<DynamicObject>,
+    retry_in: std::time::Duration,
+    /// The reason this writer marked the node Degraded with (upstream `updateErrorState`).
+    degraded: Option<String>,
+    synced_once: bool,
+}
+
+impl Progress {
+    /// Upstream's Node worker checks the role on every sync of the Node (release-4.16
+    /// daemon.go:759): see `first_role`.
+    async fn role_checked(&mut self, env: &AgentEnv, node: Option<&k8s_openapi::api::core::v1::Node>) {
+        match node.map(|node| first_role(env, node)) {
+            Some(Err(reason)) => {
+                mark_degraded(env, &reason).await;
+                self.degraded = Some(reason);
+            }
+            // The role is back. Upstream's Node worker then passes the role check and finds the
+            // node Degraded on the config it runs: it logs "current+desiredConfig is … but state
+            // is Degraded" and runs the update again, which ends Done (release-4.16 daemon.go
+            // prepUpdateFromCluster, update.go). A failed sync of the writer's is tried again
+            // now instead.
+            Some(Ok(_)) if self.degraded.is_some() => {
+                if self.failed.is_some() {
+                    self.retry_in = std::time::Duration::ZERO;
+                } else if let Some(reason) = self.degraded.take() {
+                    clear_own_degraded(env, &reason).await;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The end of a sync of `cc`: the node's Degraded cleared, or the sync to try again.
+    async fn synced(&mut self, env: &AgentEnv, cc: DynamicObject, synced: Result<(), SyncError>) {
         match synced {
             Ok(()) => {
-                synced_once = true;
-                if let Some(reason) = degraded.take() {
+                self.synced_once = true;
+                if let Some(reason) = self.degraded.take() {
                     clear_own_degraded(env, &reason).await;
                 }
             }
             Err(SyncError::Transient(e)) => {
                 env.log(&format!("Error syncing certificates from controllerconfig: {e}"));
-                failed = Some(cc);
+                self.failed = Some(cc);
             }
             Err(SyncError::Node(reason)) => {
                 env.log(&format!(
                     "Error syncing certificates from controllerconfig: {reason}"
                 ));
                 mark_degraded(env, &reason).await;
-                degraded = Some(reason);
-                failed = Some(cc);
+                self.degraded = Some(reason);
+                self.failed = Some(cc);
             }
         }
     }
