@@ -403,12 +403,13 @@ fn mco_conformance_alone_starts_the_node_processes_from_itself() {
     assert!(passed >= 2, "{stdout}");
     assert!(summary.contains(" 0 failed"), "{stdout}");
 
-    // An agent binary's node tools come from it too: the reference daemon as `--agent-binary`
-    // logs through the node's `logger`, which is the lone program under that name.
+    // An agent binary's node tools come from it too: the reference daemon as `--agent-binary`,
+    // given a new serving CA on 4.16, logs through the node's `logger` and restarts the kubelet
+    // with the node's `systemctl`, both the lone program under those names.
     let feature = dir.path().join("tools.feature");
     std::fs::write(
         &feature,
-        "Feature: tools\n  Scenario: the agent's logger is the node's\n    Given a fresh cluster with 1 worker node\n    Then every node's journal shows \"Validated on-disk state\" through logger\n",
+        "Feature: tools\n  Scenario: the agent's logger and systemctl are the node's\n    Given a fresh cluster with 1 worker node\n    When the kube-apiserver's serving CA bundle gains a new CA\n    Then every node's journal shows \"restarting kubelet due to server-ca rotation\" through logger\n    And every node's journal shows, in this order:\n      | restarting kubelet due to server-ca rotation |\n      | Stopping kubelet.service...                  |\n      | Started kubelet.service.                     |\n",
     )
     .unwrap();
     let out = Command::new(&alone)
