@@ -19,40 +19,11 @@ use tokio_util::sync::CancellationToken;
 /// Follow the own Node (`own_node`); run an update whenever `desiredConfig` differs from
 /// `currentConfig`.
 pub async fn node_loop(env: &AgentEnv, behaviour: UpdateFiles, stop: CancellationToken) {
-    let nodes: Api<Node> = Api::all(env.client.clone());
     let mut changes = env.node.changes();
-    // The first run sets the Node's annotations from the node's disk, retried until it can.
-    loop {
-        match super::first_run::load_node_annotations(env).await {
-            Ok(()) => break,
-            Err(e) => {
-                env.log(&format!("Error loading initial node annotations: {e}"));
-                tokio::select! {
-                    _ = stop.cancelled() => return,
-                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-                }
-            }
-        }
-    }
-    let pending = std::fs::read_to_string(env.path(PENDING_CONFIG_FILE))
-        .ok()
-        .map(|s| s.trim().to_string());
-    if let Some(pending) = &pending {
-        env.faults().on_boot_into(pending).await;
-        match spec_of(env, pending).await {
-            Ok(spec) => {
-                let monitor = start_monitor(env, pending).await;
-                match super::complete::complete_pending(env, pending, &spec, monitor, &stop).await {
-                    super::complete::Pending::Completed => {}
-                    super::complete::Pending::Stopped => return,
-                }
-            }
-            Err(failure) => report(env, failure).await,
-        }
-    }
-    let start = Check::Start {
-        completed: pending.is_some(),
+    let Some(completed) = boot(env, &stop).await else {
+        return;
     };
+    let start = Check::Start { completed };
     env.faults().spawn_alongside(&stop);
     // The boot-time check (upstream: `Validated on-disk state`) runs once the watch is in
     // place, so a change made before the watch existed is caught too.
@@ -93,33 +64,9 @@ pub async fn node_loop(env: &AgentEnv, behaviour: UpdateFiles, stop: Cancellatio
         {
             continue;
         }
-        // Events queue up while an update runs, among them this daemon's own earlier writes
-        // (state=Working with the old currentConfig): decide on the Node as it is now.
-        let node = match nodes.get(&env.node_name).await {
-            Ok(node) => {
-                env.node.saw(node.clone());
-                node
-            }
-            Err(e) => {
-                env.log(&format!("node {}: {e}", env.node_name));
-                continue;
-            }
-        };
-        let Some((current, desired)) = wanted_update(&node, failed.as_deref()) else {
+        let Some((current, desired)) = update_wanted_now(env, failed.as_deref()).await else {
             continue;
         };
-        if current == desired {
-            let state = node
-                .metadata
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(STATE))
-                .cloned()
-                .unwrap_or_default();
-            env.log(&format!(
-                "current+desiredConfig is {current} but state is {state}"
-            ));
-        }
         if !env.faults().before_sync(&stop, true).await {
             return;
         }
@@ -148,6 +95,71 @@ pub async fn node_loop(env: &AgentEnv, behaviour: UpdateFiles, stop: Cancellatio
             Err(failure) => report(env, failure).await,
         }
     }
+}
+
+/// The daemon's start: the Node's annotations loaded from the node's disk (retried until they
+/// can be), then the pending config completed if the node booted into one. `Some(completed)`
+/// says whether it did; `None` when `stop` came first.
+async fn boot(env: &AgentEnv, stop: &CancellationToken) -> Option<bool> {
+    loop {
+        match super::first_run::load_node_annotations(env).await {
+            Ok(()) => break,
+            Err(e) => {
+                env.log(&format!("Error loading initial node annotations: {e}"));
+                tokio::select! {
+                    _ = stop.cancelled() => return None,
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                }
+            }
+        }
+    }
+    let pending = std::fs::read_to_string(env.path(PENDING_CONFIG_FILE))
+        .ok()
+        .map(|s| s.trim().to_string());
+    if let Some(pending) = &pending {
+        env.faults().on_boot_into(pending).await;
+        match spec_of(env, pending).await {
+            Ok(spec) => {
+                let monitor = start_monitor(env, pending).await;
+                match super::complete::complete_pending(env, pending, &spec, monitor, stop).await {
+                    super::complete::Pending::Completed => {}
+                    super::complete::Pending::Stopped => return None,
+                }
+            }
+            Err(failure) => report(env, failure).await,
+        }
+    }
+    Some(pending.is_some())
+}
+
+/// The update the Node as it is now asks for, as `(currentConfig, desiredConfig)`. Events
+/// queue up while an update runs, among them this daemon's own earlier writes (state=Working
+/// with the old currentConfig): the Node is read again rather than taken from the event.
+async fn update_wanted_now(env: &AgentEnv, failed: Option<&str>) -> Option<(String, String)> {
+    let node = match Api::<Node>::all(env.client.clone()).get(&env.node_name).await {
+        Ok(node) => {
+            env.node.saw(node.clone());
+            node
+        }
+        Err(e) => {
+            env.log(&format!("node {}: {e}", env.node_name));
+            return None;
+        }
+    };
+    let (current, desired) = wanted_update(&node, failed)?;
+    if current == desired {
+        let state = node
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(STATE))
+            .cloned()
+            .unwrap_or_default();
+        env.log(&format!(
+            "current+desiredConfig is {current} but state is {state}"
+        ));
+    }
+    Some((current, desired))
 }
 
 /// The next drift event, or never when no monitor runs.

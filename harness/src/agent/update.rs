@@ -49,32 +49,7 @@ pub(super) async fn update(
     desired: &str,
 ) -> Result<bool, Failure> {
     annotate(env, json!({STATE: STATE_WORKING})).await?;
-    env.log(&format!(
-        "Checking Reconcilable for config {current} to {desired}"
-    ));
-    let old = if current.is_empty() {
-        MachineConfigSpec::default()
-    } else {
-        spec_of(env, current).await?
-    };
-    let new = spec_of(env, desired).await?;
-    let node_fips = if env.faults().checks_fips() {
-        node_fips(env)?
-    } else {
-        None
-    };
-    reconcilable(&old, &new, node_fips).map_err(|f| match f {
-        Failure::Unreconcilable(why) => {
-            Failure::Unreconcilable(format!("can't reconcile config {current} with {desired}: {why}"))
-        }
-        other => other,
-    })?;
-    // The old config's FIPS is the node's, once checked (upstream sets it so): the diff shows
-    // a FIPS change only where the check was skipped.
-    let mut old = old;
-    if let Some(fips) = node_fips {
-        old.fips = fips;
-    }
+    let (old, new) = check_reconcilable(env, current, desired).await?;
     let d = diff(&old, &new);
     env.log_system(&format!("Starting update from {current} to {desired}: {d}"));
     let changed = changed_files(&old, &new);
@@ -105,15 +80,7 @@ pub(super) async fn update(
     } else {
         env.log("Changes do not require drain, skipping.");
     }
-    env.log("Updating files");
-    write_files(env, behaviour, &new)?;
-    env.faults()
-        .after_update_files_written(&changed_refs)
-        .await
-        .map_err(degraded)?;
-    write_units(env, &new).await?;
-    write_ssh_keys(env, &new, d.passwd)?;
-    delete_stale_files(env, behaviour, &old, &new);
+    update_files(env, behaviour, &old, &new, &changed_refs, d.passwd).await?;
     let stored =
         serde_json::to_vec(&json!({"metadata": {"name": desired}, "spec": new})).map_err(degraded)?;
     write_file_atomically(&env.path(CURRENT_CONFIG_FILE), &stored, 0o644)
@@ -123,6 +90,77 @@ pub(super) async fn update(
         let message = format!("Written pending config {desired}");
         env.event(EventType::Normal, "PendingConfig", &message).await;
     }
+    if perform_post_config_change_action(env, action, desired).await? {
+        return Ok(true);
+    }
+    complete_update(env, desired).await?;
+    Ok(false)
+}
+
+/// The old and new configs' specs once the change between them is one the daemon can make
+/// (upstream's `reconcilable`), the old one's FIPS set to the node's.
+async fn check_reconcilable(
+    env: &AgentEnv,
+    current: &str,
+    desired: &str,
+) -> Result<(MachineConfigSpec, MachineConfigSpec), Failure> {
+    env.log(&format!(
+        "Checking Reconcilable for config {current} to {desired}"
+    ));
+    let mut old = if current.is_empty() {
+        MachineConfigSpec::default()
+    } else {
+        spec_of(env, current).await?
+    };
+    let new = spec_of(env, desired).await?;
+    let node_fips = if env.faults().checks_fips() {
+        node_fips(env)?
+    } else {
+        None
+    };
+    reconcilable(&old, &new, node_fips).map_err(|f| match f {
+        Failure::Unreconcilable(why) => {
+            Failure::Unreconcilable(format!("can't reconcile config {current} with {desired}: {why}"))
+        }
+        other => other,
+    })?;
+    // The old config's FIPS is the node's, once checked (upstream sets it so): the diff shows
+    // a FIPS change only where the check was skipped.
+    if let Some(fips) = node_fips {
+        old.fips = fips;
+    }
+    Ok((old, new))
+}
+
+/// The new config's files, units and SSH keys on disk, and the old one's stale files gone
+/// (upstream's `updateFiles`, `updateSSHKeys`, `deleteStaleData`).
+async fn update_files(
+    env: &AgentEnv,
+    behaviour: UpdateFiles,
+    old: &MachineConfigSpec,
+    new: &MachineConfigSpec,
+    changed: &[&str],
+    passwd: bool,
+) -> Result<(), Failure> {
+    env.log("Updating files");
+    write_files(env, behaviour, new)?;
+    env.faults()
+        .after_update_files_written(changed)
+        .await
+        .map_err(degraded)?;
+    write_units(env, new).await?;
+    write_ssh_keys(env, new, passwd)?;
+    delete_stale_files(env, behaviour, old, new);
+    Ok(())
+}
+
+/// The action that finishes an update (upstream's `performPostConfigChangeAction`): `Ok(true)`
+/// when the node is rebooting.
+async fn perform_post_config_change_action(
+    env: &AgentEnv,
+    action: PostConfigAction,
+    desired: &str,
+) -> Result<bool, Failure> {
     match action {
         PostConfigAction::Reboot => {
             write_file_atomically(&env.path(PENDING_CONFIG_FILE), desired.as_bytes(), 0o644)
@@ -159,6 +197,5 @@ pub(super) async fn update(
             env.log_system(&format!("crio config restarted successfully! Desired config {desired} has been applied, skipping reboot"));
         }
     }
-    complete_update(env, desired).await?;
     Ok(false)
 }

@@ -28,8 +28,6 @@ const LONG: &[(&str, &str, usize)] = &[
     ("fake-apiserver/src/validation/gojson/mod.rs", "feed", 112),
     ("fake-apiserver/src/validation/schema.rs", "check", 83),
     ("harness/src/agent/mutant.rs", "spec", 152),
-    ("harness/src/agent/node_loop.rs", "node_loop", 131),
-    ("harness/src/agent/update.rs", "update", 120),
     ("harness/src/cluster/mcc/configs.rs", "render", 107),
     ("harness/src/cluster/signers/mod.rs", "reconcile_snapshot", 109),
     ("harness/src/node/agent_service.rs", "run", 112),
