@@ -222,10 +222,10 @@ impl Faults<'_> {
             return Ok(());
         }
         if self.is(Mutant::RestartKubeletOnCaChange) {
-            systemctl(self.env, &["restart", "kubelet"]).await?;
+            super::writer::systemctl(self.env, &["restart", "kubelet"]).await?;
         }
         if self.is(Mutant::RebootOnCertificateChange) {
-            systemctl(self.env, &["reboot"]).await?;
+            super::writer::systemctl(self.env, &["reboot"]).await?;
         }
         Ok(())
     }
@@ -234,24 +234,10 @@ impl Faults<'_> {
     /// reference. The error is systemctl's.
     pub async fn after_update_files_written(&self, changed_files: &[&str]) -> Result<(), String> {
         if self.is(Mutant::RestartKubeletOnCaChange) && changed_files.contains(&crate::mco::KUBELET_CA_PATH) {
-            systemctl(self.env, &["restart", "kubelet"]).await?;
+            super::writer::systemctl(self.env, &["restart", "kubelet"]).await?;
         }
         Ok(())
     }
-}
-
-/// `systemctl` on the node; the error says what it answered.
-async fn systemctl(env: &AgentEnv, args: &[&str]) -> Result<(), String> {
-    let out = env.host.systemctl(args).await?;
-    if out.exit_code != 0 {
-        return Err(format!(
-            "systemctl {}: exit {}: {}",
-            args.join(" "),
-            out.exit_code,
-            out.stderr.trim()
-        ));
-    }
-    Ok(())
 }
 
 /// The file whose writes the file-level mutants break.

@@ -213,7 +213,8 @@ fn report_watch_error(env: &AgentEnv, e: &watcher::Error) {
 const RETRY_BASE: std::time::Duration = std::time::Duration::from_millis(5);
 const RETRY_MAX: std::time::Duration = std::time::Duration::from_secs(1);
 
-async fn systemctl(env: &AgentEnv, args: &[&str]) -> Result<(), String> {
+/// `systemctl` on the node; the error says what it answered.
+pub(super) async fn systemctl(env: &AgentEnv, args: &[&str]) -> Result<(), String> {
     let out = env.host.systemctl(args).await?;
     if out.exit_code != 0 {
         return Err(format!(
