@@ -48,8 +48,22 @@ fn config() -> Result<(RunConfig, bool), String> {
     Ok((config, !named))
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
+    // Started as the reference daemon or a node tool by an embedded node: that program, so an
+    // embedded run needs no other binary built (`cargo mutants` builds only this test).
+    if let Some(code) = harness::runner::node_roles::serve_if_asked() {
+        return code;
+    }
+    match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime.block_on(run_features()),
+        Err(e) => {
+            eprintln!("conformance: cannot start the async runtime: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run_features() -> ExitCode {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let (config, then_containers) = match config() {
         Ok(c) => c,

@@ -51,14 +51,6 @@ enum Command {
         #[arg(long)]
         markdown: bool,
     },
-    /// The reference daemon as a process (what `mco-reference-daemon` runs): the agent an
-    /// embedded node starts from this program when a scenario traces it.
-    #[command(hide = true)]
-    ReferenceDaemon {
-        /// `--mutant NAME`, as `mco-reference-daemon` takes it.
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<String>,
-    },
 }
 
 #[derive(clap::Args)]
@@ -92,16 +84,10 @@ struct SelfTestArgs {
 }
 
 fn main() -> ExitCode {
-    // Run as `systemctl`, `journalctl` or `logger` (an embedded node puts this program on an
-    // agent's PATH under those names), it is that node tool.
-    let mut args = std::env::args();
-    let argv0 = args.next().unwrap_or_default();
-    let name = std::path::Path::new(&argv0).file_name().and_then(|n| n.to_str());
-    if name.is_some_and(|n| harness::node::agent_service::TOOL_NAMES.contains(&n)) {
-        let code = harness::node::tools::main(&argv0, args.collect());
-        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    // Started as the reference daemon or a node tool by an embedded node: that program.
+    if let Some(code) = harness::runner::node_roles::serve_if_asked() {
+        return code;
     }
-    harness::node::programs::this_program_serves_node_roles();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(e) => {
@@ -117,7 +103,6 @@ fn main() -> ExitCode {
             Command::Features { features } => features_table(&features),
             Command::Steps { markdown } => steps(markdown),
             Command::Run(options) => run_features(options).await,
-            Command::ReferenceDaemon { args } => harness::agent::process::daemon_main(args).await,
         }
     })
 }

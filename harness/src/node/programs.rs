@@ -2,24 +2,28 @@
 //! runs it under strace, as the crash features do) and the node tools an agent process finds
 //! on its `PATH` as `systemctl`, `journalctl` and `logger`.
 //!
-//! `mco-conformance` is all of them itself: it answers to `reference-daemon` and, run under a
-//! tool's name, is that tool. So `cargo run --bin mco-conformance -- run`, which builds that one
-//! binary, runs every embedded scenario with the code it was built from, never with an older
-//! `mco-reference-daemon` left beside it. Any other program of this crate (a test binary)
-//! starts the binaries `cargo build --bins` puts beside it, as `cargo test` builds them.
+//! `mco-conformance` and the `cargo test` conformance runner are all of them themselves
+//! (`crate::runner::node_roles`): each answers to `reference-daemon` as its first argument and,
+//! run under a tool's name, is that tool. So `cargo run --bin mco-conformance -- run`, which
+//! builds that one binary, runs every embedded scenario with the code it was built from, never
+//! with an older `mco-reference-daemon` left beside it. Any other program of this crate (a
+//! libtest binary) starts the binaries `cargo build --bins` puts beside it, as `cargo test`
+//! builds them.
 
 use super::agent_service::NODE_TOOLS;
 use super::image::ImageError;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// The subcommand of `mco-conformance` that runs the reference daemon.
+/// The first argument that makes a runner the reference daemon (`mco-conformance
+/// reference-daemon [--mutant NAME]`).
 pub const REFERENCE_DAEMON_SUBCOMMAND: &str = "reference-daemon";
 
 static THIS_PROGRAM_SERVES: AtomicBool = AtomicBool::new(false);
 
 /// Called by a program that answers to [`REFERENCE_DAEMON_SUBCOMMAND`] and to the node tools'
-/// names (`mco-conformance`): the node processes are then started from it.
+/// names (`crate::runner::node_roles::serve_if_asked` calls it): the node processes are then
+/// started from it.
 pub fn this_program_serves_node_roles() {
     THIS_PROGRAM_SERVES.store(true, Ordering::Relaxed);
 }

@@ -33,6 +33,7 @@ pub mod html;
 mod identity;
 mod junit;
 pub mod lint;
+pub mod node_roles;
 pub mod options;
 mod panic_hook;
 mod pipeline;
