@@ -106,14 +106,16 @@ pub fn shared_libraries(binary: &Path) -> Result<Vec<PathBuf>, ImageError> {
     Ok(libraries)
 }
 
+/// An I/O error at `path`, for `map_err`.
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ImageError {
+    let path = path.to_path_buf();
+    move |e| ImageError::Io(path, e)
+}
+
 /// Lay out the node's root filesystem in `root`: the binaries under `/usr/bin`, their
 /// libraries at the paths `ldd` names, busybox with a link per applet in `/bin`, the node's
 /// empty directories.
 pub fn assemble_rootfs(root: &Path, binaries: &[PathBuf], busybox: &Path) -> Result<(), ImageError> {
-    let io = |p: &Path| {
-        let p = p.to_path_buf();
-        move |e| ImageError::Io(p, e)
-    };
     let copy = |from: &Path, to: &Path| -> Result<(), ImageError> {
         if let Some(parent) = to.parent() {
             std::fs::create_dir_all(parent).map_err(io(parent))?;
@@ -139,6 +141,29 @@ pub fn assemble_rootfs(root: &Path, binaries: &[PathBuf], busybox: &Path) -> Res
         )?;
     }
     copy(busybox, &root.join("bin/busybox"))?;
+    link_applets(root, busybox)?;
+    // The node tools under the names they answer to, where the image carries them.
+    if root.join("usr/bin").join(NODE_TOOLS).is_file() {
+        for tool in TOOL_NAMES.iter().chain(IMAGE_TOOL_NAMES) {
+            let link = root.join("usr/bin").join(tool);
+            std::os::unix::fs::symlink(NODE_TOOLS, &link).map_err(io(&link))?;
+        }
+    }
+    for dir in NODE_DIRS {
+        std::fs::create_dir_all(root.join(dir)).map_err(io(&root.join(dir)))?;
+    }
+    write_users(root)?;
+    std::fs::write(
+        root.join("etc/os-release"),
+        "NAME=\"mco-conformance node\"\nID=mco-conformance\nVERSION_ID=1\n",
+    )
+    .map_err(io(&root.join("etc/os-release")))?;
+    Ok(())
+}
+
+/// A link in `/bin` to busybox for each applet it lists, but those a node has from elsewhere or
+/// should not have at all.
+fn link_applets(root: &Path, busybox: &Path) -> Result<(), ImageError> {
     let applets = Command::new(busybox)
         .arg("--list")
         .output()
@@ -162,18 +187,12 @@ pub fn assemble_rootfs(root: &Path, binaries: &[PathBuf], busybox: &Path) -> Res
             std::os::unix::fs::symlink("busybox", &link).map_err(io(&link))?;
         }
     }
-    // The node tools under the names they answer to, where the image carries them.
-    if root.join("usr/bin").join(NODE_TOOLS).is_file() {
-        for tool in TOOL_NAMES.iter().chain(IMAGE_TOOL_NAMES) {
-            let link = root.join("usr/bin").join(tool);
-            std::os::unix::fs::symlink(NODE_TOOLS, &link).map_err(io(&link))?;
-        }
-    }
-    for dir in NODE_DIRS {
-        std::fs::create_dir_all(root.join(dir)).map_err(io(&root.join(dir)))?;
-    }
-    // RHCOS's users (the upstream daemon looks up `core`, and creates its ~/.ssh as core);
-    // the init gives /home/core to core, as the tar makes every file root's.
+    Ok(())
+}
+
+/// RHCOS's users (the upstream daemon looks up `core`, and creates its ~/.ssh as core); the
+/// init gives /home/core to core, as the tar makes every file root's.
+fn write_users(root: &Path) -> Result<(), ImageError> {
     for (file, text, mode) in [
         ("etc/passwd", super::users::PASSWD, 0o644),
         ("etc/group", super::users::GROUP, 0o644),
@@ -188,11 +207,6 @@ pub fn assemble_rootfs(root: &Path, binaries: &[PathBuf], busybox: &Path) -> Res
     std::fs::create_dir_all(&home).map_err(io(&home))?;
     std::fs::set_permissions(&home, std::os::unix::fs::PermissionsExt::from_mode(0o700))
         .map_err(io(&home))?;
-    std::fs::write(
-        root.join("etc/os-release"),
-        "NAME=\"mco-conformance node\"\nID=mco-conformance\nVERSION_ID=1\n",
-    )
-    .map_err(io(&root.join("etc/os-release")))?;
     Ok(())
 }
 

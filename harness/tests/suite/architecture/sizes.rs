@@ -31,7 +31,6 @@ const LONG: &[(&str, &str, usize)] = &[
     ("harness/src/cluster/mcc/configs.rs", "render", 107),
     ("harness/src/cluster/signers/mod.rs", "reconcile_snapshot", 109),
     ("harness/src/node/agent_service.rs", "run", 112),
-    ("harness/src/node/image.rs", "assemble_rootfs", 86),
     ("harness/src/node/services.rs", "systemctl", 124),
     ("harness/src/scenario/timeline.rs", "record_timeline", 113),
 ];
