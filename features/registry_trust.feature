@@ -87,6 +87,31 @@ Feature: Registry trust written from ControllerConfig
     And every node is Done
     And no node has rebooted
 
+  # Release-4.14 certificate_writer.go:139-142 lets only a missing directory pass: any other
+  # error reading /etc/docker/certs.d (here a file stands there, so reading it as a directory
+  # fails) is returned, and handleControllerConfigErr (:63-75) marks the node Degraded with it
+  # (updateErrorState) and retries. The change need not touch a registry CA: the directory is read
+  # on every sync of a new ControllerConfig.
+  @ocp-4.14
+  Scenario: On 4.14 an /etc/docker/certs.d that cannot be read as a directory degrades the node
+    Given a fresh cluster with 1 worker node
+    When /etc/docker/certs.d is removed from every node
+    And the file /etc/docker/certs.d is written on every node
+    And the cloud provider CA is published
+    Then every node is Degraded with the reason "/etc/docker/certs.d"
+    And no node has rebooted
+
+  # Release-4.16 certificate_writer.go:247-249 treats every error reading the directory as its
+  # absence: "does not exist yet" in the log, no registry CA written, the sync goes on.
+  @ocp-4.16
+  Scenario: On 4.16 an /etc/docker/certs.d that cannot be read as a directory is passed over
+    Given a fresh cluster with 1 worker node
+    When /etc/docker/certs.d is removed from every node
+    And the file /etc/docker/certs.d is written on every node
+    And the image registry CA "registry.example.com" is published
+    Then every node is Done
+    And every node has the path /etc/docker/certs.d
+
   # A ControllerConfig is input from outside the node: a file name with a "/" would put the CA
   # outside /etc/docker/certs.d (or anywhere, if absolute), so the reference daemon refuses it
   # and still writes the others. Upstream does not: release-4.16 certificate_writer.go joins the
@@ -96,14 +121,17 @@ Feature: Registry trust written from ControllerConfig
   # judged for the reference daemon, reported apart for any other agent. No ConfigMap key can
   # hold a "/", so such a name reaches a node only through a hand edit of the ControllerConfig,
   # which stays only while the operator is scaled down (a running one copies its own list back).
+  # The name "." is refused too: upstream would write /etc/docker/certs.d/ca.crt, in no host's
+  # directory, which CRI-O never reads (no ConfigMap key can be "." either).
   @beyond-upstream @ocp-4.14 @ocp-4.16
   Scenario: A registry CA whose file name would leave the directory is refused
     Given a fresh cluster with 1 worker node
     When the image registry CA "registry.example.com" is published
     And the machine-config operator is scaled down
-    And the ControllerConfig's image registry CAs are edited to add "/etc/mco-conformance-escape"
+    And the ControllerConfig's image registry CAs are edited to add "/etc/mco-conformance-escape" and "."
     Then no node has the path /etc/mco-conformance-escape
     And no node has the path /etc/docker/certs.d/etc
+    And no node has the path /etc/docker/certs.d/ca.crt
     And every node has the registry CA "registry.example.com" in /etc/docker/certs.d/registry.example.com/ca.crt
 
   # The operator assembles ControllerConfig internalRegistryPullSecret once the bootstrap node

@@ -128,11 +128,17 @@ pub(super) fn sync_registry_cas(
             .map_err(|e| SyncError::Node(format!("image registry CA {file:?}: {e}")))?;
         cas.push((file, data));
     }
+    // Upstream walks the entries as os.ReadDir gives them (DirEntry.IsDir: a symlink is not a
+    // directory, whatever it points at) and only warns when one cannot be removed
+    // (release-4.14 certificate_writer.go:144-159, release-4.16 :251-266).
     for stale in existing {
         let name = stale.file_name().to_string_lossy().into_owned();
-        let stale_ca = stale.path().is_dir() && !cas.iter().any(|(file, _)| *file == name);
-        if env.faults().removes_stale_registry_ca(stale_ca) {
-            std::fs::remove_dir_all(stale.path()).map_err(|e| format!("{REGISTRY_CA_DIR}/{name}: {e}"))?;
+        let is_dir = stale.file_type().is_ok_and(|t| t.is_dir());
+        let stale_ca = is_dir && !cas.iter().any(|(file, _)| *file == name);
+        if env.faults().removes_stale_registry_ca(stale_ca)
+            && let Err(e) = std::fs::remove_dir_all(stale.path())
+        {
+            env.log(&format!("Could not remove old certificate: {REGISTRY_CA_DIR}/{name}: {e}"));
         }
     }
     for (file, data) in cas {
