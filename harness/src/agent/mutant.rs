@@ -58,6 +58,212 @@ const WRITER: &[Profile] = &[Profile::Ocp414, Profile::Ocp416];
 /// 4.16 alone: the serving-CA/kubeconfig logic and the pull secret merge.
 const OCP_4_16: &[Profile] = &[Profile::Ocp416];
 
+/// A mutant's entry in the catalogue.
+struct Spec {
+    mutant: Mutant,
+    /// The name on the command line and in the self-test table.
+    name: &'static str,
+    /// What the mutant does wrong, in a sentence.
+    broken: &'static str,
+    /// The profiles whose behaviour it breaks.
+    profiles: &'static [Profile],
+}
+
+/// The catalogue, one entry per mutant in the enum's order (`CATALOGUE[m as usize]` is `m`'s:
+/// checked when the crate compiles, as is its length).
+const CATALOGUE: [Spec; Mutant::ALL.len()] = [
+    Spec {
+        mutant: Mutant::PartialWrite,
+        name: "partial-write",
+        broken: "writes kubelet-ca.crt in place, in two halves a moment apart, instead of renaming a complete file over it",
+        profiles: EVERY,
+    },
+    Spec {
+        mutant: Mutant::WrongMode,
+        name: "wrong-mode",
+        broken: "writes kubelet-ca.crt with mode 0600",
+        profiles: EVERY,
+    },
+    Spec {
+        mutant: Mutant::WrongOwner,
+        name: "wrong-owner",
+        broken: "leaves kubelet-ca.crt owned by nobody (65534:65534)",
+        profiles: EVERY,
+    },
+    Spec {
+        mutant: Mutant::FirstCertificateOnly,
+        name: "first-certificate-only",
+        broken: "writes only the first certificate of the kubelet CA bundle",
+        profiles: EVERY,
+    },
+    Spec {
+        mutant: Mutant::CloudCaIgnored,
+        name: "cloud-ca-ignored",
+        broken: "never writes the cloud provider CA from ControllerConfig",
+        profiles: WRITER,
+    },
+    Spec {
+        mutant: Mutant::AnnotateBeforeWrite,
+        name: "annotate-before-write",
+        broken: "sets lastSyncedControllerConfigResourceVersion before it writes the certificates",
+        // On 4.14 no scenario sees the order: the one that rejects it on 4.16 is the
+        // x509 re-bootstrap, which 4.14 lacks (its own self-test run let it survive).
+        profiles: OCP_4_16,
+    },
+    Spec {
+        mutant: Mutant::NeverAnnotate,
+        name: "never-annotate",
+        broken: "writes the certificates but never sets lastSyncedControllerConfigResourceVersion",
+        profiles: WRITER,
+    },
+    Spec {
+        mutant: Mutant::WrongResourceVersion,
+        name: "wrong-resource-version",
+        broken: "annotates the node with the ControllerConfig's resourceVersion minus one",
+        profiles: WRITER,
+    },
+    Spec {
+        mutant: Mutant::RestartKubeletOnCaChange,
+        name: "restart-kubelet-on-ca-change",
+        broken: "restarts the kubelet whenever kubelet-ca.crt changes",
+        profiles: EVERY,
+    },
+    Spec {
+        mutant: Mutant::RebootOnCertificateChange,
+        name: "reboot-on-certificate-change",
+        broken: "reboots the node when kubelet-ca.crt changes",
+        profiles: EVERY,
+    },
+    Spec {
+        mutant: Mutant::IgnoreServingCa,
+        name: "ignore-serving-ca",
+        broken: "ignores service-ca-rotate: never updates the kubeconfigs or restarts the kubelet for a new kube-apiserver serving CA",
+        profiles: OCP_4_16,
+    },
+    Spec {
+        mutant: Mutant::RestartForDeferredSigner,
+        name: "restart-for-deferred-signer",
+        broken: "restarts the kubelet even when every added serving CA is one upstream defers",
+        profiles: OCP_4_16,
+    },
+    Spec {
+        mutant: Mutant::NoKubeletRebootstrap,
+        name: "no-kubelet-rebootstrap",
+        broken: "never re-bootstraps the kubelet when an x509 error follows a deferred serving-CA change",
+        profiles: OCP_4_16,
+    },
+    Spec {
+        mutant: Mutant::KeepStaleRegistryCas,
+        name: "keep-stale-registry-cas",
+        broken: "keeps registry CA directories the ControllerConfig no longer lists",
+        profiles: WRITER,
+    },
+    Spec {
+        mutant: Mutant::RegistryCaOutsideCertsD,
+        name: "registry-ca-outside-certs-d",
+        broken: "writes registry CAs under /etc/docker/<name> instead of /etc/docker/certs.d/<name>",
+        profiles: WRITER,
+    },
+    Spec {
+        mutant: Mutant::PullSecretWrongSideWins,
+        name: "pull-secret-wrong-side-wins",
+        broken: "merges the internal registry pull secret with the ControllerConfig's entries winning over the mounted secret's",
+        profiles: OCP_4_16,
+    },
+    Spec {
+        mutant: Mutant::DriftNeverReported,
+        name: "drift-never-reported",
+        broken: "never checks the node's files against its config (no config drift monitor)",
+        profiles: EVERY,
+    },
+    Spec {
+        mutant: Mutant::DriftIgnoresUnits,
+        name: "drift-ignores-units",
+        broken: "checks the node's files against its config but not its units' files or drop-ins",
+        profiles: EVERY,
+    },
+    Spec {
+        mutant: Mutant::ForceFileIgnored,
+        name: "force-file-ignored",
+        broken: "ignores /run/machine-config-daemon-force",
+        profiles: EVERY,
+    },
+    Spec {
+        mutant: Mutant::ApplyPausedPoolConfig,
+        name: "apply-paused-pool-config",
+        broken: "applies its pool's newest rendered config even while the pool is paused",
+        profiles: OCP_4_12,
+    },
+    Spec {
+        mutant: Mutant::LoseFilesAcrossReboot,
+        name: "lose-files-across-reboot",
+        broken: "after a reboot, the files written before it are gone (written where a reboot empties them)",
+        profiles: EVERY,
+    },
+    Spec {
+        mutant: Mutant::RebootWithoutDrain,
+        name: "reboot-without-drain",
+        broken: "reboots for a config change without asking for a drain first",
+        profiles: EVERY,
+    },
+    Spec {
+        mutant: Mutant::SlowSync,
+        name: "slow-sync",
+        broken: "acts on a ControllerConfig or Node change only after a 10-minute timer instead of on the watch event (its first sync at start aside), as an agent that polls would",
+        profiles: EVERY,
+    },
+    Spec {
+        mutant: Mutant::WriteChangedFilesOnly,
+        name: "write-changed-files-only",
+        broken: "writes only the files whose contents a new config changes, not every file of the config",
+        profiles: EVERY,
+    },
+    Spec {
+        mutant: Mutant::LeastActionWins,
+        name: "least-action-wins",
+        broken: "applies a config that changes several files with the least disruptive of their actions instead of the most",
+        profiles: EVERY,
+    },
+    Spec {
+        mutant: Mutant::FipsChangeApplied,
+        name: "fips-change-applied",
+        broken: "applies a config whose FIPS mode differs from the node's kernel (with a reboot) instead of refusing it as unreconcilable",
+        profiles: DAEMON_REFUSES,
+    },
+    Spec {
+        mutant: Mutant::DeleteStaleCertificates,
+        name: "delete-stale-certificates",
+        broken: "deletes the certificate files a new config drops, as 4.12 did, instead of keeping them",
+        profiles: WRITER,
+    },
+    Spec {
+        mutant: Mutant::InPlaceWrite,
+        name: "in-place-write",
+        broken: "writes kubelet-ca.crt in place, truncating it and writing the new bundle in one write, instead of renaming a complete file over it",
+        profiles: EVERY,
+    },
+    Spec {
+        mutant: Mutant::TempFileOutsideDirectory,
+        name: "temp-file-outside-directory",
+        broken: "writes kubelet-ca.crt to a temporary file in its own temp directory and renames it over the file, copying it in place when the rename fails across filesystems (EXDEV)",
+        profiles: EVERY,
+    },
+    Spec {
+        mutant: Mutant::NoFsync,
+        name: "no-fsync",
+        broken: "writes kubelet-ca.crt to a temporary file in its directory and renames it over the file without an fsync of the temporary file first",
+        profiles: EVERY,
+    },
+];
+
+const _: () = {
+    let mut i = 0;
+    while i < CATALOGUE.len() {
+        assert!(CATALOGUE[i].mutant as usize == i && Mutant::ALL[i] as usize == i);
+        i += 1;
+    }
+};
+
 impl Mutant {
     pub const ALL: &'static [Mutant] = &[
         Mutant::PartialWrite,
@@ -94,170 +300,21 @@ impl Mutant {
 
     /// The name on the command line and in the self-test table.
     pub fn name(self) -> &'static str {
-        self.spec().0
+        self.spec().name
     }
 
     /// What the mutant does wrong, in a sentence.
     pub fn broken(self) -> &'static str {
-        self.spec().1
+        self.spec().broken
     }
 
     /// The profiles whose behaviour it breaks.
     pub fn profiles(self) -> &'static [Profile] {
-        self.spec().2
+        self.spec().profiles
     }
 
-    fn spec(self) -> (&'static str, &'static str, &'static [Profile]) {
-        match self {
-            Mutant::PartialWrite => (
-                "partial-write",
-                "writes kubelet-ca.crt in place, in two halves a moment apart, instead of renaming a complete file over it",
-                EVERY,
-            ),
-            Mutant::WrongMode => ("wrong-mode", "writes kubelet-ca.crt with mode 0600", EVERY),
-            Mutant::WrongOwner => (
-                "wrong-owner",
-                "leaves kubelet-ca.crt owned by nobody (65534:65534)",
-                EVERY,
-            ),
-            Mutant::FirstCertificateOnly => (
-                "first-certificate-only",
-                "writes only the first certificate of the kubelet CA bundle",
-                EVERY,
-            ),
-            Mutant::CloudCaIgnored => (
-                "cloud-ca-ignored",
-                "never writes the cloud provider CA from ControllerConfig",
-                WRITER,
-            ),
-            Mutant::AnnotateBeforeWrite => (
-                "annotate-before-write",
-                "sets lastSyncedControllerConfigResourceVersion before it writes the certificates",
-                // On 4.14 no scenario sees the order: the one that rejects it on 4.16 is the
-                // x509 re-bootstrap, which 4.14 lacks (its own self-test run let it survive).
-                OCP_4_16,
-            ),
-            Mutant::NeverAnnotate => (
-                "never-annotate",
-                "writes the certificates but never sets lastSyncedControllerConfigResourceVersion",
-                WRITER,
-            ),
-            Mutant::WrongResourceVersion => (
-                "wrong-resource-version",
-                "annotates the node with the ControllerConfig's resourceVersion minus one",
-                WRITER,
-            ),
-            Mutant::RestartKubeletOnCaChange => (
-                "restart-kubelet-on-ca-change",
-                "restarts the kubelet whenever kubelet-ca.crt changes",
-                EVERY,
-            ),
-            Mutant::RebootOnCertificateChange => (
-                "reboot-on-certificate-change",
-                "reboots the node when kubelet-ca.crt changes",
-                EVERY,
-            ),
-            Mutant::IgnoreServingCa => (
-                "ignore-serving-ca",
-                "ignores service-ca-rotate: never updates the kubeconfigs or restarts the kubelet for a new kube-apiserver serving CA",
-                OCP_4_16,
-            ),
-            Mutant::RestartForDeferredSigner => (
-                "restart-for-deferred-signer",
-                "restarts the kubelet even when every added serving CA is one upstream defers",
-                OCP_4_16,
-            ),
-            Mutant::NoKubeletRebootstrap => (
-                "no-kubelet-rebootstrap",
-                "never re-bootstraps the kubelet when an x509 error follows a deferred serving-CA change",
-                OCP_4_16,
-            ),
-            Mutant::KeepStaleRegistryCas => (
-                "keep-stale-registry-cas",
-                "keeps registry CA directories the ControllerConfig no longer lists",
-                WRITER,
-            ),
-            Mutant::RegistryCaOutsideCertsD => (
-                "registry-ca-outside-certs-d",
-                "writes registry CAs under /etc/docker/<name> instead of /etc/docker/certs.d/<name>",
-                WRITER,
-            ),
-            Mutant::PullSecretWrongSideWins => (
-                "pull-secret-wrong-side-wins",
-                "merges the internal registry pull secret with the ControllerConfig's entries winning over the mounted secret's",
-                OCP_4_16,
-            ),
-            Mutant::DriftNeverReported => (
-                "drift-never-reported",
-                "never checks the node's files against its config (no config drift monitor)",
-                EVERY,
-            ),
-            Mutant::DriftIgnoresUnits => (
-                "drift-ignores-units",
-                "checks the node's files against its config but not its units' files or drop-ins",
-                EVERY,
-            ),
-            Mutant::ForceFileIgnored => (
-                "force-file-ignored",
-                "ignores /run/machine-config-daemon-force",
-                EVERY,
-            ),
-            Mutant::ApplyPausedPoolConfig => (
-                "apply-paused-pool-config",
-                "applies its pool's newest rendered config even while the pool is paused",
-                OCP_4_12,
-            ),
-            Mutant::LoseFilesAcrossReboot => (
-                "lose-files-across-reboot",
-                "after a reboot, the files written before it are gone (written where a reboot empties them)",
-                EVERY,
-            ),
-            Mutant::RebootWithoutDrain => (
-                "reboot-without-drain",
-                "reboots for a config change without asking for a drain first",
-                EVERY,
-            ),
-            Mutant::SlowSync => (
-                "slow-sync",
-                "acts on a ControllerConfig or Node change only after a 10-minute timer instead of on the watch event (its first sync at start aside), as an agent that polls would",
-                EVERY,
-            ),
-            Mutant::DeleteStaleCertificates => (
-                "delete-stale-certificates",
-                "deletes the certificate files a new config drops, as 4.12 did, instead of keeping them",
-                WRITER,
-            ),
-            Mutant::WriteChangedFilesOnly => (
-                "write-changed-files-only",
-                "writes only the files whose contents a new config changes, not every file of the config",
-                EVERY,
-            ),
-            Mutant::LeastActionWins => (
-                "least-action-wins",
-                "applies a config that changes several files with the least disruptive of their actions instead of the most",
-                EVERY,
-            ),
-            Mutant::InPlaceWrite => (
-                "in-place-write",
-                "writes kubelet-ca.crt in place, truncating it and writing the new bundle in one write, instead of renaming a complete file over it",
-                EVERY,
-            ),
-            Mutant::TempFileOutsideDirectory => (
-                "temp-file-outside-directory",
-                "writes kubelet-ca.crt to a temporary file in its own temp directory and renames it over the file, copying it in place when the rename fails across filesystems (EXDEV)",
-                EVERY,
-            ),
-            Mutant::NoFsync => (
-                "no-fsync",
-                "writes kubelet-ca.crt to a temporary file in its directory and renames it over the file without an fsync of the temporary file first",
-                EVERY,
-            ),
-            Mutant::FipsChangeApplied => (
-                "fips-change-applied",
-                "applies a config whose FIPS mode differs from the node's kernel (with a reboot) instead of refusing it as unreconcilable",
-                DAEMON_REFUSES,
-            ),
-        }
+    fn spec(self) -> &'static Spec {
+        &CATALOGUE[self as usize]
     }
 }
 

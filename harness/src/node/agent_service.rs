@@ -64,23 +64,29 @@ pub struct AgentProcess {
     pub node_tools: PathBuf,
 }
 
-#[async_trait::async_trait]
-impl Service for AgentProcess {
-    async fn run(&self, ctx: ServiceContext) {
-        let tools_dir = match assert_fs::TempDir::with_prefix_in("mco-tools-", crate::node::scratch_dir()) {
-            Ok(d) => d,
-            Err(e) => return ctx.log(&format!("cannot make the node tools' directory: {e}")),
-        };
-        let socket = tools_dir.path().join("node.sock");
+/// The node tools an agent finds on its `PATH`: a directory of links to `mco-node-tools`, and
+/// the node served to them on a socket in it for as long as this lives.
+struct NodeTools {
+    /// Removed, links and socket, when the agent service ends.
+    _dir: assert_fs::TempDir,
+    socket: PathBuf,
+    /// The directory, then the harness's own `PATH`.
+    path: String,
+    output: Arc<OutputSync>,
+    _serving: tokio_util::sync::DropGuard,
+}
+
+impl NodeTools {
+    fn serve(node_tools: &std::path::Path, ctx: &ServiceContext) -> Result<NodeTools, String> {
+        let dir = assert_fs::TempDir::with_prefix_in("mco-tools-", crate::node::scratch_dir())
+            .map_err(|e| format!("cannot make the node tools' directory: {e}"))?;
+        let socket = dir.path().join("node.sock");
         for tool in TOOL_NAMES {
-            if let Err(e) = std::os::unix::fs::symlink(&self.node_tools, tools_dir.path().join(tool)) {
-                return ctx.log(&format!("cannot put {tool} on the agent's PATH: {e}"));
-            }
+            std::os::unix::fs::symlink(node_tools, dir.path().join(tool))
+                .map_err(|e| format!("cannot put {tool} on the agent's PATH: {e}"))?;
         }
-        let listener = match UnixListener::bind(&socket) {
-            Ok(l) => l,
-            Err(e) => return ctx.log(&format!("cannot listen on {}: {e}", socket.display())),
-        };
+        let listener =
+            UnixListener::bind(&socket).map_err(|e| format!("cannot listen on {}: {e}", socket.display()))?;
         let serving = ctx.stop.child_token();
         let output = Arc::new(OutputSync::default());
         tokio::spawn(control::serve(
@@ -90,41 +96,108 @@ impl Service for AgentProcess {
             serving.clone(),
             Some(output.clone()),
         ));
-        let _stop_serving = serving.drop_guard();
         let path = format!(
             "{}:{}",
-            tools_dir.path().display(),
+            dir.path().display(),
             std::env::var("PATH").unwrap_or_default()
         );
-        let root = ctx.node.root().to_path_buf();
-        // A wrapper (a tracer) goes before the agent's command line, for one start
-        // (`crate::node::crash`).
-        let command = |wrapper: &[String]| {
-            let mut command = match wrapper.split_first() {
-                Some((program, options)) => {
-                    let mut c = Command::new(program);
-                    c.args(options).arg(&self.binary);
-                    c
-                }
-                None => Command::new(&self.binary),
-            };
-            command
-                .args(&self.args)
-                .env("KUBECONFIG", root.join(AGENT_KUBECONFIG.trim_start_matches('/')))
-                .env("NODE_NAME", ctx.node.name())
-                .env("MCO_NODE_ROOT", &root)
-                .env("MCO_PROFILE", self.profile.as_str())
-                .env("PATH", &path)
-                .env(NODE_SOCKET_ENV, &socket)
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                // A group of its own, so that stopping it reaches what it started.
-                .process_group(0)
-                .kill_on_drop(true);
-            command
+        Ok(NodeTools {
+            _dir: dir,
+            socket,
+            path,
+            output,
+            _serving: serving.drop_guard(),
+        })
+    }
+}
+
+impl AgentProcess {
+    /// The agent's command line with the contract's environment, after a wrapper (a tracer,
+    /// `crate::node::crash`) for one start when one is given.
+    fn command(&self, ctx: &ServiceContext, tools: &NodeTools, wrapper: &[String]) -> Command {
+        let root = ctx.node.root();
+        let mut command = match wrapper.split_first() {
+            Some((program, options)) => {
+                let mut c = Command::new(program);
+                c.args(options).arg(&self.binary);
+                c
+            }
+            None => Command::new(&self.binary),
+        };
+        command
+            .args(&self.args)
+            .env("KUBECONFIG", root.join(AGENT_KUBECONFIG.trim_start_matches('/')))
+            .env("NODE_NAME", ctx.node.name())
+            .env("MCO_NODE_ROOT", root)
+            .env("MCO_PROFILE", self.profile.as_str())
+            .env("PATH", &tools.path)
+            .env(NODE_SOCKET_ENV, &tools.socket)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            // A group of its own, so that stopping it reaches what it started.
+            .process_group(0)
+            .kill_on_drop(true);
+        command
+    }
+
+    /// Start the agent; in a container node (`boot_id`) where it reads this boot's id.
+    fn spawn(
+        &self,
+        ctx: &ServiceContext,
+        tools: &NodeTools,
+        wrapper: &[String],
+        boot_id: Option<&str>,
+    ) -> std::io::Result<tokio::process::Child> {
+        let Some(id) = boot_id else {
+            return self.command(ctx, tools, wrapper).spawn();
+        };
+        own_boot_id(self.command(ctx, tools, wrapper), id).or_else(|e| {
+            ctx.log(&format!(
+                "the agent reads the host's boot id, not this boot's ({BOOT_ID_PATH}): {e}; run the node with CAP_SYS_ADMIN"
+            ));
+            self.command(ctx, tools, wrapper).spawn()
+        })
+    }
+
+    /// After the agent exited: the journal line, whoever wrapped this start looks at the node,
+    /// and whether to start it again (a daemon that fails is restarted, as its DaemonSet pod
+    /// is, after the pod's back-off).
+    async fn after_exit(
+        &self,
+        ctx: &ServiceContext,
+        child: &mut tokio::process::Child,
+        exited: std::io::Result<std::process::ExitStatus>,
+        launch: Option<super::crash::AgentLaunch>,
+        restarts: u32,
+    ) -> bool {
+        let succeeded = exited.as_ref().is_ok_and(|s| s.success());
+        if succeeded {
+            ctx.exited_successfully
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        let status = exited.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
+        ctx.log(&format!("{} exited: {status}", self.binary.display()));
+        stop_group(child, STOP_GRACE).await;
+        if let Some(launch) = launch {
+            let _ = launch.ended.send(status);
+            tokio::select! {
+                _ = launch.resume => {}
+                _ = ctx.stop.cancelled() => return false,
+            }
+        }
+        !succeeded && pod_restart_back_off(ctx, restarts).await
+    }
+}
+
+#[async_trait::async_trait]
+impl Service for AgentProcess {
+    async fn run(&self, ctx: ServiceContext) {
+        let tools = match NodeTools::serve(&self.node_tools, &ctx) {
+            Ok(tools) => tools,
+            Err(e) => return ctx.log(&e),
         };
         // In a container node the agent reads this boot's id where the kernel keeps it.
-        let boot_id = if root == std::path::Path::new("/") {
+        let boot_id = if ctx.node.root() == std::path::Path::new("/") {
             ctx.node.boot_id().await.ok()
         } else {
             None
@@ -133,49 +206,18 @@ impl Service for AgentProcess {
         loop {
             let launch = ctx.node.take_agent_launch();
             let wrapper = launch.as_ref().map(|l| l.wrapper.clone()).unwrap_or_default();
-            let child = match boot_id.clone() {
-                Some(id) => match own_boot_id(command(&wrapper), &id) {
-                    Ok(child) => Ok(child),
-                    Err(e) => {
-                        ctx.log(&format!(
-                        "the agent reads the host's boot id, not this boot's ({}): {e}; run the node with CAP_SYS_ADMIN",
-                        BOOT_ID_PATH
-                    ));
-                        command(&wrapper).spawn()
-                    }
-                },
-                None => command(&wrapper).spawn(),
-            };
-            let mut child = match child {
+            let mut child = match self.spawn(&ctx, &tools, &wrapper, boot_id.as_deref()) {
                 Ok(c) => c,
                 Err(e) => return ctx.log(&format!("cannot start {}: {e}", self.binary.display())),
             };
-            if let Some(exited) = until_exit_or_stop(&ctx, &mut child, &|_| {}, &output).await {
-                if exited.as_ref().is_ok_and(|s| s.success()) {
-                    ctx.exited_successfully
-                        .store(true, std::sync::atomic::Ordering::Relaxed);
-                }
-                let failed = !exited.as_ref().is_ok_and(|s| s.success());
-                let status = exited.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
-                ctx.log(&format!("{} exited: {status}", self.binary.display()));
+            let Some(exited) = until_exit_or_stop(&ctx, &mut child, &|_| {}, &tools.output).await else {
                 stop_group(&mut child, STOP_GRACE).await;
-                // Whoever wrapped this start looks at the node before the restart.
-                if let Some(launch) = launch {
-                    let _ = launch.ended.send(status.clone());
-                    tokio::select! {
-                        _ = launch.resume => {}
-                        _ = ctx.stop.cancelled() => return,
-                    }
-                }
-                // A daemon that fails is restarted, as its DaemonSet pod is.
-                if failed && pod_restart_back_off(&ctx, restarts).await {
-                    restarts += 1;
-                    continue;
-                }
+                return;
+            };
+            if !self.after_exit(&ctx, &mut child, exited, launch, restarts).await {
                 return;
             }
-            stop_group(&mut child, STOP_GRACE).await;
-            return;
+            restarts += 1;
         }
     }
 

@@ -179,126 +179,104 @@ impl ServiceManager {
 
     /// Run one command line (the words after `systemctl`; options starting with `-` ignored).
     pub fn systemctl(&mut self, args: &[&str]) -> Outcome {
-        // `kill`'s signal: `-s KILL`, `--signal KILL`, `--signal=SIGKILL`; the default is TERM.
-        // `list-units`' filter, `--state=failed` or `--state failed`, and `--no-legend`.
-        let mut signal = "TERM".to_string();
-        let (mut states, mut legend) = (Vec::new(), true);
-        let mut words = Vec::new();
-        let mut it = args.iter().copied();
-        while let Some(arg) = it.next() {
-            if arg == "-s" || arg == "--signal" {
-                signal = it.next().unwrap_or_default().to_string();
-            } else if let Some(value) = arg.strip_prefix("--signal=") {
-                signal = value.to_string();
-            } else if arg == "--state" {
-                states.extend(it.next().unwrap_or_default().split(',').map(str::to_string));
-            } else if let Some(value) = arg.strip_prefix("--state=") {
-                states.extend(value.split(',').map(str::to_string));
-            } else if arg == "--no-legend" {
-                legend = false;
-            } else if !arg.starts_with('-') {
-                words.push(arg);
-            }
-        }
-        let signal = signal.trim_start_matches("SIG").to_ascii_uppercase();
-        let Some((&verb, names)) = words.split_first() else {
+        let line = CommandLine::parse(args);
+        let Some((&verb, names)) = line.words.split_first() else {
             return Outcome::fail(1, "systemctl: a command is required\n".into());
         };
         if verb == "list-units" {
-            return self.list_units(&states, legend);
+            return self.list_units(&line.states, line.legend);
         }
         let units: Vec<String> = names.iter().map(|n| unit_name(n)).collect();
         if let Some(missing) = units.iter().find(|u| !self.units.contains_key(*u)) {
-            let what = match verb {
-                "is-enabled" => {
-                    return Outcome::fail(
-                        1,
-                        format!("Failed to get unit file state for {missing}: No such file or directory\n"),
-                    );
-                }
-                "start" | "restart" | "reload" => {
-                    format!("Failed to {verb} {missing}: Unit {missing} not found.\n")
-                }
-                "is-active" => {
-                    return Outcome {
-                        stdout: "inactive\n".into(),
-                        exit_code: 3,
-                        ..Default::default()
-                    };
-                }
-                _ => format!("Failed to {verb} unit: Unit file {missing} does not exist.\n"),
-            };
-            return Outcome::fail(5, what);
+            return no_such_unit(verb, missing);
         }
         let mut out = Outcome::default();
         match verb {
             "daemon-reload" => out.journal.push("Reloading.".into()),
-            "enable" | "disable" | "preset" => {
-                for u in &units {
-                    let enable = verb != "disable";
-                    self.units.get_mut(u).expect("checked").enabled = enable;
-                    if verb == "enable" {
-                        out.stderr.push_str(&format!("Created symlink /etc/systemd/system/multi-user.target.wants/{u} → /etc/systemd/system/{u}.\n"));
-                    }
-                }
-                out.journal.push("Reloading.".into());
-            }
+            "enable" | "disable" | "preset" => self.set_enabled(verb, &units, &mut out),
             "start" => units.iter().for_each(|u| self.start(u, &mut out)),
             "stop" => units.iter().for_each(|u| self.stop(u, &mut out)),
             "restart" => units.iter().for_each(|u| {
                 self.stop(u, &mut out);
                 self.start(u, &mut out);
             }),
-            "reload" => {
-                for u in &units {
-                    if !self.units[u].active {
-                        return Outcome::fail(1, format!("Failed to reload {u}: Unit {u} is not active.\n"));
-                    }
-                    out.journal.push(format!("Reloading {u}..."));
-                    out.journal.push(format!("Reloaded {u}."));
-                    out.effects.push(Effect::Reload(u.clone()));
-                }
-            }
-            "is-active" => {
-                let active = units.iter().all(|u| self.units[u].active);
-                for u in &units {
-                    out.stdout.push_str(match self.units[u] {
-                        UnitState { active: true, .. } => "active\n",
-                        UnitState { failed: true, .. } => "failed\n",
-                        _ => "inactive\n",
-                    });
-                }
-                out.exit_code = if active { 0 } else { 3 };
-            }
-            "is-enabled" => {
-                if units.is_empty() {
-                    return Outcome::fail(1, "Too few arguments.\n".into());
-                }
-                for u in &units {
-                    out.stdout.push_str(if self.units[u].enabled {
-                        "enabled\n"
-                    } else {
-                        "disabled\n"
-                    });
-                }
-                out.exit_code = if units.iter().all(|u| self.units[u].enabled) {
-                    0
-                } else {
-                    1
-                };
-            }
-            "kill" => {
-                if units.is_empty() {
-                    return Outcome::fail(1, "Too few arguments.\n".into());
-                }
-                for u in &units {
-                    if self.units[u].active {
-                        out.effects.push(Effect::Kill(u.clone(), signal.clone()));
-                    }
-                }
-            }
+            "reload" => return self.reload(&units, out),
+            "is-active" => self.is_active(&units, &mut out),
+            "is-enabled" => return self.is_enabled(&units, out),
+            "kill" => return self.kill(&units, &line.signal, out),
             "reboot" => out.effects.push(Effect::Reboot),
             other => return Outcome::fail(1, format!("Unknown command verb '{other}'.\n")),
+        }
+        out
+    }
+
+    /// `enable`, `disable` or `preset` (which enables, as the node's presets do).
+    fn set_enabled(&mut self, verb: &str, units: &[String], out: &mut Outcome) {
+        for u in units {
+            let enable = verb != "disable";
+            self.units.get_mut(u).expect("checked").enabled = enable;
+            if verb == "enable" {
+                out.stderr.push_str(&format!("Created symlink /etc/systemd/system/multi-user.target.wants/{u} → /etc/systemd/system/{u}.\n"));
+            }
+        }
+        out.journal.push("Reloading.".into());
+    }
+
+    /// `reload`: every unit must be active, each logs its reload.
+    fn reload(&self, units: &[String], mut out: Outcome) -> Outcome {
+        for u in units {
+            if !self.units[u].active {
+                return Outcome::fail(1, format!("Failed to reload {u}: Unit {u} is not active.\n"));
+            }
+            out.journal.push(format!("Reloading {u}..."));
+            out.journal.push(format!("Reloaded {u}."));
+            out.effects.push(Effect::Reload(u.clone()));
+        }
+        out
+    }
+
+    /// `is-active`: a line per unit, exit 3 unless all are active.
+    fn is_active(&self, units: &[String], out: &mut Outcome) {
+        let active = units.iter().all(|u| self.units[u].active);
+        for u in units {
+            out.stdout.push_str(match self.units[u] {
+                UnitState { active: true, .. } => "active\n",
+                UnitState { failed: true, .. } => "failed\n",
+                _ => "inactive\n",
+            });
+        }
+        out.exit_code = if active { 0 } else { 3 };
+    }
+
+    /// `is-enabled`: a line per unit, exit 1 unless all are enabled.
+    fn is_enabled(&self, units: &[String], mut out: Outcome) -> Outcome {
+        if units.is_empty() {
+            return Outcome::fail(1, "Too few arguments.\n".into());
+        }
+        for u in units {
+            out.stdout.push_str(if self.units[u].enabled {
+                "enabled\n"
+            } else {
+                "disabled\n"
+            });
+        }
+        out.exit_code = if units.iter().all(|u| self.units[u].enabled) {
+            0
+        } else {
+            1
+        };
+        out
+    }
+
+    /// `kill`: the signal to every active unit's processes.
+    fn kill(&self, units: &[String], signal: &str, mut out: Outcome) -> Outcome {
+        if units.is_empty() {
+            return Outcome::fail(1, "Too few arguments.\n".into());
+        }
+        for u in units {
+            if self.units[u].active {
+                out.effects.push(Effect::Kill(u.clone(), signal.to_string()));
+            }
         }
         out
     }
@@ -337,6 +315,73 @@ impl ServiceManager {
         }
         out
     }
+}
+
+/// A `systemctl` command line as the node's systemctl reads it.
+struct CommandLine<'a> {
+    /// `kill`'s signal without "SIG": `-s KILL`, `--signal KILL`, `--signal=SIGKILL`; TERM if none.
+    signal: String,
+    /// `list-units`' filter: `--state=failed` or `--state failed`, comma lists too.
+    states: Vec<String>,
+    /// No `--no-legend`.
+    legend: bool,
+    /// The verb and the unit names (every other option ignored).
+    words: Vec<&'a str>,
+}
+
+impl<'a> CommandLine<'a> {
+    fn parse(args: &[&'a str]) -> Self {
+        let mut signal = "TERM".to_string();
+        let (mut states, mut legend) = (Vec::new(), true);
+        let mut words = Vec::new();
+        let mut it = args.iter().copied();
+        while let Some(arg) = it.next() {
+            if arg == "-s" || arg == "--signal" {
+                signal = it.next().unwrap_or_default().to_string();
+            } else if let Some(value) = arg.strip_prefix("--signal=") {
+                signal = value.to_string();
+            } else if arg == "--state" {
+                states.extend(it.next().unwrap_or_default().split(',').map(str::to_string));
+            } else if let Some(value) = arg.strip_prefix("--state=") {
+                states.extend(value.split(',').map(str::to_string));
+            } else if arg == "--no-legend" {
+                legend = false;
+            } else if !arg.starts_with('-') {
+                words.push(arg);
+            }
+        }
+        let signal = signal.trim_start_matches("SIG").to_ascii_uppercase();
+        CommandLine {
+            signal,
+            states,
+            legend,
+            words,
+        }
+    }
+}
+
+/// What systemctl answers when a named unit does not exist, by verb.
+fn no_such_unit(verb: &str, missing: &str) -> Outcome {
+    let what = match verb {
+        "is-enabled" => {
+            return Outcome::fail(
+                1,
+                format!("Failed to get unit file state for {missing}: No such file or directory\n"),
+            );
+        }
+        "start" | "restart" | "reload" => {
+            format!("Failed to {verb} {missing}: Unit {missing} not found.\n")
+        }
+        "is-active" => {
+            return Outcome {
+                stdout: "inactive\n".into(),
+                exit_code: 3,
+                ..Default::default()
+            };
+        }
+        _ => format!("Failed to {verb} unit: Unit file {missing} does not exist.\n"),
+    };
+    Outcome::fail(5, what)
 }
 
 #[cfg(test)]

@@ -19,11 +19,94 @@ fn bundle_names(pem: &[u8]) -> Vec<String> {
     crate::pki::subjects(&String::from_utf8_lossy(pem)).unwrap_or_default()
 }
 
+/// What one look at the cluster and the nodes read.
+struct Look {
+    signers: Vec<(String, IssuedCert)>,
+    nodes: Vec<NodeObject>,
+    /// Each node's kubelet-ca.crt.
+    kubelet_cas: Vec<(String, Vec<u8>)>,
+    /// Each node's kubelet's verdict: node, kind, value, sentence.
+    verdicts: Vec<(String, &'static str, String, String)>,
+}
+
+/// A Node object's annotations and boot id, each a lane of that node's line: the config it
+/// runs, its state and reason, the ControllerConfig it synced, its boots.
+fn record_node(t: &mut Timeline, now: time::OffsetDateTime, node: &NodeObject) {
+    let name = node.metadata.name.clone().unwrap_or_default();
+    let annotations = node.metadata.annotations.clone().unwrap_or_default();
+    let get = |k: &str| annotations.get(k).cloned().unwrap_or_default();
+    let config = get(crate::mco::CURRENT_CONFIG);
+    if !config.is_empty() {
+        t.saw(now, &name, "config", config.clone(), format!("runs {config}"));
+    }
+    let state = get(crate::mco::STATE);
+    if !state.is_empty() {
+        let reason = get(crate::mco::REASON);
+        let text = if reason.is_empty() {
+            format!("state {state}")
+        } else {
+            format!("state {state}: {reason}")
+        };
+        t.saw(now, &name, "state", state, text);
+    }
+    let synced = get(crate::mco::LAST_SYNCED_CONTROLLER_CONFIG);
+    if !synced.is_empty() {
+        t.saw(
+            now,
+            &name,
+            "controllerconfig",
+            synced.clone(),
+            format!("synced ControllerConfig resourceVersion {synced}"),
+        );
+    }
+    let boot = node
+        .status
+        .as_ref()
+        .and_then(|s| s.node_info.as_ref())
+        .map(|i| i.boot_id.clone())
+        .unwrap_or_default();
+    if !boot.is_empty() {
+        let first = t.last_seen(&name, "reboot").is_none();
+        let text = if first { "booted" } else { "rebooted" };
+        t.saw(now, &name, "reboot", boot, text.to_string());
+    }
+}
+
 impl Scenario {
     /// Look at the cluster and the nodes and record what changed since the last look.
     pub(super) async fn record_timeline(&self) {
         let Some(timeline) = &self.timeline else { return };
         let now = self.clock.now();
+        let look = self.look().await;
+        let mut t = timeline.lock().unwrap_or_else(|p| p.into_inner());
+        t.started.get_or_insert(now);
+        t.last_look = Some(now);
+        for (name, cert) in look.signers {
+            let fresh = t.saw(now, &name, "issued", cert.pem.clone(), cert.common_name.clone());
+            if fresh && let Some(e) = t.events.last_mut() {
+                e.not_before = Some(cert.not_before);
+                e.not_after = Some(cert.not_after);
+            }
+        }
+        for node in &look.nodes {
+            record_node(&mut t, now, node);
+        }
+        for (name, bytes) in look.kubelet_cas {
+            let names = bundle_names(&bytes);
+            let value = String::from_utf8_lossy(&bytes).into_owned();
+            let text = format!("kubelet-ca.crt holds {}: {}", names.len(), names.join(", "));
+            t.saw(now, &name, "kubelet-ca", value, text);
+        }
+        for (name, kind, value, text) in look.verdicts {
+            t.saw_as(now, &name, "kubelet-tls", kind, value, text);
+        }
+        drop(t);
+        self.record_alerts(timeline, now);
+    }
+
+    /// What one look reads: the catalogue's signers, the Node objects, each node's
+    /// kubelet-ca.crt and its kubelet's verdict. What cannot be read is left out of this look.
+    async fn look(&self) -> Look {
         let mut signers = Vec::new();
         for (name, namespace) in self.catalogue_signers() {
             if let Ok(cert) = self.certificate(&namespace, &name).await {
@@ -42,66 +125,18 @@ impl Scenario {
             }
         }
         let verdicts = self.kubelet_verdicts().await;
-        let mut t = timeline.lock().unwrap_or_else(|p| p.into_inner());
-        t.started.get_or_insert(now);
-        t.last_look = Some(now);
-        for (name, cert) in signers {
-            let fresh = t.saw(now, &name, "issued", cert.pem.clone(), cert.common_name.clone());
-            if fresh && let Some(e) = t.events.last_mut() {
-                e.not_before = Some(cert.not_before);
-                e.not_after = Some(cert.not_after);
-            }
+        Look {
+            signers,
+            nodes,
+            kubelet_cas,
+            verdicts,
         }
-        for node in &nodes {
-            let name = node.metadata.name.clone().unwrap_or_default();
-            let annotations = node.metadata.annotations.clone().unwrap_or_default();
-            let get = |k: &str| annotations.get(k).cloned().unwrap_or_default();
-            let config = get(crate::mco::CURRENT_CONFIG);
-            if !config.is_empty() {
-                t.saw(now, &name, "config", config.clone(), format!("runs {config}"));
-            }
-            let state = get(crate::mco::STATE);
-            if !state.is_empty() {
-                let reason = get(crate::mco::REASON);
-                let text = if reason.is_empty() {
-                    format!("state {state}")
-                } else {
-                    format!("state {state}: {reason}")
-                };
-                t.saw(now, &name, "state", state, text);
-            }
-            let synced = get(crate::mco::LAST_SYNCED_CONTROLLER_CONFIG);
-            if !synced.is_empty() {
-                t.saw(
-                    now,
-                    &name,
-                    "controllerconfig",
-                    synced.clone(),
-                    format!("synced ControllerConfig resourceVersion {synced}"),
-                );
-            }
-            let boot = node
-                .status
-                .as_ref()
-                .and_then(|s| s.node_info.as_ref())
-                .map(|i| i.boot_id.clone())
-                .unwrap_or_default();
-            if !boot.is_empty() {
-                let first = t.last_seen(&name, "reboot").is_none();
-                let text = if first { "booted" } else { "rebooted" };
-                t.saw(now, &name, "reboot", boot, text.to_string());
-            }
-        }
-        for (name, bytes) in kubelet_cas {
-            let names = bundle_names(&bytes);
-            let value = String::from_utf8_lossy(&bytes).into_owned();
-            let text = format!("kubelet-ca.crt holds {}: {}", names.len(), names.join(", "));
-            t.saw(now, &name, "kubelet-ca", value, text);
-        }
-        for (name, kind, value, text) in verdicts {
-            t.saw_as(now, &name, "kubelet-tls", kind, value, text);
-        }
-        drop(t);
+    }
+
+    /// The paused-pool kubelet CA alert of each pool and severity, at the rule's own instants,
+    /// not the look's: pending from when its expression began to hold, firing 60 minutes later
+    /// (a pending spell between two looks shows too).
+    fn record_alerts(&self, timeline: &std::sync::Mutex<Timeline>, now: time::OffsetDateTime) {
         let mut alerts = Vec::new();
         for pool in ["master", "worker"] {
             for severity in [Severity::Warning, Severity::Critical] {
@@ -118,8 +153,6 @@ impl Scenario {
             }
             let text =
                 |state: AlertState| format!("MachineConfigControllerPausedPoolKubeletCA ({which}) {state}");
-            // The rule's own instants, not the look's: pending from when its expression began to
-            // hold, firing 60 minutes later (a pending spell between two looks shows too).
             let pending_at = since.unwrap_or(now);
             let inactive = AlertState::Inactive.to_string();
             if state == AlertState::Firing && was.as_deref().is_none_or(|w| w == inactive) {

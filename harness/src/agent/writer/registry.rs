@@ -138,7 +138,9 @@ pub(super) fn sync_registry_cas(
         if env.faults().removes_stale_registry_ca(stale_ca)
             && let Err(e) = std::fs::remove_dir_all(stale.path())
         {
-            env.log(&format!("Could not remove old certificate: {REGISTRY_CA_DIR}/{name}: {e}"));
+            env.log(&format!(
+                "Could not remove old certificate: {REGISTRY_CA_DIR}/{name}: {e}"
+            ));
         }
     }
     for (file, data) in cas {

@@ -150,33 +150,7 @@ impl SignerRotation {
         let now = self.clock.now();
         let mut changes = Vec::new();
         for spec in self.catalogue.signers.iter().filter(|s| !s.installer_only) {
-            let stored = self.read_cert(&spec.namespace, &spec.name).await?;
-            let reason = match &stored {
-                None => Some("missing".to_string()),
-                Some(s) => {
-                    signer_rotation(&s.annotations, now, &spec.policy(self.profile)).map(|r| r.to_string())
-                }
-            };
-            let current = match reason {
-                Some(reason) => {
-                    let issued = self.issue_signer(spec, now, false)?;
-                    self.write_cert_secret(&spec.namespace, &spec.name, &issued, "signer")
-                        .await?;
-                    changes.push(format!(
-                        "rotated signer {}/{} ({reason}): new {}",
-                        spec.namespace, spec.name, issued.common_name
-                    ));
-                    issued
-                }
-                None => stored.expect("no reason means it exists").cert,
-            };
-            let (ns, name) = split(&spec.bundle);
-            let existing = self.read_bundle(ns, name).await?;
-            let next = manage_ca_bundle(&current.pem, &existing, now, self.order())?;
-            if next != existing {
-                self.write_bundle(ns, name, &next).await?;
-                changes.push(format!("published {ns}/{name}: {:?}", subjects(&next)?));
-            }
+            self.reconcile_signer(spec, now, &mut changes).await?;
         }
         // Bundles that only installer-only signers feed just lose what expires.
         for spec in self.catalogue.signers.iter().filter(|s| s.installer_only) {
@@ -188,61 +162,10 @@ impl SignerRotation {
             {
                 continue;
             }
-            let (ns, name) = split(&spec.bundle);
-            let existing = self.read_bundle(ns, name).await?;
-            let kept: String = parse_certs(&existing)?
-                .into_iter()
-                .filter(|c| !expired(c.not_after, now))
-                .map(|c| c.pem)
-                .collect();
-            if kept != existing {
-                self.write_bundle(ns, name, &kept).await?;
-                changes.push(format!("dropped expired certificates from {ns}/{name}"));
-            }
+            self.drop_expired(&spec.bundle, now, &mut changes).await?;
         }
         for target in &self.catalogue.targets {
-            let signer_spec = signer_of(&self.catalogue, target);
-            let Some(signer) = self.read_cert(&signer_spec.namespace, &signer_spec.name).await? else {
-                continue;
-            };
-            let (ns, name) = split(&signer_spec.bundle);
-            let bundle_subjects = subjects(&self.read_bundle(ns, name).await?)?;
-            let context = TargetContext {
-                signer_not_before: signer.cert.not_before,
-                bundle_subjects: &bundle_subjects,
-            };
-            let stored = self.read_cert(&target.namespace, &target.name).await?;
-            let reason = match &stored {
-                None => Some("missing".to_string()),
-                Some(s) => target_rotation(&s.annotations, now, &target.policy(self.profile), &context)
-                    .map(|r| r.to_string()),
-            };
-            let current = match reason {
-                Some(reason) => {
-                    let issued = self.make_target(target, &signer.cert, now)?;
-                    self.write_cert_secret(&target.namespace, &target.name, &issued, "target")
-                        .await?;
-                    changes.push(format!(
-                        "re-issued {}/{} ({reason}): {} from {}, valid until {}",
-                        target.namespace,
-                        target.name,
-                        issued.common_name,
-                        issued.issuer_common_name,
-                        rfc3339(issued.not_after)
-                    ));
-                    issued
-                }
-                None => stored.expect("no reason means it exists").cert,
-            };
-            if let Some(ns_name) = &target.bundle {
-                let (ns, name) = split(ns_name);
-                let existing = self.read_bundle(ns, name).await?;
-                let next = append_to_ca_bundle(&current.pem, &existing, now)?;
-                if next != existing {
-                    self.write_bundle(ns, name, &next).await?;
-                    changes.push(format!("published {ns}/{name}: {:?}", subjects(&next)?));
-                }
-            }
+            self.reconcile_target(target, now, &mut changes).await?;
         }
         if self.publish_unions(now).await? {
             changes.push(format!(
@@ -254,6 +177,119 @@ impl SignerRotation {
             self.log.record(now, change);
         }
         Ok(changes)
+    }
+
+    /// A signer rotated when missing or when its rule says so, and its bundle managed.
+    async fn reconcile_signer(
+        &self,
+        spec: &SignerSpec,
+        now: OffsetDateTime,
+        changes: &mut Vec<String>,
+    ) -> Result<(), ClusterError> {
+        let stored = self.read_cert(&spec.namespace, &spec.name).await?;
+        let reason = match &stored {
+            None => Some("missing".to_string()),
+            Some(s) => {
+                signer_rotation(&s.annotations, now, &spec.policy(self.profile)).map(|r| r.to_string())
+            }
+        };
+        let current = match (reason, stored) {
+            (None, Some(stored)) => stored.cert,
+            (reason, _) => {
+                let reason = reason.unwrap_or_else(|| "missing".to_string());
+                let issued = self.issue_signer(spec, now, false)?;
+                self.write_cert_secret(&spec.namespace, &spec.name, &issued, "signer")
+                    .await?;
+                changes.push(format!(
+                    "rotated signer {}/{} ({reason}): new {}",
+                    spec.namespace, spec.name, issued.common_name
+                ));
+                issued
+            }
+        };
+        let (ns, name) = split(&spec.bundle);
+        let existing = self.read_bundle(ns, name).await?;
+        let next = manage_ca_bundle(&current.pem, &existing, now, self.order())?;
+        if next != existing {
+            self.write_bundle(ns, name, &next).await?;
+            changes.push(format!("published {ns}/{name}: {:?}", subjects(&next)?));
+        }
+        Ok(())
+    }
+
+    /// The bundle (`namespace/name`) without its expired certificates.
+    async fn drop_expired(
+        &self,
+        bundle: &str,
+        now: OffsetDateTime,
+        changes: &mut Vec<String>,
+    ) -> Result<(), ClusterError> {
+        let (ns, name) = split(bundle);
+        let existing = self.read_bundle(ns, name).await?;
+        let kept: String = parse_certs(&existing)?
+            .into_iter()
+            .filter(|c| !expired(c.not_after, now))
+            .map(|c| c.pem)
+            .collect();
+        if kept != existing {
+            self.write_bundle(ns, name, &kept).await?;
+            changes.push(format!("dropped expired certificates from {ns}/{name}"));
+        }
+        Ok(())
+    }
+
+    /// A target certificate re-issued from its signer when missing or when its rule says so,
+    /// and appended to its bundle if it has one. Nothing while its signer is missing.
+    async fn reconcile_target(
+        &self,
+        target: &TargetSpec,
+        now: OffsetDateTime,
+        changes: &mut Vec<String>,
+    ) -> Result<(), ClusterError> {
+        let signer_spec = signer_of(&self.catalogue, target);
+        let Some(signer) = self.read_cert(&signer_spec.namespace, &signer_spec.name).await? else {
+            return Ok(());
+        };
+        let (ns, name) = split(&signer_spec.bundle);
+        let bundle_subjects = subjects(&self.read_bundle(ns, name).await?)?;
+        let context = TargetContext {
+            signer_not_before: signer.cert.not_before,
+            bundle_subjects: &bundle_subjects,
+        };
+        let stored = self.read_cert(&target.namespace, &target.name).await?;
+        let reason = match &stored {
+            None => Some("missing".to_string()),
+            Some(s) => target_rotation(&s.annotations, now, &target.policy(self.profile), &context)
+                .map(|r| r.to_string()),
+        };
+        let current = match (reason, stored) {
+            (None, Some(stored)) => stored.cert,
+            (reason, _) => {
+                let reason = reason.unwrap_or_else(|| "missing".to_string());
+                let issued = self.make_target(target, &signer.cert, now)?;
+                self.write_cert_secret(&target.namespace, &target.name, &issued, "target")
+                    .await?;
+                changes.push(format!(
+                    "re-issued {}/{} ({reason}): {} from {}, valid until {}",
+                    target.namespace,
+                    target.name,
+                    issued.common_name,
+                    issued.issuer_common_name,
+                    rfc3339(issued.not_after)
+                ));
+                issued
+            }
+        };
+        if let Some(ns_name) = &target.bundle {
+            let (ns, name) = split(ns_name);
+            let existing = self.read_bundle(ns, name).await?;
+            let next = append_to_ca_bundle(&current.pem, &existing, now)?;
+            if next != existing {
+                self.write_bundle(ns, name, &next).await?;
+                changes.push(format!("published {ns}/{name}: {:?}", subjects(&next)?));
+            }
+        }
+        Ok(())
     }
 
     /// The next instant after now at which a rule fires or a bundle certificate expires.

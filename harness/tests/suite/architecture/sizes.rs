@@ -27,12 +27,6 @@ const LONG: &[(&str, &str, usize)] = &[
     ("fake-apiserver/src/validation/crd.rs", "spec_causes", 93),
     ("fake-apiserver/src/validation/gojson/mod.rs", "feed", 112),
     ("fake-apiserver/src/validation/schema.rs", "check", 83),
-    ("harness/src/agent/mutant.rs", "spec", 152),
-    ("harness/src/cluster/mcc/configs.rs", "render", 107),
-    ("harness/src/cluster/signers/mod.rs", "reconcile_snapshot", 109),
-    ("harness/src/node/agent_service.rs", "run", 112),
-    ("harness/src/node/services.rs", "systemctl", 124),
-    ("harness/src/scenario/timeline.rs", "record_timeline", 113),
 ];
 
 /// Every function of `text` as (name, lines), test code left out.
