@@ -288,7 +288,7 @@ impl Scenario {
 
     /// A run's change: the agent stopped, the watched files read, the plan's signer rotated by
     /// force and the cluster side settled, and what the change then asks of the node.
-    async fn change_while_stopped(
+    pub(super) async fn change_while_stopped(
         &self,
         node: &dyn Node,
         plan: &CrashPlan,
@@ -297,6 +297,12 @@ impl Scenario {
         self.advance(time::Duration::minutes(1)).await?;
         self.agent_unit(node, "stop").await?;
         let before = self.watched_files(node, &plan.watched).await?;
+        self.change(plan, before).await
+    }
+
+    /// The plan's signer rotated by force and the cluster side settled, and what the change then
+    /// asks of the node; `before`: the watched files before it.
+    pub(super) async fn change(&self, plan: &CrashPlan, before: Files) -> Result<CrashRun, ScenarioError> {
         let (namespace, signer) = &plan.signer;
         crate::cluster::force_rotation(&self.admin, namespace, signer).await?;
         self.settle().await?;
@@ -322,7 +328,7 @@ impl Scenario {
 
     /// The node converged to `expected`, then its watched files and annotations; or why it did
     /// not converge.
-    async fn converged_state(
+    pub(super) async fn converged_state(
         &self,
         node: &dyn Node,
         plan: &CrashPlan,

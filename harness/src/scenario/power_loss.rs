@@ -1,21 +1,23 @@
-//! A node's sync recorded under strace and every state a power loss can leave of it
-//! (`crate::node::power_loss` has the persistence model): the agent is stopped, the change
+//! A node's syncs recorded under strace and every state a power loss can leave of them
+//! (`crate::node::power_loss` has the persistence model): the agent is stopped, the first change
 //! made, and the agent started under `strace -f -y -x -s <large>` tracing its file-changing
-//! calls with the bytes they wrote; once the node converged the record is read into operations,
-//! the model enumerates the states, and each is materialised on a copy of the watched files and
-//! read back. What each state left is recorded here; the steps judge it.
+//! calls with the bytes they wrote; each later change is made while the traced agent runs (the
+//! sync its watch starts). Once the node converged on the last, the record is read into
+//! operations, the model enumerates the states, and each is materialised on a copy of the
+//! watched files and read back. What each state left is recorded here; the steps judge it.
 
-use super::crash::read_trace;
+use super::crash::{TracedNode, read_trace};
 use super::*;
-use crate::node::crash::TraceRun;
+use crate::node::crash::{AgentLaunch, TraceRun};
 use crate::node::power_loss::{self, Record, State};
 
-/// The states a power loss can leave of one node's sync.
+/// The states a power loss can leave of one node's recorded syncs.
 #[derive(Debug, Clone)]
 pub struct PowerLossReport {
     pub node: String,
-    /// The recorded sync: the files before, at the end, and what the change asks.
-    pub run: CrashRun,
+    /// The recorded syncs, in order, each with the files before it, once it converged, and what
+    /// its change asked; the record ends with the last (or the first that did not converge).
+    pub runs: Vec<CrashRun>,
     /// The record read into operations (`None` when the node did not converge).
     pub record: Option<Record>,
     /// Each state, and the index of what it left in `views`.
@@ -35,7 +37,7 @@ impl PowerLossReport {
             return String::new();
         };
         let after = match state.at {
-            0 => "before the sync's first call".to_string(),
+            0 => "before the record's first call".to_string(),
             n => format!("after `{}`", short(&record.ops[n - 1].line)),
         };
         let (lost, zeroed) = record.lost(state);
@@ -57,9 +59,13 @@ impl PowerLossReport {
 }
 
 impl Scenario {
-    /// Record `plan.node`'s sync of a forced rotation and materialise every state a power loss
-    /// can leave of it.
-    pub async fn power_loss_states(&self, mut plan: CrashPlan) -> Result<PowerLossReport, ScenarioError> {
+    /// Record `plan.node`'s syncs of `syncs` forced rotations and materialise every state a
+    /// power loss can leave of them.
+    pub async fn power_loss_states(
+        &self,
+        mut plan: CrashPlan,
+        syncs: usize,
+    ) -> Result<PowerLossReport, ScenarioError> {
         let traced = self
             .traced_node(
                 &mut plan,
@@ -78,25 +84,26 @@ impl Scenario {
             kill_at: None,
             data: true,
         };
-        let run = self.crash_sync(&traced, &plan, &recorded).await?;
+        let runs = self
+            .recorded_syncs(&traced, &plan, &recorded, syncs.max(1))
+            .await?;
         let mut report = PowerLossReport {
             node: plan.node.clone(),
-            run,
+            runs,
             record: None,
             states: Vec::new(),
             views: Vec::new(),
             end: Files::new(),
             took: Duration::ZERO,
         };
-        if report.run.after.is_err() {
+        if report.runs.iter().any(|r| r.after.is_err()) {
             return Ok(report);
         }
         let calls = read_trace(&recorded.trace)?;
         let root = traced.embedded.root().to_path_buf();
         let host = |p: &str| root.join(p.trim_start_matches('/')).display().to_string();
         let to_node: BTreeMap<String, String> = plan.watched.iter().map(|p| (host(p), p.clone())).collect();
-        let initial: BTreeMap<String, Option<FileState>> = report
-            .run
+        let initial: BTreeMap<String, Option<FileState>> = report.runs[0]
             .before
             .iter()
             .map(|(p, s)| (host(p), s.clone()))
@@ -119,6 +126,47 @@ impl Scenario {
         report.views = done.views;
         report.end = done.end;
         Ok(report)
+    }
+
+    /// One record of `syncs` syncs (at least one): the first of a change made while the agent is
+    /// stopped, the agent then started under strace; each later one of a change made while the
+    /// traced agent runs, a minute on. The runs end early at a node that does not converge. The
+    /// record is whole once the agent is stopped at the end; it then runs again untraced.
+    async fn recorded_syncs(
+        &self,
+        traced: &TracedNode<'_>,
+        plan: &CrashPlan,
+        recorded: &TraceRun,
+        syncs: usize,
+    ) -> Result<Vec<CrashRun>, ScenarioError> {
+        let node = traced.node;
+        let mut seen = self.change_while_stopped(node, plan).await?;
+        let (ended, _agent_ended) = tokio::sync::oneshot::channel();
+        let (resume, resume_rx) = tokio::sync::oneshot::channel();
+        traced.embedded.arm_agent_launch(AgentLaunch {
+            wrapper: recorded.wrapper(&traced.strace),
+            ended,
+            resume: resume_rx,
+        });
+        self.agent_unit(node, "start").await?;
+        let mut runs = Vec::new();
+        loop {
+            let expected = (plan.expect)(&seen).map_err(|message| plan.node_error(message))?;
+            seen.after = self.converged_state(node, plan, &expected).await?;
+            let stuck = seen.after.is_err();
+            runs.push(seen);
+            if stuck || runs.len() >= syncs {
+                break;
+            }
+            self.advance(time::Duration::minutes(1)).await?;
+            let before = self.watched_files(node, &plan.watched).await?;
+            seen = self.change(plan, before).await?;
+        }
+        drop(traced.embedded.take_agent_launch());
+        let _ = resume.send(());
+        self.agent_unit(node, "stop").await?;
+        self.agent_unit(node, "start").await?;
+        Ok(runs)
     }
 }
 

@@ -91,7 +91,8 @@ fn set(names: &[&str]) -> BTreeSet<String> {
 }
 
 /// A 4.16 daemon on a 4.14 cluster: 4.16's post-config table (§5: the two directory lists, no
-/// pull secret in "none") and its writer's skip of a missing /etc/docker/certs.d (§1). The
+/// pull secret in "none") and its writer's skip of an /etc/docker/certs.d it cannot read, missing
+/// or not (§1). The
 /// serving-CA logic does not show: 4.14's operator never sets service-ca-rotate (§2).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_4_16_daemon_fails_on_4_14_exactly_where_release_4_14_differs() {
@@ -103,6 +104,7 @@ async fn a_4_16_daemon_fails_on_4_14_exactly_where_release_4_14_differs() {
         "reboot_policy.feature: A change to the file /etc/mco/internal-registry-pull-secret.json is applied with no reboot",
         "reboot_policy.feature: A config that changes the file /etc/nmstate/openshift/worker-0.yml and the file /etc/containers/registries.d/example.yaml is applied with a reboot",
         "registry_trust.feature: On 4.14 without /etc/docker/certs.d the registry CA is written and the directory made",
+        "registry_trust.feature: On 4.14 an /etc/docker/certs.d that cannot be read as a directory degrades the node",
     ]);
     assert_eq!(failed, expected);
     assert_eq!(mco_logs, 0);
@@ -111,7 +113,7 @@ async fn a_4_16_daemon_fails_on_4_14_exactly_where_release_4_14_differs() {
 
 /// A 4.14 daemon on a 4.16 cluster: no kubeconfig block (§1: every serving-CA scenario), no
 /// pull secret (§1, §12), 4.14's post-config table and its writer's making of a missing
-/// /etc/docker/certs.d.
+/// /etc/docker/certs.d (and its error for one it cannot read as a directory).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_4_14_daemon_fails_on_4_16_exactly_where_release_4_16_adds() {
     let dir = tempfile::tempdir().unwrap();
@@ -134,6 +136,7 @@ async fn a_4_14_daemon_fails_on_4_16_exactly_where_release_4_16_adds() {
         "reboot_policy.feature: A change to the file /etc/nmstate/openshift/worker-0.yml is applied with no reboot",
         "reboot_policy.feature: A config that changes the file /etc/nmstate/openshift/worker-0.yml and the file /etc/containers/registries.d/example.yaml is applied with a crio reload",
         "registry_trust.feature: On 4.16 without /etc/docker/certs.d no registry CA is written",
+        "registry_trust.feature: On 4.16 an /etc/docker/certs.d that cannot be read as a directory is passed over",
         "registry_trust.feature: On 4.16 the internal registry pull secret is merged with the role's mounted one",
         "registry_trust.feature: On 4.16 a node with no role label gets an error, not a silent skip",
         "registry_trust.feature: On 4.16 a node that loses its role label after the last sync goes Degraded too",
