@@ -242,31 +242,16 @@ fn page_not_found(route: &Route, path: &str, registry: &crate::resource::Registr
     }
 }
 
+/// Authenticate, apply injected faults, refuse what no handler should see, and route.
 async fn dispatch(
     shared: &Arc<Shared>,
     cert: &CertAuth,
     req: Request<PendingBody>,
 ) -> Result<Response<Body>, ApiError> {
     let route = route::parse(&route::decode_path(req.uri().path()));
-    let authorization = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
-    let who = shared
-        .authenticator()
-        .authenticate(cert, authorization.as_deref())?;
-    let attrs = request_attributes(req.method(), &route, req.uri());
-    let who = crate::auth::impersonate(&shared.policy, &shared.store, who, req.headers(), &attrs)?;
+    let (who, attrs) = identify(shared, cert, &req, &route)?;
     if route != Route::Faults {
-        let (verb, resource) = fault_target(req.method(), &route, req.uri().query());
-        let (delay, failure) = shared.faults.on_request(&verb, &resource);
-        if !delay.is_zero() {
-            tokio::time::sleep(delay).await;
-        }
-        if let Some(e) = failure {
-            return Err(e);
-        }
+        apply_request_faults(shared, req.method(), &route, req.uri().query()).await?;
     }
     // Resources are the authorizer chain's to refuse, in their own words.
     let public = matches!(route, Route::Health | Route::Version | Route::Resource(_));
@@ -287,66 +272,122 @@ async fn dispatch(
             Bytes::from_static(b"ok"),
         )),
         Route::Version => ok(discovery::version()),
-        Route::CoreVersions | Route::Groups => {
-            let shape = discovery::shape(req.headers());
-            let registry = shared.store.registry();
-            let doc = if route == Route::Groups {
-                discovery::groups(&registry, shape)
-            } else {
-                discovery::core_versions(&registry, shape, &shared.addr.to_string())
-            };
-            Ok(match shape {
-                discovery::Shape::Aggregated(v) => bytes_response(
-                    StatusCode::OK,
-                    &discovery::aggregated_content_type(v),
-                    objects_bytes(&doc),
-                ),
-                discovery::Shape::Legacy => value_response(StatusCode::OK, &doc),
-            })
-        }
+        Route::CoreVersions | Route::Groups => Ok(discovery_index(shared, &route, req.headers())),
         Route::Group(g) => ok(discovery::group(&shared.store.registry(), &g)?),
         Route::ResourceList { group, version } => ok(discovery::resource_list(
             &shared.store.registry(),
             &group,
             &version,
         )?),
-        // A CRD's schema may nest as deep as any stored document: built, hashed and dropped on
-        // a deep stack.
-        Route::OpenApiV3Root => {
-            let registry = shared.store.registry();
-            let bytes = crate::depth::on_deep_stack(move || objects_bytes(&openapi::v3_root(&registry)))
-                .await
-                .map_err(ApiError::Internal)?;
-            Ok(json_response(StatusCode::OK, bytes))
-        }
-        Route::OpenApiV3 { group, version } => {
-            let registry = shared.store.registry();
-            let bytes = crate::depth::on_deep_stack(move || {
-                openapi::v3_group(&registry, &group, &version).map(|doc| objects_bytes(&doc))
-            })
-            .await
-            .map_err(ApiError::Internal)??;
-            Ok(json_response(StatusCode::OK, bytes))
-        }
-        Route::OpenApiV2 => {
-            let accept = req
-                .headers()
-                .get(header::ACCEPT)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("");
-            Ok(if accept.contains("protobuf") {
-                bytes_response(
-                    StatusCode::OK,
-                    "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
-                    Bytes::from(openapi::v2_protobuf()),
-                )
-            } else {
-                value_response(StatusCode::OK, &openapi::v2_json())
-            })
-        }
+        Route::OpenApiV3Root => openapi_v3_root(shared).await,
+        Route::OpenApiV3 { group, version } => openapi_v3_group(shared, group, version).await,
+        Route::OpenApiV2 => Ok(openapi_v2(req.headers())),
         Route::Faults => faults(shared, &who, req).await,
         Route::Resource(path) => objects::handle(shared, &who, attrs, path, req).await,
         Route::Unknown => Err(ApiError::NoSuchResource),
+    }
+}
+
+/// Who the request acts as, and what it asks of the authorizer: the authenticated requestor
+/// (client certificate or bearer token), or whom its impersonation headers name if it may
+/// impersonate them.
+fn identify(
+    shared: &Shared,
+    cert: &CertAuth,
+    req: &Request<PendingBody>,
+    route: &Route,
+) -> Result<(Identity, RequestAttributes), ApiError> {
+    let authorization = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let who = shared
+        .authenticator()
+        .authenticate(cert, authorization.as_deref())?;
+    let attrs = request_attributes(req.method(), route, req.uri());
+    let who = crate::auth::impersonate(&shared.policy, &shared.store, who, req.headers(), &attrs)?;
+    Ok((who, attrs))
+}
+
+/// The injected faults matching the request's verb and resource: their delay, then their
+/// failure if one is due.
+async fn apply_request_faults(
+    shared: &Shared,
+    method: &Method,
+    route: &Route,
+    raw_query: Option<&str>,
+) -> Result<(), ApiError> {
+    let (verb, resource) = fault_target(method, route, raw_query);
+    let (delay, failure) = shared.faults.on_request(&verb, &resource);
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// `/api` or `/apis`: the core versions or the API groups, aggregated or legacy as the
+/// client's `Accept` asks.
+fn discovery_index(shared: &Shared, route: &Route, headers: &http::HeaderMap) -> Response<Body> {
+    let shape = discovery::shape(headers);
+    let registry = shared.store.registry();
+    let doc = if *route == Route::Groups {
+        discovery::groups(&registry, shape)
+    } else {
+        discovery::core_versions(&registry, shape, &shared.addr.to_string())
+    };
+    match shape {
+        discovery::Shape::Aggregated(v) => bytes_response(
+            StatusCode::OK,
+            &discovery::aggregated_content_type(v),
+            objects_bytes(&doc),
+        ),
+        discovery::Shape::Legacy => value_response(StatusCode::OK, &doc),
+    }
+}
+
+/// `/openapi/v3`: the index of group-versions. A CRD's schema may nest as deep as any stored
+/// document: built, hashed and dropped on a deep stack.
+async fn openapi_v3_root(shared: &Shared) -> Result<Response<Body>, ApiError> {
+    let registry = shared.store.registry();
+    let bytes = crate::depth::on_deep_stack(move || objects_bytes(&openapi::v3_root(&registry)))
+        .await
+        .map_err(ApiError::Internal)?;
+    Ok(json_response(StatusCode::OK, bytes))
+}
+
+/// `/openapi/v3/<group-version>`: one group-version's schemas, built on a deep stack.
+async fn openapi_v3_group(
+    shared: &Shared,
+    group: String,
+    version: String,
+) -> Result<Response<Body>, ApiError> {
+    let registry = shared.store.registry();
+    let bytes = crate::depth::on_deep_stack(move || {
+        openapi::v3_group(&registry, &group, &version).map(|doc| objects_bytes(&doc))
+    })
+    .await
+    .map_err(ApiError::Internal)??;
+    Ok(json_response(StatusCode::OK, bytes))
+}
+
+/// `/openapi/v2`: protobuf when the client's `Accept` names it, JSON otherwise.
+fn openapi_v2(headers: &http::HeaderMap) -> Response<Body> {
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if accept.contains("protobuf") {
+        bytes_response(
+            StatusCode::OK,
+            "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
+            Bytes::from(openapi::v2_protobuf()),
+        )
+    } else {
+        value_response(StatusCode::OK, &openapi::v2_json())
     }
 }
 

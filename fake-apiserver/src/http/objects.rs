@@ -35,6 +35,8 @@ pub fn verb(method: &Method, named: bool, watch: bool) -> Result<&'static str, A
     })
 }
 
+/// One request on a resource: resolve what it addresses, authorize its verb, negotiate its
+/// output, and run the verb.
 pub async fn handle(
     shared: &Arc<Shared>,
     who: &Identity,
@@ -42,21 +44,7 @@ pub async fn handle(
     path: ResourcePath,
     req: Request<super::PendingBody>,
 ) -> Result<Response<Body>, ApiError> {
-    let info = shared
-        .store
-        .resolve(&path.group, &path.version, &path.resource)
-        .ok_or(ApiError::NoSuchResource)?;
-    let scoped_wrong = (!info.namespaced && path.namespace.is_some())
-        || (info.namespaced && path.name.is_some() && path.namespace.is_none());
-    if scoped_wrong {
-        return Err(ApiError::NoSuchResource);
-    }
-    let sub = match path.subresource.as_deref() {
-        None => Subresource::Main,
-        Some("status") if info.status_subresource => Subresource::Status,
-        Some("approval") if crate::csr::is_csr(&info) => Subresource::Approval,
-        Some(_) => return Err(ApiError::NoSuchResource),
-    };
+    let (info, sub) = addressed(shared, &path)?;
     let query = Query::parse(req.uri().query())?;
     let verb = verb(req.method(), path.name.is_some(), query.watch)?;
     if !info.verbs().contains(&verb) {
@@ -80,19 +68,7 @@ pub async fn handle(
         path_segment_name(name)?;
     }
     match verb {
-        "get" => {
-            // Parsed only to refuse a malformed one, as a list does (the fake serves the
-            // newest version of an object whatever version is asked for).
-            query.resource_version_number()?;
-            let object = shared.store.get(&info, ns, name)?;
-            if wants_table {
-                return Ok(json_response(
-                    StatusCode::OK,
-                    table::render(&info, &[object], None),
-                ));
-            }
-            Ok(json_response(StatusCode::OK, object.json.clone()))
-        }
+        "get" => get(shared, &info, ns, name, &query, wants_table),
         "list" => list(shared, &info, ns, &query, wants_table),
         "watch" => {
             // There is no YAML stream: 1.36's `NegotiateOutputMediaTypeStream` refuses it,
@@ -116,67 +92,146 @@ pub async fn handle(
                 query,
                 body,
             };
-            depth::on_deep_stack(move || match verb {
-                "create" => write.create(),
-                "update" => write.update(),
-                _ => write.patch(),
-            })
-            .await
-            .map_err(ApiError::Internal)?
+            write_on_deep_stack(verb, write).await
         }
         "delete" => {
             let body = read_body(req, shared.body_limit).await?;
-            let (preconditions, dry_run) = delete_options(&body)?;
-            // NodeRestriction reads the object a kubelet deletes (from its informer upstream).
-            if who.node_name().is_some()
-                && let Ok(old) = shared.store.get(&info, ns, name)
-            {
-                admit(who, &attrs, Operation::Delete, Some(&old.value), None)?;
-            }
-            let (store, target, owned_ns, owned_name) = (
-                shared.clone(),
-                info.clone(),
-                path.namespace.clone(),
-                name.to_string(),
-            );
-            let dry_run = dry_run || query.dry_run;
-            let outcome = deep(move || {
-                let ns = owned_ns.as_deref();
-                store
-                    .store
-                    .delete(&target, ns, &owned_name, &preconditions, dry_run)
-            })
-            .await?;
-            Ok(match outcome {
-                DeleteOutcome::Finalizing(o) => json_response(StatusCode::ACCEPTED, o.json.clone()),
-                DeleteOutcome::Deleted(o) if info.builtin => {
-                    let uid = o
-                        .value
-                        .pointer("/metadata/uid")
-                        .and_then(Value::as_str)
-                        .unwrap_or("");
-                    json_response(
-                        StatusCode::OK,
-                        to_bytes(&success_status(&info.resource, name, uid)),
-                    )
-                }
-                DeleteOutcome::Deleted(o) => json_response(StatusCode::OK, o.json.clone()),
-            })
+            delete(shared, who, &attrs, &info, &path, &query, &body).await
         }
         "deletecollection" => {
             let body = read_body(req, shared.body_limit).await?;
-            let (_, dry_run) = delete_options(&body)?;
-            let filter = filter_for(&info, ns, None, &query)?;
-            let (store, target, dry_run) = (shared.clone(), info.clone(), dry_run || query.dry_run);
-            let deleted = deep(move || store.store.delete_collection(&target, &filter, dry_run)).await?;
-            let rv = shared.store.current_rv();
-            Ok(json_response(
-                StatusCode::OK,
-                list_body(&info, rv, &deleted, None, None),
-            ))
+            delete_collection(shared, &info, ns, &query, &body).await
         }
         _ => Err(ApiError::MethodNotAllowed),
     }
+}
+
+/// The resource a path addresses and which part of its objects: 404 for a resource not
+/// served, a namespaced path to a cluster-scoped resource, a named object of a namespaced
+/// resource without its namespace, or a subresource the resource does not have.
+fn addressed(shared: &Shared, path: &ResourcePath) -> Result<(ResourceInfo, Subresource), ApiError> {
+    let info = shared
+        .store
+        .resolve(&path.group, &path.version, &path.resource)
+        .ok_or(ApiError::NoSuchResource)?;
+    let scoped_wrong = (!info.namespaced && path.namespace.is_some())
+        || (info.namespaced && path.name.is_some() && path.namespace.is_none());
+    if scoped_wrong {
+        return Err(ApiError::NoSuchResource);
+    }
+    let sub = match path.subresource.as_deref() {
+        None => Subresource::Main,
+        Some("status") if info.status_subresource => Subresource::Status,
+        Some("approval") if crate::csr::is_csr(&info) => Subresource::Approval,
+        Some(_) => return Err(ApiError::NoSuchResource),
+    };
+    Ok((info, sub))
+}
+
+/// A get: the object as stored, or its Table row.
+fn get(
+    shared: &Shared,
+    info: &ResourceInfo,
+    ns: Option<&str>,
+    name: &str,
+    query: &Query,
+    wants_table: bool,
+) -> Result<Response<Body>, ApiError> {
+    // Parsed only to refuse a malformed one, as a list does (the fake serves the
+    // newest version of an object whatever version is asked for).
+    query.resource_version_number()?;
+    let object = shared.store.get(info, ns, name)?;
+    if wants_table {
+        return Ok(json_response(
+            StatusCode::OK,
+            table::render(info, &[object], None),
+        ));
+    }
+    Ok(json_response(StatusCode::OK, object.json.clone()))
+}
+
+/// A create, update or patch (`verb`), run on a deep stack as its body may nest as deep as
+/// the decoder allows.
+async fn write_on_deep_stack(verb: &'static str, write: Write) -> Result<Response<Body>, ApiError> {
+    depth::on_deep_stack(move || match verb {
+        "create" => write.create(),
+        "update" => write.update(),
+        _ => write.patch(),
+    })
+    .await
+    .map_err(ApiError::Internal)?
+}
+
+/// A delete of the object `path` names, with the body's `DeleteOptions`: 202 and the object
+/// while finalizers hold it, else a built-in's Success Status or a custom resource's last
+/// state.
+async fn delete(
+    shared: &Arc<Shared>,
+    who: &Identity,
+    attrs: &RequestAttributes,
+    info: &ResourceInfo,
+    path: &ResourcePath,
+    query: &Query,
+    body: &super::RequestBody,
+) -> Result<Response<Body>, ApiError> {
+    let ns = path.namespace.as_deref();
+    let name = path.name.as_deref().unwrap_or("");
+    let (preconditions, dry_run) = delete_options(body)?;
+    // NodeRestriction reads the object a kubelet deletes (from its informer upstream).
+    if who.node_name().is_some()
+        && let Ok(old) = shared.store.get(info, ns, name)
+    {
+        admit(who, attrs, Operation::Delete, Some(&old.value), None)?;
+    }
+    let (store, target, owned_ns, owned_name) = (
+        shared.clone(),
+        info.clone(),
+        path.namespace.clone(),
+        name.to_string(),
+    );
+    let dry_run = dry_run || query.dry_run;
+    let outcome = deep(move || {
+        let ns = owned_ns.as_deref();
+        store
+            .store
+            .delete(&target, ns, &owned_name, &preconditions, dry_run)
+    })
+    .await?;
+    Ok(match outcome {
+        DeleteOutcome::Finalizing(o) => json_response(StatusCode::ACCEPTED, o.json.clone()),
+        DeleteOutcome::Deleted(o) if info.builtin => {
+            let uid = o
+                .value
+                .pointer("/metadata/uid")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            json_response(
+                StatusCode::OK,
+                to_bytes(&success_status(&info.resource, name, uid)),
+            )
+        }
+        DeleteOutcome::Deleted(o) => json_response(StatusCode::OK, o.json.clone()),
+    })
+}
+
+/// A deletecollection: every object the selectors match in `ns` goes (or would, in a dry
+/// run), and the answer lists them.
+async fn delete_collection(
+    shared: &Arc<Shared>,
+    info: &ResourceInfo,
+    ns: Option<&str>,
+    query: &Query,
+    body: &super::RequestBody,
+) -> Result<Response<Body>, ApiError> {
+    let (_, dry_run) = delete_options(body)?;
+    let filter = filter_for(info, ns, None, query)?;
+    let (store, target, dry_run) = (shared.clone(), info.clone(), dry_run || query.dry_run);
+    let deleted = deep(move || store.store.delete_collection(&target, &filter, dry_run)).await?;
+    let rv = shared.store.current_rv();
+    Ok(json_response(
+        StatusCode::OK,
+        list_body(info, rv, &deleted, None, None),
+    ))
 }
 
 /// What kube-apiserver writes (apiserver `endpoints/handlers/negotiation`); this server answers

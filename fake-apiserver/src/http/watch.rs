@@ -33,6 +33,8 @@ use tokio::sync::broadcast;
 /// kube-apiserver's default when a client sets no timeout (its `--min-request-timeout`).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
 
+/// A watch on `info`'s objects that `filter` selects, from where `query` asks, written as a
+/// stream of JSON events (Table rows when `table`).
 pub fn start(
     shared: &Arc<Shared>,
     info: &ResourceInfo,
@@ -40,31 +42,7 @@ pub fn start(
     query: &Query,
     table: bool,
 ) -> Result<Response<Body>, ApiError> {
-    let from = if query.send_initial_events {
-        if query.resource_version_match.as_deref() != Some("NotOlderThan") {
-            return Err(ApiError::invalid_options(
-                "ListOptions",
-                "FieldValueInvalid",
-                "resourceVersionMatch",
-                "Invalid value: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"
-                    .into(),
-            ));
-        }
-        if !query.allow_watch_bookmarks {
-            return Err(ApiError::invalid_options(
-                "ListOptions",
-                "FieldValueForbidden",
-                "allowWatchBookmarks",
-                "Forbidden: allowWatchBookmarks must be true when sendInitialEvents is set".into(),
-            ));
-        }
-        WatchFrom::InitialEvents
-    } else {
-        match query.resource_version_number()? {
-            None => WatchFrom::Current,
-            Some(rv) => WatchFrom::After(rv),
-        }
-    };
+    let from = watch_from(query)?;
     let timeout = timeout(query.timeout_seconds);
     if timeout.is_zero() {
         // Its deadline passed before it began: 1.36's handler times it out before the first
@@ -106,27 +84,7 @@ pub fn start(
         bookmark_every,
         closing: Box::pin(shared.watches_closing().cancelled_owned()),
     };
-    // The version the watch began at, and the last change to its resource since: a bookmark
-    // goes out only once the second has passed the first.
-    stream.began = match from {
-        WatchFrom::After(rv) => rv.min(stream.seen),
-        WatchFrom::Current | WatchFrom::InitialEvents => stream.seen,
-    };
-    stream.changed = stream.began;
-    for (type_, object) in &started.initial {
-        let line = stream.object_line(*type_, object);
-        stream.queue.push_back(line);
-    }
-    if from == WatchFrom::InitialEvents {
-        let line = stream.bookmark_line(stream.seen, true);
-        stream.queue.push_back(line);
-    }
-    for event in &started.replay {
-        stream.changed = stream.changed.max(event.rv);
-        if let Some(line) = stream.event_line(event) {
-            stream.queue.push_back(line);
-        }
-    }
+    stream.queue_backlog(from, &started.initial, &started.replay);
     // The stream is the response body itself, polled by the connection's own task: no task
     // and no channel per watch between the store's feed and the socket.
     Ok(stream_response(futures::stream::unfold(
@@ -136,6 +94,37 @@ pub fn start(
             Some((line, stream))
         },
     )))
+}
+
+/// Where a watch begins: a streaming list (`sendInitialEvents`, which needs
+/// `resourceVersionMatch=NotOlderThan` and bookmarks), after the resourceVersion asked for,
+/// or now.
+fn watch_from(query: &Query) -> Result<WatchFrom, ApiError> {
+    Ok(if query.send_initial_events {
+        if query.resource_version_match.as_deref() != Some("NotOlderThan") {
+            return Err(ApiError::invalid_options(
+                "ListOptions",
+                "FieldValueInvalid",
+                "resourceVersionMatch",
+                "Invalid value: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"
+                    .into(),
+            ));
+        }
+        if !query.allow_watch_bookmarks {
+            return Err(ApiError::invalid_options(
+                "ListOptions",
+                "FieldValueForbidden",
+                "allowWatchBookmarks",
+                "Forbidden: allowWatchBookmarks must be true when sendInitialEvents is set".into(),
+            ));
+        }
+        WatchFrom::InitialEvents
+    } else {
+        match query.resource_version_number()? {
+            None => WatchFrom::Current,
+            Some(rv) => WatchFrom::After(rv),
+        }
+    })
 }
 
 /// How long a watch runs, as 1.36's `handleWatch` reckons it: `timeoutSeconds` times
@@ -202,6 +191,37 @@ struct Stream {
 }
 
 impl Stream {
+    /// Sets the version the watch began at and the last change to its resource since (a
+    /// bookmark goes out only once the second has passed the first), and queues what the
+    /// stream sends before it goes live: the initial events, a streaming list's
+    /// initial-events-end bookmark, then the replay of the changes after the version asked for.
+    fn queue_backlog(
+        &mut self,
+        from: WatchFrom,
+        initial: &[(EventType, Arc<StoredObject>)],
+        replay: &[Arc<Event>],
+    ) {
+        self.began = match from {
+            WatchFrom::After(rv) => rv.min(self.seen),
+            WatchFrom::Current | WatchFrom::InitialEvents => self.seen,
+        };
+        self.changed = self.began;
+        for (type_, object) in initial {
+            let line = self.object_line(*type_, object);
+            self.queue.push_back(line);
+        }
+        if from == WatchFrom::InitialEvents {
+            let line = self.bookmark_line(self.seen, true);
+            self.queue.push_back(line);
+        }
+        for event in replay {
+            self.changed = self.changed.max(event.rv);
+            if let Some(line) = self.event_line(event) {
+                self.queue.push_back(line);
+            }
+        }
+    }
+
     /// The next line to send, or `None` when the stream ends: at its deadline, when the server
     /// closes every watch, or when the store's feed overruns it (the client resumes from the
     /// last resourceVersion it saw and the history replays the rest). A client that goes drops

@@ -186,11 +186,9 @@ pub fn encode(message: &Message, document: &Map<String, Value>) -> Vec<u8> {
     out
 }
 
+/// One field of a document on the wire as field `number` of type `ty`; nothing when the value
+/// does not fit the type.
 fn encode_field(out: &mut Vec<u8>, number: i32, ty: Ty, value: &Value) {
-    let unbase64 = |v: &Value| {
-        v.as_str()
-            .and_then(|s| base64::engine::general_purpose::STANDARD.decode(s).ok())
-    };
     match ty {
         Ty::String => {
             if let Some(s) = value.as_str() {
@@ -249,33 +247,46 @@ fn encode_field(out: &mut Vec<u8>, number: i32, ty: Ty, value: &Value) {
             }
         }
         Ty::StringMap | Ty::BytesMap | Ty::StringsMap | Ty::QuantityMap => {
-            let mut entries: Vec<_> = value.as_object().into_iter().flatten().collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
-            for (key, item) in entries {
-                let item = match ty {
-                    Ty::BytesMap => unbase64(item),
-                    Ty::StringsMap => {
-                        let mut items = Vec::new();
-                        encode_field(&mut items, 1, Ty::Strings, item);
-                        Some(items)
-                    }
-                    Ty::QuantityMap => {
-                        let mut quantity = Vec::new();
-                        encode_field(&mut quantity, 1, Ty::String, item);
-                        Some(quantity)
-                    }
-                    _ => item.as_str().map(|s| s.as_bytes().to_vec()),
-                };
-                if let Some(item) = item {
-                    let mut entry = Vec::new();
-                    wire::put_delimited(&mut entry, 1, key.as_bytes());
-                    wire::put_delimited(&mut entry, 2, &item);
-                    wire::put_delimited(out, number, &entry);
-                }
-            }
+            encode_map(out, number, ty, value);
         }
         Ty::Dropped => {}
     }
+}
+
+/// A map field (`ty` one of the map types): one entry message per key, in key order, its key
+/// field 1 and its value field 2 (a string, base64-decoded bytes, an `ExtraValue` message of
+/// strings or a `Quantity` message); a key whose value does not fit is left out.
+fn encode_map(out: &mut Vec<u8>, number: i32, ty: Ty, value: &Value) {
+    let mut entries: Vec<_> = value.as_object().into_iter().flatten().collect();
+    entries.sort_by(|a, b| a.0.cmp(b.0));
+    for (key, item) in entries {
+        let item = match ty {
+            Ty::BytesMap => unbase64(item),
+            Ty::StringsMap => {
+                let mut items = Vec::new();
+                encode_field(&mut items, 1, Ty::Strings, item);
+                Some(items)
+            }
+            Ty::QuantityMap => {
+                let mut quantity = Vec::new();
+                encode_field(&mut quantity, 1, Ty::String, item);
+                Some(quantity)
+            }
+            _ => item.as_str().map(|s| s.as_bytes().to_vec()),
+        };
+        if let Some(item) = item {
+            let mut entry = Vec::new();
+            wire::put_delimited(&mut entry, 1, key.as_bytes());
+            wire::put_delimited(&mut entry, 2, &item);
+            wire::put_delimited(out, number, &entry);
+        }
+    }
+}
+
+/// The bytes a JSON string holds in base64, as `encoding/json` reads a `[]byte`.
+fn unbase64(v: &Value) -> Option<Vec<u8>> {
+    v.as_str()
+        .and_then(|s| base64::engine::general_purpose::STANDARD.decode(s).ok())
 }
 
 /// A `Timestamp` for an RFC 3339 time: whole seconds for a `Time`, nanoseconds too for a

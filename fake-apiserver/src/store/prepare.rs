@@ -289,9 +289,24 @@ pub(super) fn prepare_update(
     normalise_string_maps(&mut new);
     merge_string_data(info, &mut new);
     default_secret_type(info, &mut new);
-    let body_name = text(&new, "/metadata/name").to_string();
+    check_update_name_and_preconditions(info, name, old, &mut new)?;
+    let mut result = updated_part(info, old, new, sub);
+    keep_server_owned_fields(info, old, &mut result);
+    Ok(result)
+}
+
+/// The body of an update names the URL's object (its name is taken from the URL when it has
+/// none), and the resourceVersion and UID it carries, if any, are the stored object's:
+/// otherwise 400 for the name, 409 Conflict for the preconditions.
+fn check_update_name_and_preconditions(
+    info: &ResourceInfo,
+    name: &str,
+    old: &StoredObject,
+    new: &mut Value,
+) -> Result<(), ApiError> {
+    let body_name = text(new, "/metadata/name").to_string();
     if body_name.is_empty() {
-        meta(&mut new).insert("name".into(), json!(name));
+        meta(new).insert("name".into(), json!(name));
     } else if body_name != name {
         return Err(ApiError::BadRequest(format!(
             "the name of the object ({body_name}) does not match the name on the URL ({name})"
@@ -302,21 +317,28 @@ pub(super) fn prepare_update(
         name: name.to_string(),
         detail,
     };
-    let body_rv = text(&new, "/metadata/resourceVersion");
+    let body_rv = text(new, "/metadata/resourceVersion");
     if !body_rv.is_empty() && body_rv != old.rv.to_string() {
         return Err(conflict(
             "the object has been modified; please apply your changes to the latest version and try again"
                 .into(),
         ));
     }
-    let (old_uid, body_uid) = (text(&old.value, "/metadata/uid"), text(&new, "/metadata/uid"));
+    let (old_uid, body_uid) = (text(&old.value, "/metadata/uid"), text(new, "/metadata/uid"));
     if !body_uid.is_empty() && body_uid != old_uid {
         return Err(conflict(format!(
             "Precondition failed: UID in precondition: {body_uid}, UID in object meta: {old_uid}"
         )));
     }
+    Ok(())
+}
 
-    let mut result = match sub {
+/// What the write changes, by the part it addresses: a CertificateSigningRequest's rules for
+/// its parts; through `/status` (or `/approval`) the stored object with the body's status;
+/// through the main resource the body, keeping the stored status when the resource has a
+/// status subresource.
+fn updated_part(info: &ResourceInfo, old: &StoredObject, mut new: Value, sub: Subresource) -> Value {
+    match sub {
         _ if crate::csr::is_csr(info) => {
             let part = match sub {
                 Subresource::Main => crate::csr::Part::Main,
@@ -348,10 +370,15 @@ pub(super) fn prepare_update(
             }
             new
         }
-    };
-    // Fields only the server writes.
+    }
+}
+
+/// The fields only the server writes, kept from the stored object: uid, creation and deletion
+/// times, the resourceVersion, `metadata.generation` (one up when the spec changed, for
+/// resources that track it), and the status of a Namespace or a CRD.
+fn keep_server_owned_fields(info: &ResourceInfo, old: &StoredObject, result: &mut Value) {
     let old_meta = old.value["metadata"].as_object().cloned().unwrap_or_default();
-    let m = meta(&mut result);
+    let m = meta(result);
     for owned in [
         "uid",
         "creationTimestamp",
@@ -367,9 +394,9 @@ pub(super) fn prepare_update(
     m.remove("managedFields");
     m.remove("selfLink");
     m.insert("resourceVersion".into(), json!(old.rv.to_string()));
-    if info.tracks_generation && spec_part(&result) != spec_part(&old.value) {
+    if info.tracks_generation && spec_part(result) != spec_part(&old.value) {
         let generation = old_meta.get("generation").and_then(Value::as_i64).unwrap_or(0) + 1;
-        meta(&mut result).insert("generation".into(), json!(generation));
+        meta(result).insert("generation".into(), json!(generation));
     }
     if is_namespace(info) || is_crd(info) {
         // Server-managed status for these two.
@@ -377,5 +404,4 @@ pub(super) fn prepare_update(
             result["status"] = s.clone();
         }
     }
-    Ok(result)
 }

@@ -81,6 +81,52 @@ fn prune_custom(info: &ResourceInfo, value: &mut Value) {
     }
 }
 
+/// The name a created object takes: its own, or when it has none but a `generateName`, that
+/// prefix and five random characters (set in the object).
+fn name_or_generated(value: &mut Value) -> String {
+    let m = meta(value);
+    if text_of(m, "name").is_empty() && !text_of(m, "generateName").is_empty() {
+        let name = generated_name(&text_of(m, "generateName"));
+        m.insert("name".into(), json!(name));
+    }
+    text_of(m, "name")
+}
+
+/// What the server sets on a new object once it is valid: a uid and creation time, the other
+/// fields only it writes cleared (resourceVersion, deletion, managedFields, selfLink),
+/// generation 1 where generations are tracked, a CRD's Established status, a Namespace's
+/// `kubernetes` finalizer and Active phase; a custom resource with a status subresource loses
+/// the status it was sent.
+fn set_created_fields(info: &ResourceInfo, value: &mut Value) {
+    let now = now_rfc3339();
+    let m = meta(value);
+    m.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+    m.insert("creationTimestamp".into(), json!(now));
+    for server_owned in [
+        "resourceVersion",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "managedFields",
+        "selfLink",
+    ] {
+        m.remove(server_owned);
+    }
+    if info.tracks_generation {
+        m.insert("generation".into(), json!(1));
+    } else {
+        m.remove("generation");
+    }
+    if is_crd(info) {
+        value["status"] = crd_status(value, &now);
+    } else if is_namespace(info) {
+        value["spec"] = json!({"finalizers": ["kubernetes"]});
+        value["status"] = json!({"phase": "Active"});
+    } else if info.status_subresource && !info.builtin {
+        // A custom resource's status is written through /status only.
+        value.as_object_mut().expect("checked").remove("status");
+    }
+}
+
 impl Store {
     /// Create `value` (namespace `ns` for namespaced resources). `dry_run` checks and returns the
     /// object without storing it.
@@ -96,62 +142,13 @@ impl Store {
         normalise_string_maps(&mut value);
         merge_string_data(info, &mut value);
         default_secret_type(info, &mut value);
-        let m = meta(&mut value);
-        if text_of(m, "name").is_empty() && !text_of(m, "generateName").is_empty() {
-            let name = generated_name(&text_of(m, "generateName"));
-            m.insert("name".into(), json!(name));
-        }
-        let name = text_of(m, "name");
+        let name = name_or_generated(&mut value);
         prune_custom(info, &mut value);
         validate_object(info, &value, None)?;
-        let now = now_rfc3339();
-        let m = meta(&mut value);
-        m.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
-        m.insert("creationTimestamp".into(), json!(now));
-        for server_owned in [
-            "resourceVersion",
-            "deletionTimestamp",
-            "deletionGracePeriodSeconds",
-            "managedFields",
-            "selfLink",
-        ] {
-            m.remove(server_owned);
-        }
-        if info.tracks_generation {
-            m.insert("generation".into(), json!(1));
-        } else {
-            m.remove("generation");
-        }
-        if is_crd(info) {
-            value["status"] = crd_status(&value, &now);
-        } else if is_namespace(info) {
-            value["spec"] = json!({"finalizers": ["kubernetes"]});
-            value["status"] = json!({"phase": "Active"});
-        } else if info.status_subresource && !info.builtin {
-            // A custom resource's status is written through /status only.
-            value.as_object_mut().expect("checked").remove("status");
-        }
-
+        set_created_fields(info, &mut value);
         let mut state = self.lock();
-        let key = (ns.unwrap_or("").to_string(), name.clone());
-        if info.namespaced {
-            let namespaces = state
-                .objects
-                .get(&ns_resource())
-                .expect("namespaces are built in");
-            if !namespaces.contains_key(&(String::new(), key.0.clone())) {
-                return Err(ApiError::NotFound {
-                    resource: "namespaces".into(),
-                    name: key.0,
-                });
-            }
-        }
-        if state.objects_of(info)?.contains_key(&key) {
-            return Err(ApiError::AlreadyExists {
-                resource: info.qualified_name(),
-                name,
-            });
-        }
+        let key = (ns.unwrap_or("").to_string(), name);
+        state.check_create_target(info, &key)?;
         if dry_run {
             return Ok(StoredObject::new(value, state.rv));
         }
@@ -425,6 +422,27 @@ impl Store {
 }
 
 impl State {
+    /// Where a new object `key` (namespace, name) goes: its namespace must exist (404 naming
+    /// the namespace) and the name must be free (409 AlreadyExists).
+    fn check_create_target(&self, info: &ResourceInfo, key: &(String, String)) -> Result<(), ApiError> {
+        if info.namespaced {
+            let namespaces = self.objects.get(&ns_resource()).expect("namespaces are built in");
+            if !namespaces.contains_key(&(String::new(), key.0.clone())) {
+                return Err(ApiError::NotFound {
+                    resource: "namespaces".into(),
+                    name: key.0.clone(),
+                });
+            }
+        }
+        if self.objects_of(info)?.contains_key(key) {
+            return Err(ApiError::AlreadyExists {
+                resource: info.qualified_name(),
+                name: key.1.clone(),
+            });
+        }
+        Ok(())
+    }
+
     pub(super) fn next_rv(&mut self) -> u64 {
         self.rv += 1;
         self.rv

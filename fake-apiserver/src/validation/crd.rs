@@ -98,39 +98,9 @@ pub(super) fn spec_causes(crd: &Value) -> Vec<Cause> {
     let (plural, group) = (text("/spec/names/plural"), text("/spec/group"));
     let mut causes = Causes(Vec::new());
     // validateCustomResourceDefinitionSpec.
-    if group.is_empty() {
-        causes.required("spec.group", "");
-    } else if group.len() > 253 || !super::is_dns1123_subdomain(group) {
-        causes.invalid("spec.group", group, SUBDOMAIN_MSG);
-    } else if !group.contains('.') {
-        causes.invalid("spec.group", group, "should be a domain with at least one dot");
-    }
-    match text("/spec/scope") {
-        "" => causes.required("spec.scope", ""),
-        "Cluster" | "Namespaced" => {}
-        other => causes.0.push(Cause {
-            reason: "FieldValueNotSupported",
-            message: format!("Unsupported value: {other:?}: supported values: \"Cluster\", \"Namespaced\""),
-            field: "spec.scope".into(),
-        }),
-    }
-    let versions = crd.pointer("/spec/versions").and_then(Value::as_array);
-    for (i, version) in versions.into_iter().flatten().enumerate() {
-        let version_name = version.get("name").and_then(Value::as_str).unwrap_or("");
-        if let Some(problem) = dns1035_problems(version_name) {
-            causes.invalid(&format!("spec.versions[{i}].name"), version_name, &problem);
-        }
-    }
-    if !versions.is_some_and(|v| v.iter().any(|v| v["served"] == Value::Bool(true))) {
-        causes.required("spec.versions", "must have at least one served version");
-    }
-    // The internal `spec.version` is the first version's name, and held to the same rule.
-    if let Some(first) = versions.and_then(|v| v.first()) {
-        let first = first.get("name").and_then(Value::as_str).unwrap_or("");
-        if let Some(problem) = dns1035_problems(first).filter(|_| !first.is_empty()) {
-            causes.invalid("spec.version", first, &problem);
-        }
-    }
+    causes.group(group);
+    causes.scope(text("/spec/scope"));
+    causes.versions(crd.pointer("/spec/versions").and_then(Value::as_array));
     if plural.is_empty() {
         causes.required("spec.names.plural", "");
     }
@@ -139,28 +109,90 @@ pub(super) fn spec_causes(crd: &Value) -> Vec<Cause> {
         causes.required("spec.names.kind", "");
     }
     // ValidateCustomResourceDefinitionNames.
-    for (field, value, mixed_case) in [
+    causes.names([
         ("spec.names.plural", plural, false),
         ("spec.names.singular", text("/spec/names/singular"), false),
         ("spec.names.kind", kind, true),
         ("spec.names.listKind", text("/spec/names/listKind"), true),
-    ] {
-        let checked = if mixed_case {
-            value.to_lowercase()
-        } else {
-            value.to_string()
-        };
-        if let Some(problem) = dns1035_problems(&checked).filter(|_| !value.is_empty()) {
-            let detail = if mixed_case {
-                format!("may have mixed case, but should otherwise match: {problem}")
-            } else {
-                problem
-            };
-            causes.invalid(field, value, &detail);
-        }
-    }
+    ]);
     // validateAPIApproval.
     if is_protected_group(group) {
+        causes.api_approval(crd);
+    }
+    causes.0
+}
+
+impl Causes {
+    /// `spec.group`: required, a DNS subdomain, and a domain with at least one dot.
+    fn group(&mut self, group: &str) {
+        if group.is_empty() {
+            self.required("spec.group", "");
+        } else if group.len() > 253 || !super::is_dns1123_subdomain(group) {
+            self.invalid("spec.group", group, SUBDOMAIN_MSG);
+        } else if !group.contains('.') {
+            self.invalid("spec.group", group, "should be a domain with at least one dot");
+        }
+    }
+
+    /// `spec.scope`: required, `Cluster` or `Namespaced`.
+    fn scope(&mut self, scope: &str) {
+        match scope {
+            "" => self.required("spec.scope", ""),
+            "Cluster" | "Namespaced" => {}
+            other => self.0.push(Cause {
+                reason: "FieldValueNotSupported",
+                message: format!(
+                    "Unsupported value: {other:?}: supported values: \"Cluster\", \"Namespaced\""
+                ),
+                field: "spec.scope".into(),
+            }),
+        }
+    }
+
+    /// `spec.versions`: each name a DNS-1035 label, at least one version served (this server's
+    /// rule, instead of upstream's storage rule), and the internal `spec.version` (the first
+    /// version's name) held to the same rule as the names.
+    fn versions(&mut self, versions: Option<&Vec<Value>>) {
+        for (i, version) in versions.into_iter().flatten().enumerate() {
+            let version_name = version.get("name").and_then(Value::as_str).unwrap_or("");
+            if let Some(problem) = dns1035_problems(version_name) {
+                self.invalid(&format!("spec.versions[{i}].name"), version_name, &problem);
+            }
+        }
+        if !versions.is_some_and(|v| v.iter().any(|v| v["served"] == Value::Bool(true))) {
+            self.required("spec.versions", "must have at least one served version");
+        }
+        if let Some(first) = versions.and_then(|v| v.first()) {
+            let first = first.get("name").and_then(Value::as_str).unwrap_or("");
+            if let Some(problem) = dns1035_problems(first).filter(|_| !first.is_empty()) {
+                self.invalid("spec.version", first, &problem);
+            }
+        }
+    }
+
+    /// `ValidateCustomResourceDefinitionNames`: each name given, as `(field, value, mixed
+    /// case)`, is a DNS-1035 label, once lowercased for the kinds (which may have mixed case).
+    fn names(&mut self, names: [(&str, &str, bool); 4]) {
+        for (field, value, mixed_case) in names {
+            let checked = if mixed_case {
+                value.to_lowercase()
+            } else {
+                value.to_string()
+            };
+            if let Some(problem) = dns1035_problems(&checked).filter(|_| !value.is_empty()) {
+                let detail = if mixed_case {
+                    format!("may have mixed case, but should otherwise match: {problem}")
+                } else {
+                    problem
+                };
+                self.invalid(field, value, &detail);
+            }
+        }
+    }
+
+    /// `validateAPIApproval` for a protected group: the approval annotation must be there, and
+    /// hold a URL or a reason starting with "unapproved".
+    fn api_approval(&mut self, crd: &Value) {
         let approval = crd
             .pointer("/metadata/annotations")
             .and_then(|a| a.get(APPROVAL_ANNOTATION))
@@ -172,19 +204,18 @@ pub(super) fn spec_causes(crd: &Value) -> Vec<Cause> {
                 .split_once("://")
                 .is_some_and(|(scheme, rest)| !scheme.is_empty() && !rest.is_empty());
         if approval.is_empty() {
-            causes.required(
+            self.required(
                 &field,
                 &format!("protected groups must have approval annotation {APPROVAL_ANNOTATION:?}, see https://github.com/kubernetes/enhancements/pull/1111"),
             );
         } else if !approved {
-            causes.invalid(
+            self.invalid(
                 &field,
                 approval,
                 &format!("protected groups must have approval annotation {APPROVAL_ANNOTATION:?} with either a URL or a reason starting with \"unapproved\", see https://github.com/kubernetes/enhancements/pull/1111"),
             );
         }
     }
-    causes.0
 }
 
 #[cfg(test)]

@@ -168,37 +168,56 @@ fn join(path: &str, key: &str) -> String {
     }
 }
 
+/// The causes of one value at `path` against its schema: its type, then its format and enum,
+/// then its fields or items, each against its own schema.
 fn check(schema: &Value, value: &Value, path: &str, out: &mut Vec<Cause>) {
     if value.is_null() {
         // Left only where the schema is nullable (pruning dropped the others).
         return;
     }
-    if let Some(wanted) = schema["type"].as_str()
-        && !type_matches(wanted, value)
-    {
-        let got = type_of(value);
-        out.push(Cause {
-            reason: "FieldValueTypeInvalid",
-            message: format!(
-                "Invalid value: {}: {path} in body must be of type {wanted}: {}",
-                quote(got),
-                quote(got)
-            ),
-            field: path.to_string(),
-        });
-        // kube-openapi checks an integer's (default) format too, and a fractional number fails
-        // it again, with no field path.
-        if wanted == "integer" && value.is_f64() {
-            out.push(Cause {
-                reason: "FieldValueInvalid",
-                message: format!(
-                    "Invalid value: \"\": Checked value must be of type integer (default format) in {path}"
-                ),
-                field: "<nil>".to_string(),
-            });
-        }
+    if !type_checks(schema, value, path, out) {
         return;
     }
+    check_byte_format(schema, value, path, out);
+    check_enum(schema, value, path, out);
+    check_children(schema, value, path, out);
+}
+
+/// Whether the value is of the schema's `type`; when it is not, the causes kube-openapi gives
+/// (and nothing below the value is checked).
+fn type_checks(schema: &Value, value: &Value, path: &str, out: &mut Vec<Cause>) -> bool {
+    let Some(wanted) = schema["type"].as_str() else {
+        return true;
+    };
+    if type_matches(wanted, value) {
+        return true;
+    }
+    let got = type_of(value);
+    out.push(Cause {
+        reason: "FieldValueTypeInvalid",
+        message: format!(
+            "Invalid value: {}: {path} in body must be of type {wanted}: {}",
+            quote(got),
+            quote(got)
+        ),
+        field: path.to_string(),
+    });
+    // kube-openapi checks an integer's (default) format too, and a fractional number fails
+    // it again, with no field path.
+    if wanted == "integer" && value.is_f64() {
+        out.push(Cause {
+            reason: "FieldValueInvalid",
+            message: format!(
+                "Invalid value: \"\": Checked value must be of type integer (default format) in {path}"
+            ),
+            field: "<nil>".to_string(),
+        });
+    }
+    false
+}
+
+/// `format: byte`: a string must be base64.
+fn check_byte_format(schema: &Value, value: &Value, path: &str, out: &mut Vec<Cause>) {
     if schema["format"] == "byte"
         && let Some(s) = value.as_str()
         && !is_base64(s)
@@ -213,6 +232,10 @@ fn check(schema: &Value, value: &Value, path: &str, out: &mut Vec<Cause>) {
             field: path.to_string(),
         });
     }
+}
+
+/// `enum`: the value must be one of those listed.
+fn check_enum(schema: &Value, value: &Value, path: &str, out: &mut Vec<Cause>) {
     if let Some(allowed) = schema["enum"].as_array()
         && !allowed.contains(value)
     {
@@ -230,6 +253,11 @@ fn check(schema: &Value, value: &Value, path: &str, out: &mut Vec<Cause>) {
             field: path.to_string(),
         });
     }
+}
+
+/// An object's required fields and each field against its property (or
+/// `additionalProperties`) schema; an array's items against `items`.
+fn check_children(schema: &Value, value: &Value, path: &str, out: &mut Vec<Cause>) {
     match value {
         Value::Object(map) => {
             check_required(schema, map, path, out);

@@ -71,6 +71,12 @@ impl Mode {
         self != Mode::Legacy
     }
 
+    /// The group users and groups are checked in: `authentication.k8s.io` for the constrained
+    /// modes, the core group for legacy.
+    fn users_group(self) -> &'static str {
+        if self.constrained() { AUTHENTICATION } else { "" }
+    }
+
     /// The verb of the per-field checks.
     fn verb(self) -> String {
         match self {
@@ -234,12 +240,30 @@ impl Checker<'_> {
             on.verb = format!("impersonate-on:{}:{}", mode.name(), self.request.verb);
             self.check(mode, on)?;
         }
-        let constrained = mode.constrained();
-        let users_group = if constrained { AUTHENTICATION } else { "" };
         let mut actual = wanted.clone();
+        self.authorize_username(mode, wanted, &mut actual)?;
+        // authorizeUID
+        if !wanted.uid.is_empty() {
+            self.check(mode, self.field(mode, AUTHENTICATION, "uids", &wanted.uid))?;
+        }
+        self.authorize_groups(mode, &wanted.groups)?;
+        self.authorize_extra(mode, &wanted.extra)?;
+        add_authentication_group(&mut actual);
+        Ok(Some(actual))
+    }
 
-        // authorizeUsername
-        let mut user = self.field(mode, users_group, "users", &wanted.user);
+    /// `authorizeUsername`: may the requestor impersonate the user name? A node's name is
+    /// checked as the node (whose groups become `system:nodes`), a service account's as the
+    /// service account (whose groups, when none are asked for, become its two service-account
+    /// groups); constrained modes refuse groups for either.
+    fn authorize_username(
+        &self,
+        mode: Mode,
+        wanted: &Identity,
+        actual: &mut Identity,
+    ) -> Result<(), ApiError> {
+        let constrained = mode.constrained();
+        let mut user = self.field(mode, mode.users_group(), "users", &wanted.user);
         if let Some(node) = node_name(&wanted.user).filter(|_| constrained) {
             user.resource = "nodes".into();
             user.name = Some(node.to_string());
@@ -274,77 +298,89 @@ impl Checker<'_> {
                 ];
             }
         }
-        self.check(mode, user)?;
+        self.check(mode, user)
+    }
 
-        // authorizeUID
-        if !wanted.uid.is_empty() {
-            self.check(mode, self.field(mode, AUTHENTICATION, "uids", &wanted.uid))?;
+    /// `authorizeGroups`: may the requestor impersonate each group? Constrained modes refuse
+    /// the empty group and `system:masters`, and accept four or more groups at once when `*`
+    /// is allowed.
+    fn authorize_groups(&self, mode: Mode, wanted: &[String]) -> Result<(), ApiError> {
+        if wanted.is_empty() {
+            return Ok(());
         }
-
-        // authorizeGroups
-        if !wanted.groups.is_empty() {
-            let mut groups = self.field(mode, users_group, "groups", "");
-            if constrained {
-                if wanted.groups.iter().any(String::is_empty) {
-                    return Err(groups.denial(
-                        self.requestor,
-                        "impersonating the empty string group is not allowed",
-                    ));
-                }
-                if wanted.groups.iter().any(|g| g == "system:masters") {
-                    groups.name = Some("system:masters".into());
-                    return Err(groups.denial(
-                        self.requestor,
-                        "impersonating the system:masters group is not allowed",
-                    ));
-                }
+        let constrained = mode.constrained();
+        let mut groups = self.field(mode, mode.users_group(), "groups", "");
+        if constrained {
+            if wanted.iter().any(String::is_empty) {
+                return Err(groups.denial(
+                    self.requestor,
+                    "impersonating the empty string group is not allowed",
+                ));
             }
-            let all = constrained && wanted.groups.len() >= 4 && {
-                groups.name = Some("*".into());
-                self.check(mode, groups.clone()).is_ok()
-            };
-            if !all {
-                for group in &wanted.groups {
-                    groups.name = Some(group.clone()).filter(|g| !g.is_empty());
-                    self.check(mode, groups.clone())?;
-                }
+            if wanted.iter().any(|g| g == "system:masters") {
+                groups.name = Some("system:masters".into());
+                return Err(groups.denial(
+                    self.requestor,
+                    "impersonating the system:masters group is not allowed",
+                ));
             }
         }
-
-        // authorizeExtra
-        if !wanted.extra.is_empty() {
-            let mut extras = self.field(mode, AUTHENTICATION, "userextras", "");
-            if constrained && let Some(why) = invalid_extra(&wanted.extra) {
-                return Err(extras.denial(self.requestor, &why));
-            }
-            let count: usize = wanted.extra.values().map(Vec::len).sum();
-            let all = constrained && (wanted.extra.len() >= 4 || count >= 4) && {
-                extras.subresource = Some("*".into());
-                extras.name = Some("*".into());
-                self.check(mode, extras.clone()).is_ok()
-            };
-            if !all {
-                for (key, values) in &wanted.extra {
-                    extras.subresource = Some(key.clone()).filter(|k| !k.is_empty());
-                    for value in values {
-                        extras.name = Some(value.clone()).filter(|v| !v.is_empty());
-                        self.check(mode, extras.clone())?;
-                    }
-                }
-            }
-        }
-
-        let ensure = |groups: &mut Vec<String>, g: &str| {
-            if !groups.iter().any(|x| x == g) {
-                groups.push(g.to_string());
-            }
+        let all = constrained && wanted.len() >= 4 && {
+            groups.name = Some("*".into());
+            self.check(mode, groups.clone()).is_ok()
         };
-        if actual.user == "system:anonymous" {
-            ensure(&mut actual.groups, "system:unauthenticated");
-        } else if !actual.groups.iter().any(|g| g == "system:unauthenticated") {
-            ensure(&mut actual.groups, "system:authenticated");
+        if !all {
+            for group in wanted {
+                groups.name = Some(group.clone()).filter(|g| !g.is_empty());
+                self.check(mode, groups.clone())?;
+            }
         }
-        Ok(Some(actual))
+        Ok(())
+    }
+
+    /// `authorizeExtra`: may the requestor impersonate each extra value (the key as
+    /// subresource, the value as name)? Constrained modes validate the extra first, and accept
+    /// four or more keys or values at once when `*`/`*` is allowed.
+    fn authorize_extra(&self, mode: Mode, wanted: &BTreeMap<String, Vec<String>>) -> Result<(), ApiError> {
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        let constrained = mode.constrained();
+        let mut extras = self.field(mode, AUTHENTICATION, "userextras", "");
+        if constrained && let Some(why) = invalid_extra(wanted) {
+            return Err(extras.denial(self.requestor, &why));
+        }
+        let count: usize = wanted.values().map(Vec::len).sum();
+        let all = constrained && (wanted.len() >= 4 || count >= 4) && {
+            extras.subresource = Some("*".into());
+            extras.name = Some("*".into());
+            self.check(mode, extras.clone()).is_ok()
+        };
+        if !all {
+            for (key, values) in wanted {
+                extras.subresource = Some(key.clone()).filter(|k| !k.is_empty());
+                for value in values {
+                    extras.name = Some(value.clone()).filter(|v| !v.is_empty());
+                    self.check(mode, extras.clone())?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Puts the impersonated user in `system:unauthenticated` if it is `system:anonymous`, else in
+/// `system:authenticated` unless it already claims to be unauthenticated.
+fn add_authentication_group(actual: &mut Identity) {
+    let ensure = |groups: &mut Vec<String>, g: &str| {
+        if !groups.iter().any(|x| x == g) {
+            groups.push(g.to_string());
+        }
+    };
+    if actual.user == "system:anonymous" {
+        ensure(&mut actual.groups, "system:unauthenticated");
+    } else if !actual.groups.iter().any(|g| g == "system:unauthenticated") {
+        ensure(&mut actual.groups, "system:authenticated");
     }
 }
 

@@ -132,109 +132,146 @@ impl Scanner {
                 *self.stack.last_mut().expect("inside an object") = Container::ObjectValue;
                 self.end_value(c)
             }
-            Step::BeginStringOrEmpty | Step::BeginString => {
-                if is_space(c) {
-                    Ok(())
-                } else if c == b'"' {
-                    self.step = Step::InString;
-                    Ok(())
-                } else {
-                    Err(invalid(c, "looking for beginning of object key string"))
-                }
-            }
+            Step::BeginStringOrEmpty | Step::BeginString => self.begin_key(c),
             Step::EndValue => self.end_value(c),
             Step::EndTop => Self::end_top(c),
-            Step::InString => {
-                match c {
-                    b'"' => self.step = Step::EndValue,
-                    b'\\' => self.step = Step::InStringEscape,
-                    0x00..=0x1f => return Err(invalid(c, "in string literal")),
-                    _ => {}
-                }
-                Ok(())
-            }
-            Step::InStringEscape => {
-                self.step = match c {
-                    b'b' | b'f' | b'n' | b'r' | b't' | b'\\' | b'/' | b'"' => Step::InString,
-                    b'u' => Step::InUnicodeEscape(0),
-                    _ => return Err(invalid(c, "in string escape code")),
-                };
-                Ok(())
-            }
-            Step::InUnicodeEscape(read) => {
-                if !c.is_ascii_hexdigit() {
-                    return Err(invalid(c, "in \\u hexadecimal character escape"));
-                }
-                self.step = if read == 3 {
-                    Step::InString
-                } else {
-                    Step::InUnicodeEscape(read + 1)
-                };
-                Ok(())
-            }
-            Step::Minus => {
-                self.step = match c {
-                    b'0' => Step::Integer { zero: true },
-                    b'1'..=b'9' => Step::Integer { zero: false },
-                    _ => return Err(invalid(c, "in numeric literal")),
-                };
-                Ok(())
-            }
+            Step::InString => self.in_string(c),
+            Step::InStringEscape => self.in_string_escape(c),
+            Step::InUnicodeEscape(read) => self.in_unicode_escape(read, c),
+            Step::Minus => self.after_minus(c),
             Step::Integer { zero: false } if c.is_ascii_digit() => Ok(()),
-            Step::Integer { .. } => match c {
-                b'.' => {
-                    self.step = Step::Dot;
-                    Ok(())
-                }
-                b'e' | b'E' => {
-                    self.step = Step::Exponent;
-                    Ok(())
-                }
-                _ => self.end_value(c),
-            },
-            Step::Dot => {
-                if !c.is_ascii_digit() {
-                    return Err(invalid(c, "after decimal point in numeric literal"));
-                }
-                self.step = Step::Fraction;
-                Ok(())
-            }
-            Step::Fraction => match c {
-                b'0'..=b'9' => Ok(()),
-                b'e' | b'E' => {
-                    self.step = Step::Exponent;
-                    Ok(())
-                }
-                _ => self.end_value(c),
-            },
+            Step::Integer { .. } => self.after_integer(c),
+            Step::Dot => self.after_dot(c),
+            Step::Fraction => self.in_fraction(c),
             Step::Exponent if matches!(c, b'+' | b'-') => {
                 self.step = Step::ExponentSign;
                 Ok(())
             }
-            Step::Exponent | Step::ExponentSign => {
-                if !c.is_ascii_digit() {
-                    return Err(invalid(c, "in exponent of numeric literal"));
-                }
-                self.step = Step::ExponentDigits;
-                Ok(())
-            }
+            Step::Exponent | Step::ExponentSign => self.exponent_digit(c),
             Step::ExponentDigits if c.is_ascii_digit() => Ok(()),
             Step::ExponentDigits => self.end_value(c),
-            Step::Literal { word, rest } => {
-                let want = rest[0];
-                if c != want {
-                    return Err(invalid(
-                        c,
-                        &format!("in literal {word} (expecting {})", quote_char(want)),
-                    ));
-                }
-                self.step = match &rest[1..] {
-                    [] => Step::EndValue,
-                    more => Step::Literal { word, rest: more },
-                };
+            Step::Literal { word, rest } => self.in_literal(word, rest, c),
+        }
+    }
+
+    /// Where an object key may begin (`stateBeginString`): spaces, then its opening quote.
+    fn begin_key(&mut self, c: u8) -> Result<(), String> {
+        if is_space(c) {
+            Ok(())
+        } else if c == b'"' {
+            self.step = Step::InString;
+            Ok(())
+        } else {
+            Err(invalid(c, "looking for beginning of object key string"))
+        }
+    }
+
+    /// Inside a string (`stateInString`): a quote ends it, a backslash begins an escape, and a
+    /// control character is refused.
+    fn in_string(&mut self, c: u8) -> Result<(), String> {
+        match c {
+            b'"' => self.step = Step::EndValue,
+            b'\\' => self.step = Step::InStringEscape,
+            0x00..=0x1f => return Err(invalid(c, "in string literal")),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// After a backslash in a string (`stateInStringEsc`): one of JSON's escapes, or `u`.
+    fn in_string_escape(&mut self, c: u8) -> Result<(), String> {
+        self.step = match c {
+            b'b' | b'f' | b'n' | b'r' | b't' | b'\\' | b'/' | b'"' => Step::InString,
+            b'u' => Step::InUnicodeEscape(0),
+            _ => return Err(invalid(c, "in string escape code")),
+        };
+        Ok(())
+    }
+
+    /// Inside `\u` with `read` hex digits read (`stateInStringEscU*`): four hex digits.
+    fn in_unicode_escape(&mut self, read: u8, c: u8) -> Result<(), String> {
+        if !c.is_ascii_hexdigit() {
+            return Err(invalid(c, "in \\u hexadecimal character escape"));
+        }
+        self.step = if read == 3 {
+            Step::InString
+        } else {
+            Step::InUnicodeEscape(read + 1)
+        };
+        Ok(())
+    }
+
+    /// After a leading `-` (`stateNeg`): the integer part's first digit.
+    fn after_minus(&mut self, c: u8) -> Result<(), String> {
+        self.step = match c {
+            b'0' => Step::Integer { zero: true },
+            b'1'..=b'9' => Step::Integer { zero: false },
+            _ => return Err(invalid(c, "in numeric literal")),
+        };
+        Ok(())
+    }
+
+    /// After the integer part (`state0`, and `state1` past its digits): a fraction, an
+    /// exponent, or the end of the number.
+    fn after_integer(&mut self, c: u8) -> Result<(), String> {
+        match c {
+            b'.' => {
+                self.step = Step::Dot;
                 Ok(())
             }
+            b'e' | b'E' => {
+                self.step = Step::Exponent;
+                Ok(())
+            }
+            _ => self.end_value(c),
         }
+    }
+
+    /// After the decimal point (`stateDot`): a digit.
+    fn after_dot(&mut self, c: u8) -> Result<(), String> {
+        if !c.is_ascii_digit() {
+            return Err(invalid(c, "after decimal point in numeric literal"));
+        }
+        self.step = Step::Fraction;
+        Ok(())
+    }
+
+    /// In the fraction (`stateDot0`): more digits, an exponent, or the end of the number.
+    fn in_fraction(&mut self, c: u8) -> Result<(), String> {
+        match c {
+            b'0'..=b'9' => Ok(()),
+            b'e' | b'E' => {
+                self.step = Step::Exponent;
+                Ok(())
+            }
+            _ => self.end_value(c),
+        }
+    }
+
+    /// After `e` and its sign, if any (`stateE`, `stateESign`): the exponent's first digit.
+    fn exponent_digit(&mut self, c: u8) -> Result<(), String> {
+        if !c.is_ascii_digit() {
+            return Err(invalid(c, "in exponent of numeric literal"));
+        }
+        self.step = Step::ExponentDigits;
+        Ok(())
+    }
+
+    /// Inside `true`, `false` or `null` (`stateT`, `stateTr`, …): the next letter of `word`,
+    /// `rest` being those still to come.
+    fn in_literal(&mut self, word: &'static str, rest: &'static [u8], c: u8) -> Result<(), String> {
+        let want = rest[0];
+        if c != want {
+            return Err(invalid(
+                c,
+                &format!("in literal {word} (expecting {})", quote_char(want)),
+            ));
+        }
+        self.step = match &rest[1..] {
+            [] => Step::EndValue,
+            more => Step::Literal { word, rest: more },
+        };
+        Ok(())
     }
 
     fn begin_value(&mut self, c: u8) -> Result<(), String> {
