@@ -114,6 +114,10 @@ pub enum NodeError {
     },
     #[error("node {node}: {path:?} is not an absolute path inside the node")]
     BadPath { node: String, path: String },
+    /// The node cannot run the agent the run names (an agent image on an embedded node, another
+    /// agent than the reference daemon on a light node).
+    #[error("node {node}: cannot run the agent: {reason}")]
+    Agent { node: String, reason: String },
     /// The node's clock did not follow the scenario's (a container node's control socket gone).
     #[error("node {node}: its clock did not follow the scenario's to {at}: {reason}")]
     Clock {

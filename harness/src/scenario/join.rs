@@ -190,12 +190,9 @@ fn light_node(
 ) -> Result<Arc<dyn Node>, crate::node::NodeError> {
     let profile = options.profile;
     let (Some(light), AgentKind::Reference) = (light, &options.agent) else {
-        return Err(crate::node::NodeError::Io {
+        return Err(crate::node::NodeError::Agent {
             node: name.into(),
-            path: "<agent>".into(),
-            source: std::io::Error::other(
-                "light nodes run the reference daemon in this process, with the scenario's shared clients (tag the scenario @light: a run with another agent then skips it)",
-            ),
+            reason: "light nodes run the reference daemon in this process, with the scenario's shared clients (tag the scenario @light: a run with another agent then skips it)".into(),
         });
     };
     let node = EmbeddedNode::new(name, &[KUBELET_UNIT, CRIO_UNIT, AGENT_UNIT], clock)?;
@@ -251,10 +248,9 @@ fn embedded_node(
             node_tools: node_tools.clone(),
         }),
         AgentKind::Image { image, .. } => {
-            return Err(crate::node::NodeError::Io {
+            return Err(crate::node::NodeError::Agent {
                 node: name.into(),
-                path: "<agent>".into(),
-                source: std::io::Error::other(format!("the agent image {image} needs container nodes")),
+                reason: format!("the agent image {image} needs container nodes"),
             });
         }
     };

@@ -294,6 +294,7 @@ fn failure(e: &NodeError) -> ControlFailure {
         NodeError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => "not-found",
         NodeError::Io { .. } => "io",
         NodeError::Clock { .. } => "clock",
+        NodeError::Agent { .. } => "agent",
     };
     let message = match e {
         NodeError::Io { source, .. } => source.to_string(),
