@@ -24,7 +24,7 @@ use tokio::time::Instant;
 
 /// The connection timeouts; the defaults are kube-apiserver's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Timeouts {
+pub(crate) struct Timeouts {
     pub read_header: Duration,
     pub idle: Duration,
 }
@@ -62,7 +62,7 @@ pub(crate) struct Activity {
 }
 
 impl Activity {
-    pub fn new() -> Arc<Self> {
+    pub(crate) fn new() -> Arc<Self> {
         Arc::new(Activity {
             state: Mutex::new(State {
                 in_flight: 0,
@@ -79,7 +79,7 @@ impl Activity {
     }
 
     /// A request arrived; it is in flight until the guard (kept by its response body) drops.
-    pub fn begin(self: &Arc<Self>) -> InFlight {
+    pub(crate) fn begin(self: &Arc<Self>) -> InFlight {
         {
             let mut state = self.state();
             state.in_flight += 1;
@@ -118,7 +118,7 @@ impl Activity {
     }
 
     /// Resolves when the connection has outstayed its timeouts.
-    pub async fn expired(&self, timeouts: Timeouts, h2: bool) {
+    pub(crate) async fn expired(&self, timeouts: Timeouts, h2: bool) {
         loop {
             let changed = self.changed.notified();
             tokio::pin!(changed);
@@ -170,7 +170,7 @@ pub(crate) struct Held {
 }
 
 impl Held {
-    pub fn new(body: crate::http::Body, in_flight: InFlight) -> Self {
+    pub(crate) fn new(body: crate::http::Body, in_flight: InFlight) -> Self {
         Held {
             body,
             _in_flight: in_flight,
@@ -206,7 +206,7 @@ pub(crate) struct ConnIo<T: AsyncRead + AsyncWrite + Unpin + Send + 'static> {
 }
 
 impl<T: AsyncRead + AsyncWrite + Unpin + Send + 'static> ConnIo<T> {
-    pub fn new(inner: T, activity: Arc<Activity>) -> Self {
+    pub(crate) fn new(inner: T, activity: Arc<Activity>) -> Self {
         ConnIo {
             inner: Some(inner),
             activity,

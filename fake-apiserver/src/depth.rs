@@ -30,7 +30,7 @@ const DEEP_STACK: usize = 64 * 1024 * 1024;
 /// The opening character of the first container nested deeper than [`MAX_DEPTH`] in a JSON
 /// text, as Go's scanner reports it; `None` when the text stays within the bound. Brackets
 /// inside strings do not count; the text need not be valid JSON.
-pub fn too_deep(text: &[u8]) -> Option<u8> {
+pub(crate) fn too_deep(text: &[u8]) -> Option<u8> {
     let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
     for &c in text {
         if in_string {
@@ -58,12 +58,12 @@ pub fn too_deep(text: &[u8]) -> Option<u8> {
 }
 
 /// Go's wording for a document nested too deeply (`SyntaxError` from `encoding/json`).
-pub fn too_deep_message(opening: u8) -> String {
+pub(crate) fn too_deep_message(opening: u8) -> String {
     format!("invalid character '{}' exceeded max depth", opening as char)
 }
 
 /// How many containers nest along the deepest path of `value` (a scalar is 0, `{}` is 1).
-pub fn value_depth(value: &Value) -> usize {
+pub(crate) fn value_depth(value: &Value) -> usize {
     let mut deepest = 0;
     let mut stack = vec![(value, 0usize)];
     while let Some((v, above)) = stack.pop() {
@@ -80,7 +80,7 @@ pub fn value_depth(value: &Value) -> usize {
 
 /// Parse JSON with no recursion limit of the parser's own. Callers bound the depth with
 /// [`too_deep`] first and call this on a deep stack.
-pub fn parse(text: &[u8]) -> serde_json::Result<Value> {
+pub(crate) fn parse(text: &[u8]) -> serde_json::Result<Value> {
     let mut de = serde_json::Deserializer::from_slice(text);
     de.disable_recursion_limit();
     let value = Value::deserialize(&mut de)?;
@@ -90,7 +90,7 @@ pub fn parse(text: &[u8]) -> serde_json::Result<Value> {
 
 /// Drop a value with a loop: containers are emptied onto a heap stack before they go, so no
 /// drop recurses.
-pub fn dismantle(value: Value) {
+pub(crate) fn dismantle(value: Value) {
     let mut stack = vec![value];
     while let Some(mut v) = stack.pop() {
         match &mut v {
@@ -127,7 +127,7 @@ impl Drop for DeepValue {
 
 /// The compact JSON of `value`, byte for byte what `serde_json::to_vec` writes, written by a
 /// loop.
-pub fn to_vec(value: &Value) -> Vec<u8> {
+pub(crate) fn to_vec(value: &Value) -> Vec<u8> {
     enum Step<'a> {
         Value(&'a Value),
         Key(&'a str),
@@ -209,7 +209,7 @@ fn deep_stack_pool() -> Result<&'static std::sync::Mutex<std::sync::mpsc::Sender
 
 /// Run `work` on a thread with a deep stack and wait for it without blocking the async worker.
 /// A panic in `work` comes back as `Err` with its message.
-pub async fn on_deep_stack<T: Send + 'static>(
+pub(crate) async fn on_deep_stack<T: Send + 'static>(
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, String> {
     let (tx, rx) = tokio::sync::oneshot::channel();

@@ -248,7 +248,7 @@ impl ApiError {
 }
 
 /// The `reason` kube-apiserver pairs with an HTTP code (`metav1.StatusReason`).
-pub fn reason_for_code(code: u16) -> &'static str {
+pub(crate) fn reason_for_code(code: u16) -> &'static str {
     match code {
         400 => "BadRequest",
         401 => "Unauthorized",
@@ -272,7 +272,7 @@ pub fn reason_for_code(code: u16) -> &'static str {
 /// The start of a body as kube-apiserver quotes it in decode errors (apiserver
 /// `endpoints/handlers/rest.go`, `summarizeData`): 30 bytes then " ...", as text when it opens
 /// with `{`, else in hex.
-pub fn summarize_data(body: &[u8]) -> String {
+pub(crate) fn summarize_data(body: &[u8]) -> String {
     const SHOWN: usize = 30;
     if body.is_empty() {
         return "<empty>".into();
@@ -291,7 +291,7 @@ pub fn summarize_data(body: &[u8]) -> String {
 }
 
 /// The `Success` Status a DELETE of a built-in object answers with.
-pub fn success_status(resource: &str, name: &str, uid: &str) -> Value {
+pub(crate) fn success_status(resource: &str, name: &str, uid: &str) -> Value {
     json!({
         "kind": "Status",
         "apiVersion": "v1",

@@ -79,7 +79,7 @@ impl Rule {
 
 /// The pending request faults.
 #[derive(Debug, Default)]
-pub struct Faults {
+pub(crate) struct Faults {
     rules: Mutex<Vec<Rule>>,
 }
 

@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 /// Why a patch could not be applied.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PatchError {
+pub(crate) enum PatchError {
     /// The body is not a patch of the declared type (400).
     #[error("{0}")]
     Malformed(String),
@@ -30,7 +30,7 @@ pub enum PatchError {
 }
 
 /// RFC 7386.
-pub fn merge_patch(target: &mut Value, patch: &Value) {
+pub(crate) fn merge_patch(target: &mut Value, patch: &Value) {
     let Value::Object(patch) = patch else {
         *target = patch.clone();
         return;
@@ -51,14 +51,14 @@ pub fn merge_patch(target: &mut Value, patch: &Value) {
 /// kube-apiserver's bounds on a JSON patch (apiserver `endpoints/handlers/patch.go`
 /// `maxJSONPatchOperations`, `server/config.go` `JSONPatchMaxCopyBytes`): they keep a patch of
 /// `copy` operations from doubling a document into exhaustion.
-pub const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
-pub const MAX_JSON_PATCH_COPY_BYTES: usize = 3 * 1024 * 1024;
+pub(crate) const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
+pub(crate) const MAX_JSON_PATCH_COPY_BYTES: usize = 3 * 1024 * 1024;
 
 /// RFC 6902. A body that is not an array of operations, or an operation that fails (including
 /// `test`), is `NotApplicable`, and the document is left as it was. Over
 /// `MAX_JSON_PATCH_OPERATIONS` operations is `TooManyOperations`; `copy` operations that copy
 /// more than `MAX_JSON_PATCH_COPY_BYTES` in all are `NotApplicable`.
-pub fn json_patch(target: &mut Value, patch: &Value) -> Result<(), PatchError> {
+pub(crate) fn json_patch(target: &mut Value, patch: &Value) -> Result<(), PatchError> {
     let ops: json_patch::Patch = serde_json::from_value(patch.clone())
         .map_err(|e| PatchError::NotApplicable(format!("invalid JSON patch: {e}")))?;
     if ops.0.len() > MAX_JSON_PATCH_OPERATIONS {
@@ -132,7 +132,7 @@ const DIRECTIVE: &str = "$patch";
 const DELETE_FROM_PRIMITIVE: &str = "$deleteFromPrimitiveList/";
 
 /// Strategic merge patch over a document of a built-in type.
-pub fn strategic_merge_patch(target: &mut Value, patch: &Value) -> Result<(), PatchError> {
+pub(crate) fn strategic_merge_patch(target: &mut Value, patch: &Value) -> Result<(), PatchError> {
     let Value::Object(patch) = patch else {
         return Err(PatchError::Malformed(
             "a strategic merge patch must be a JSON object".into(),

@@ -273,7 +273,7 @@ impl Registry {
 
 /// `(group, version)` of an `apiVersion` (apimachinery `schema.ParseGroupVersion`): `""`,
 /// `version` or `group/version`; `None` for more than one slash.
-pub fn parse_group_version(api_version: &str) -> Option<(String, String)> {
+pub(crate) fn parse_group_version(api_version: &str) -> Option<(String, String)> {
     match api_version.split('/').collect::<Vec<_>>().as_slice() {
         [""] => Some((String::new(), String::new())),
         [version] => Some((String::new(), version.to_string())),
@@ -283,7 +283,7 @@ pub fn parse_group_version(api_version: &str) -> Option<(String, String)> {
 }
 
 /// One `ResourceInfo` per served version of a CRD.
-pub fn resources_from_crd(crd: &Value) -> Vec<ResourceInfo> {
+pub(crate) fn resources_from_crd(crd: &Value) -> Vec<ResourceInfo> {
     let spec = &crd["spec"];
     let names = &spec["names"];
     let text = |v: &Value| v.as_str().unwrap_or_default().to_string();

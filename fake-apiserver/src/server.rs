@@ -11,7 +11,7 @@ use crate::error::ApiError;
 use crate::faults::Faults;
 use crate::handle::ServerHandle;
 use crate::pki::{CertificateAuthority, DEFAULT_SERVING_HOSTS, PkiError, ServingCert};
-pub use crate::shared::Shared;
+pub(crate) use crate::shared::Shared;
 use crate::shared::read;
 use crate::store::{Store, StoreConfig, Subresource};
 use crate::tls::{TlsError, server_config};
@@ -28,7 +28,7 @@ use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
 /// Default request body limit, kube-apiserver's own (3 MiB).
-pub const DEFAULT_BODY_LIMIT: usize = 3 * 1024 * 1024;
+pub(crate) const DEFAULT_BODY_LIMIT: usize = 3 * 1024 * 1024;
 
 /// How long a dropped connection may finish what it is doing after its GOAWAY.
 const DROP_GRACE: Duration = Duration::from_secs(1);
@@ -326,7 +326,7 @@ fn seed(store: &Store, objects: Vec<Value>) -> Result<(), StartError> {
 
 /// Accept connections until `shutdown`; each gets TLS, its certificate judged once, and
 /// HTTP/1.1 or h2 as ALPN chose.
-pub async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: CancellationToken) {
+pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>, shutdown: CancellationToken) {
     loop {
         let tcp = tokio::select! {
             _ = shutdown.cancelled() => return,

@@ -19,7 +19,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// State every connection and request shares.
-pub struct Shared {
+pub(crate) struct Shared {
     pub(crate) store: Store,
     pub(crate) policy: Policy,
     pub(crate) faults: Faults,

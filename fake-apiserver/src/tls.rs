@@ -74,12 +74,12 @@ pub enum TlsError {
     Rustls(#[from] rustls::Error),
 }
 
-pub fn provider() -> Arc<CryptoProvider> {
+pub(crate) fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
 /// A server config for this serving chain (leaf first) and key, hinting these CA subjects.
-pub fn server_config(
+pub(crate) fn server_config(
     chain_pem: &str,
     key_pem: &str,
     hint_subjects: Vec<Vec<u8>>,

@@ -35,7 +35,7 @@ enum State {
 pub(crate) struct PendingBody(Arc<Mutex<State>>);
 
 impl PendingBody {
-    pub fn new(body: Incoming) -> Self {
+    pub(crate) fn new(body: Incoming) -> Self {
         PendingBody(Arc::new(Mutex::new(State::Unread(body))))
     }
 

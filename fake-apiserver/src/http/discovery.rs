@@ -10,7 +10,7 @@ use http::HeaderMap;
 use serde_json::{Value, json};
 
 /// The version this server reports (the Kubernetes minor the k8s-openapi types are built for).
-pub fn version() -> Value {
+pub(super) fn version() -> Value {
     json!({
         "major": "1",
         "minor": "33",
@@ -28,13 +28,13 @@ const STATUS_VERBS: &[&str] = &["get", "patch", "update"];
 
 /// Which discovery document shape the client asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shape {
+pub(super) enum Shape {
     Legacy,
     Aggregated(&'static str),
 }
 
 /// The first media type in Accept that this server serves.
-pub fn shape(headers: &HeaderMap) -> Shape {
+pub(super) fn shape(headers: &HeaderMap) -> Shape {
     let accept = headers
         .get(http::header::ACCEPT)
         .and_then(|v| v.to_str().ok())
@@ -58,12 +58,12 @@ pub fn shape(headers: &HeaderMap) -> Shape {
     Shape::Legacy
 }
 
-pub fn aggregated_content_type(version: &str) -> String {
+pub(super) fn aggregated_content_type(version: &str) -> String {
     format!("application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList")
 }
 
 /// `/api`.
-pub fn core_versions(registry: &Registry, shape: Shape, server_address: &str) -> Value {
+pub(super) fn core_versions(registry: &Registry, shape: Shape, server_address: &str) -> Value {
     match shape {
         Shape::Legacy => json!({
             "kind": "APIVersions",
@@ -75,7 +75,7 @@ pub fn core_versions(registry: &Registry, shape: Shape, server_address: &str) ->
 }
 
 /// `/apis`.
-pub fn groups(registry: &Registry, shape: Shape) -> Value {
+pub(super) fn groups(registry: &Registry, shape: Shape) -> Value {
     match shape {
         Shape::Legacy => json!({
             "kind": "APIGroupList",
@@ -87,7 +87,7 @@ pub fn groups(registry: &Registry, shape: Shape) -> Value {
 }
 
 /// `/apis/{group}`.
-pub fn group(registry: &Registry, name: &str) -> Result<Value, ApiError> {
+pub(super) fn group(registry: &Registry, name: &str) -> Result<Value, ApiError> {
     if name.is_empty() || registry.versions_of(name).is_empty() {
         return Err(ApiError::NoSuchResource);
     }
@@ -107,7 +107,7 @@ fn group_doc(registry: &Registry, group: &str) -> Value {
 }
 
 /// `/api/v1` or `/apis/{group}/{version}` as an `APIResourceList`.
-pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Result<Value, ApiError> {
+pub(super) fn resource_list(registry: &Registry, group: &str, version: &str) -> Result<Value, ApiError> {
     let resources = registry.resources_of(group, version);
     if resources.is_empty() {
         return Err(ApiError::NoSuchResource);

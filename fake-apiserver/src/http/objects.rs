@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 
 /// The Kubernetes verb for a method on a collection or an object.
-pub fn verb(method: &Method, named: bool, watch: bool) -> Result<&'static str, ApiError> {
+pub(super) fn verb(method: &Method, named: bool, watch: bool) -> Result<&'static str, ApiError> {
     Ok(match (method.as_str(), named) {
         ("GET", false) if watch => "watch",
         ("GET", false) => "list",
@@ -37,7 +37,7 @@ pub fn verb(method: &Method, named: bool, watch: bool) -> Result<&'static str, A
 
 /// One request on a resource: resolve what it addresses, authorize its verb, negotiate its
 /// output, and run the verb.
-pub async fn handle(
+pub(super) async fn handle(
     shared: &Arc<Shared>,
     who: &Identity,
     attrs: RequestAttributes,
@@ -307,7 +307,7 @@ async fn deep<T: Send + 'static>(
     depth::on_deep_stack(work).await.map_err(ApiError::Internal)?
 }
 
-pub fn filter_for(
+pub(super) fn filter_for(
     info: &ResourceInfo,
     ns: Option<&str>,
     name: Option<&str>,
@@ -417,7 +417,7 @@ fn list_now(
 }
 
 /// A `<Kind>List`, assembled from the stored bytes of its items.
-pub fn list_body(
+pub(super) fn list_body(
     info: &ResourceInfo,
     rv: u64,
     items: &[Arc<StoredObject>],

@@ -28,7 +28,7 @@ fn group_version_key(group: &str, version: &str) -> String {
 }
 
 /// `/openapi/v3`.
-pub fn v3_root(registry: &Registry) -> Value {
+pub(super) fn v3_root(registry: &Registry) -> Value {
     let mut paths = Map::new();
     for group in registry.groups() {
         for version in registry.versions_of(&group) {
@@ -77,7 +77,7 @@ fn operation(r: &ResourceInfo, action: &str, content: &[&str]) -> Value {
 }
 
 /// `/openapi/v3/apis/{group}/{version}` (or `api/v1`).
-pub fn v3_group(registry: &Registry, group: &str, version: &str) -> Result<Value, ApiError> {
+pub(super) fn v3_group(registry: &Registry, group: &str, version: &str) -> Result<Value, ApiError> {
     let resources = registry.resources_of(group, version);
     if resources.is_empty() {
         return Err(ApiError::NoSuchResource);
@@ -121,13 +121,13 @@ pub fn v3_group(registry: &Registry, group: &str, version: &str) -> Result<Value
 }
 
 /// `/openapi/v2` as JSON.
-pub fn v2_json() -> Value {
+pub(super) fn v2_json() -> Value {
     json!({"swagger": "2.0", "info": {"title": TITLE, "version": VERSION}, "paths": {}})
 }
 
 /// `/openapi/v2` as the gnostic `openapi_v2.Document` protobuf kubectl asks for:
 /// field 1 `swagger`, field 2 `info` { 1 `title`, 2 `version` }.
-pub fn v2_protobuf() -> Vec<u8> {
+pub(super) fn v2_protobuf() -> Vec<u8> {
     fn field(out: &mut Vec<u8>, number: u8, bytes: &[u8]) {
         out.push((number << 3) | 2);
         out.push(u8::try_from(bytes.len()).expect("short fields"));

@@ -11,7 +11,7 @@
 use crate::error::ApiError;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Query {
+pub(super) struct Query {
     pub watch: bool,
     pub resource_version: Option<String>,
     pub resource_version_match: Option<String>,
@@ -84,7 +84,7 @@ pub(crate) fn go_quote(s: &str) -> String {
 }
 
 impl Query {
-    pub fn parse(raw: Option<&str>) -> Result<Self, ApiError> {
+    pub(super) fn parse(raw: Option<&str>) -> Result<Self, ApiError> {
         let mut q = Query::default();
         let mut seen = std::collections::HashSet::new();
         for (key, value) in form_urlencoded::parse(raw.unwrap_or("").as_bytes()) {
@@ -130,7 +130,7 @@ impl Query {
     }
 
     /// A resourceVersion given as a number (`None` for unset or "0").
-    pub fn resource_version_number(&self) -> Result<Option<u64>, ApiError> {
+    pub(super) fn resource_version_number(&self) -> Result<Option<u64>, ApiError> {
         match self.resource_version.as_deref() {
             None | Some("" | "0") => Ok(None),
             // Go's ParseUint takes digits only (no sign).

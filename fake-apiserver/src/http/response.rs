@@ -10,7 +10,7 @@ use http_body_util::{BodyExt, Full};
 use serde_json::Value;
 use std::convert::Infallible;
 
-pub type Body = UnsyncBoxBody<Bytes, Infallible>;
+pub(crate) type Body = UnsyncBoxBody<Bytes, Infallible>;
 
 pub(crate) fn json_response(code: StatusCode, bytes: Bytes) -> Response<Body> {
     bytes_response(code, "application/json", bytes)

@@ -5,7 +5,7 @@
 
 /// A resource path, split into its parts.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ResourcePath {
+pub(crate) struct ResourcePath {
     pub group: String,
     pub version: String,
     pub namespace: Option<String>,
@@ -15,7 +15,7 @@ pub struct ResourcePath {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Route {
+pub(crate) enum Route {
     Version,
     Health,
     /// `/api`
@@ -48,7 +48,7 @@ const NAMESPACE_SUBRESOURCES: &[&str] = &["status", "finalize"];
 /// The path as Go's `net/url` gives it to kube-apiserver's router (`URL.Path`): every `%XX`
 /// decoded, `%2F` included, before the path is split. A path whose escapes are malformed or
 /// decode to bytes that are not UTF-8 is left as it came.
-pub fn decode_path(raw: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn decode_path(raw: &str) -> std::borrow::Cow<'_, str> {
     if !raw.contains('%') {
         return raw.into();
     }
@@ -78,7 +78,7 @@ pub(crate) fn percent_decode(raw: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
-pub fn parse(path: &str) -> Route {
+pub(crate) fn parse(path: &str) -> Route {
     let trimmed = path.strip_suffix('/').filter(|p| !p.is_empty()).unwrap_or(path);
     let segments: Vec<&str> = trimmed.split('/').skip(1).collect();
     if segments.iter().any(|s| s.is_empty()) {

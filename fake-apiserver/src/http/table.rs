@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 
 /// Whether the Accept header asks for a Table.
-pub fn wanted(headers: &HeaderMap) -> bool {
+pub(super) fn wanted(headers: &HeaderMap) -> bool {
     headers
         .get_all(http::header::ACCEPT)
         .iter()
@@ -61,7 +61,7 @@ fn row(info: &ResourceInfo, object: &StoredObject) -> Value {
 }
 
 /// A Table of `items`.
-pub fn render(info: &ResourceInfo, items: &[Arc<StoredObject>], rv: Option<u64>) -> Bytes {
+pub(super) fn render(info: &ResourceInfo, items: &[Arc<StoredObject>], rv: Option<u64>) -> Bytes {
     let mut metadata = json!({});
     if let Some(rv) = rv {
         metadata["resourceVersion"] = json!(rv.to_string());
@@ -77,7 +77,7 @@ pub fn render(info: &ResourceInfo, items: &[Arc<StoredObject>], rv: Option<u64>)
 }
 
 /// One watch event's Table; only the first event of a stream carries the column definitions.
-pub fn render_event(info: &ResourceInfo, object: &StoredObject, first: bool) -> Value {
+pub(super) fn render_event(info: &ResourceInfo, object: &StoredObject, first: bool) -> Value {
     json!({
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",
@@ -105,7 +105,7 @@ fn age(created: Option<&str>) -> String {
 }
 
 /// The JSONPath subset printer columns use.
-pub fn json_path<'a>(root: &'a Value, path: &str) -> Option<&'a Value> {
+pub(super) fn json_path<'a>(root: &'a Value, path: &str) -> Option<&'a Value> {
     let mut current = root;
     let mut rest = path
         .trim()

@@ -35,7 +35,7 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
 
 /// A watch on `info`'s objects that `filter` selects, from where `query` asks, written as a
 /// stream of JSON events (Table rows when `table`).
-pub fn start(
+pub(super) fn start(
     shared: &Arc<Shared>,
     info: &ResourceInfo,
     filter: Filter,

@@ -46,7 +46,7 @@ impl Write {
         admit(&self.who, &self.attrs, op, old, Some(new))
     }
 
-    pub fn create(self) -> Result<Response<Body>, ApiError> {
+    pub(super) fn create(self) -> Result<Response<Body>, ApiError> {
         let (mut value, warnings) =
             decode::object(&self.info, &self.body, self.query.field_validation.as_deref())?;
         self.admit(Operation::Create, None, &value)?;
@@ -63,7 +63,7 @@ impl Write {
         ))
     }
 
-    pub fn update(self) -> Result<Response<Body>, ApiError> {
+    pub(super) fn update(self) -> Result<Response<Body>, ApiError> {
         let (value, warnings) =
             decode::object(&self.info, &self.body, self.query.field_validation.as_deref())?;
         // apiserver `endpoints/handlers/rest.go`, `checkName`: a PUT names its object twice.
@@ -101,7 +101,7 @@ impl Write {
         ))
     }
 
-    pub fn patch(self) -> Result<Response<Body>, ApiError> {
+    pub(super) fn patch(self) -> Result<Response<Body>, ApiError> {
         let info = &self.info;
         let kind = decode::media_type(self.body.content_type.as_deref());
         let accepted = if info.builtin {

@@ -10,10 +10,10 @@ use serde_json::{Map, Value};
 
 /// A decoded message: one slot per field of its table, in the table's order.
 #[derive(Debug, Clone, Default)]
-pub struct Decoded(Vec<Option<Val>>);
+pub(super) struct Decoded(Vec<Option<Val>>);
 
 #[derive(Debug, Clone)]
-pub enum Val {
+pub(super) enum Val {
     /// A Go string: bytes, not necessarily UTF-8.
     Str(Vec<u8>),
     Int(i64),
@@ -35,14 +35,14 @@ impl Decoded {
     }
 
     /// The value of the field with protobuf number `number`.
-    pub fn get(&self, message: &Message, number: i32) -> Option<&Val> {
+    pub(super) fn get(&self, message: &Message, number: i32) -> Option<&Val> {
         let index = message.fields.iter().position(|f| f.number == number)?;
         self.0.get(index)?.as_ref()
     }
 }
 
 /// Decode `data` as `message`.
-pub fn decode(message: &'static Message, data: &[u8]) -> Result<Decoded, WireError> {
+pub(super) fn decode(message: &'static Message, data: &[u8]) -> Result<Decoded, WireError> {
     let mut out = Decoded::empty(message);
     decode_into(message, data, &mut out)?;
     Ok(out)
@@ -174,7 +174,7 @@ fn map_entry(data: &[u8], at: &mut usize, ty: Ty) -> Result<(Vec<u8>, Val), Wire
 /// `document`, a JSON object of `message`'s type, on the wire as the generated marshaller
 /// writes it: fields in number order, maps in key order. A value that does not fit its field
 /// (a wrong JSON type, a time that does not parse, bytes that are not base64) is left out.
-pub fn encode(message: &Message, document: &Map<String, Value>) -> Vec<u8> {
+pub(super) fn encode(message: &Message, document: &Map<String, Value>) -> Vec<u8> {
     let mut fields: Vec<_> = message.fields.iter().collect();
     fields.sort_by_key(|f| f.number);
     let mut out = Vec::new();
@@ -304,7 +304,7 @@ fn encode_time(text: &str, micro: bool) -> Option<Vec<u8>> {
 }
 
 /// The JSON document `encoding/json` writes for the Go struct `decoded` holds.
-pub fn to_json(message: &Message, decoded: &Decoded) -> Map<String, Value> {
+pub(super) fn to_json(message: &Message, decoded: &Decoded) -> Map<String, Value> {
     let mut out = Map::new();
     for (field, value) in message.fields.iter().zip(&decoded.0) {
         let rendered = match (field.json_rule, value) {
@@ -426,7 +426,7 @@ fn render(ty: Ty, value: &Val) -> Value {
 /// (`2006-01-02T15:04:05.000000Z07:00`) writes it, for any second Go's `time.Unix` takes:
 /// nanoseconds outside a second carry into the seconds, a micro time's are cut to whole
 /// microseconds first (toward zero, as `Duration.Truncate` cuts).
-pub fn format_time(seconds: i64, nanos: i32, micro: bool) -> String {
+pub(super) fn format_time(seconds: i64, nanos: i32, micro: bool) -> String {
     let nanos = if micro {
         i128::from(nanos - nanos % 1000)
     } else {

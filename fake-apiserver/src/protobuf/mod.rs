@@ -23,7 +23,7 @@ use message::Val;
 use serde_json::{Value, json};
 
 /// The media type of a protobuf body.
-pub const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
+pub(crate) const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
 
 /// What starts every body (`protobuf.go`'s `protoEncodingPrefix`).
 const MAGIC: &[u8; 4] = b"k8s\0";
@@ -31,7 +31,7 @@ const MAGIC: &[u8; 4] = b"k8s\0";
 /// A body's envelope, opened: the object's type as the envelope names it, any part it leaves
 /// out taken from the URL's (`copyKindDefaults`), and the object's bytes.
 #[derive(Debug)]
-pub struct Envelope {
+pub(crate) struct Envelope {
     pub group: String,
     pub version: String,
     pub kind: String,
@@ -40,7 +40,7 @@ pub struct Envelope {
 
 impl Envelope {
     /// `apiVersion` as a JSON document carries it.
-    pub fn api_version(&self) -> String {
+    pub(crate) fn api_version(&self) -> String {
         if self.group.is_empty() {
             self.version.clone()
         } else {
@@ -51,7 +51,7 @@ impl Envelope {
 
 /// Open a body's envelope, or say why not in the serializer's words; `group`, `version` and
 /// `kind` are the URL's type.
-pub fn open(body: &[u8], group: &str, version: &str, kind: &str) -> Result<Envelope, String> {
+pub(crate) fn open(body: &[u8], group: &str, version: &str, kind: &str) -> Result<Envelope, String> {
     if body.is_empty() {
         return Err("empty data".into());
     }
@@ -108,7 +108,7 @@ pub fn open(body: &[u8], group: &str, version: &str, kind: &str) -> Result<Envel
 
 /// Why an envelope's object could not be read.
 #[derive(Debug, PartialEq, Eq)]
-pub enum ObjectError {
+pub(crate) enum ObjectError {
     /// Its kind is one this server does not read in protobuf.
     NotModelled,
     /// Its bytes failed to decode, in the generated decoder's words.
@@ -118,7 +118,7 @@ pub enum ObjectError {
 /// The envelope's object as the JSON document its Go type marshals to, `apiVersion` and `kind`
 /// from the envelope. Fields the type does not declare are skipped, as the generated decoders
 /// skip them (a protobuf body has no strict decoding).
-pub fn object(envelope: &Envelope) -> Result<Value, ObjectError> {
+pub(crate) fn object(envelope: &Envelope) -> Result<Value, ObjectError> {
     let message = schema::kind(&envelope.group, &envelope.kind).ok_or(ObjectError::NotModelled)?;
     let decoded =
         message::decode(message, &envelope.raw).map_err(|e| ObjectError::Malformed(e.to_string()))?;
@@ -131,7 +131,7 @@ pub fn object(envelope: &Envelope) -> Result<Value, ObjectError> {
 
 /// A DELETE's `DeleteOptions` body as its JSON document, or why it cannot be read, in the
 /// serializer's and the generated decoder's words.
-pub fn delete_options(body: &[u8]) -> Result<Value, String> {
+pub(crate) fn delete_options(body: &[u8]) -> Result<Value, String> {
     let envelope = open(body, "meta.k8s.io", "v1", "DeleteOptions")?;
     let decoded = message::decode(&schema::DELETE_OPTIONS, &envelope.raw).map_err(|e| e.to_string())?;
     Ok(Value::Object(message::to_json(&schema::DELETE_OPTIONS, &decoded)))
@@ -142,7 +142,7 @@ pub fn delete_options(body: &[u8]) -> Result<Value, String> {
 /// serializer is handed an `Unstructured` it cannot marshal), so the encoder's error is the
 /// answer, a 406 `NotAcceptable` Status in protobuf, after whatever the request did (apimachinery
 /// `protobuf.go` `errNotMarshalable`, apiserver `responsewriters.SerializeObject`).
-pub fn custom_answer(document: &Value) -> Option<(Vec<u8>, Option<http::StatusCode>)> {
+pub(crate) fn custom_answer(document: &Value) -> Option<(Vec<u8>, Option<http::StatusCode>)> {
     if document.get("kind").and_then(Value::as_str) == Some("Status") {
         return answer(document).map(|bytes| (bytes, None));
     }
@@ -159,7 +159,7 @@ pub fn custom_answer(document: &Value) -> Option<(Vec<u8>, Option<http::StatusCo
 
 /// An answer's JSON document in protobuf, envelope and all, when this server writes its kind
 /// in protobuf: a `Status`, a modelled kind, or a list of one. `None` for anything else.
-pub fn answer(document: &Value) -> Option<Vec<u8>> {
+pub(crate) fn answer(document: &Value) -> Option<Vec<u8>> {
     let text = |key: &str| document.get(key).and_then(Value::as_str).unwrap_or("");
     let (api_version, kind) = (text("apiVersion"), text("kind"));
     let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);

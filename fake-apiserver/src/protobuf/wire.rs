@@ -7,7 +7,7 @@ use std::fmt;
 
 /// Why a generated decoder gave up (the `generated.pb.go` errors, and `io.ErrUnexpectedEOF`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WireError {
+pub(super) enum WireError {
     UnexpectedEof,
     IntOverflow,
     InvalidLength,
@@ -48,11 +48,11 @@ impl fmt::Display for WireError {
     }
 }
 
-pub type Result<T> = std::result::Result<T, WireError>;
+pub(super) type Result<T> = std::result::Result<T, WireError>;
 
 /// A varint at `*at`, as the generated loops read one: ten bytes at most (an eleventh is an
 /// overflow), bits past the 64th dropped.
-pub fn varint(data: &[u8], at: &mut usize) -> Result<u64> {
+pub(super) fn varint(data: &[u8], at: &mut usize) -> Result<u64> {
     let mut value = 0u64;
     let mut shift = 0u32;
     loop {
@@ -73,7 +73,7 @@ pub fn varint(data: &[u8], at: &mut usize) -> Result<u64> {
 
 /// A length-delimited payload at `*at` whose length varint has been read as Go's `int`:
 /// negative, or past the end of `data` once added, as the generated code checks it.
-pub fn delimited<'a>(data: &'a [u8], at: &mut usize) -> Result<&'a [u8]> {
+pub(super) fn delimited<'a>(data: &'a [u8], at: &mut usize) -> Result<&'a [u8]> {
     let length = varint(data, at)? as i64;
     let end = end_of(*at, length, data.len())?;
     let payload = &data[*at..end];
@@ -99,7 +99,7 @@ fn end_of(start: usize, length: i64, limit: usize) -> Result<usize> {
 
 /// One field's tag: its number (the tag shifted, then cut to Go's `int32`) and wire type,
 /// refused as the generated code refuses a group end or a number of zero or less.
-pub fn tag(data: &[u8], at: &mut usize, message: &'static str) -> Result<(i32, u64)> {
+pub(super) fn tag(data: &[u8], at: &mut usize, message: &'static str) -> Result<(i32, u64)> {
     let wire = varint(data, at)?;
     let field = (wire >> 3) as i32;
     let wire_type = wire & 7;
@@ -114,7 +114,7 @@ pub fn tag(data: &[u8], at: &mut usize, message: &'static str) -> Result<(i32, u
 
 /// Skip the field whose tag starts at `start` (`skipGenerated`), which must end within `limit`;
 /// returns where the next field starts.
-pub fn skip(data: &[u8], start: usize, limit: usize) -> Result<usize> {
+pub(super) fn skip(data: &[u8], start: usize, limit: usize) -> Result<usize> {
     let rest = &data[start..];
     let length = skip_length(rest)?;
     let end = (start as i64).wrapping_add(length);
@@ -185,7 +185,7 @@ fn skip_length(data: &[u8]) -> Result<i64> {
 }
 
 /// Writing, for answers: a field's tag, a varint, a length-delimited payload.
-pub fn put_varint(out: &mut Vec<u8>, mut value: u64) {
+pub(super) fn put_varint(out: &mut Vec<u8>, mut value: u64) {
     while value >= 0x80 {
         out.push((value as u8) | 0x80);
         value >>= 7;
@@ -193,11 +193,11 @@ pub fn put_varint(out: &mut Vec<u8>, mut value: u64) {
     out.push(value as u8);
 }
 
-pub fn put_tag(out: &mut Vec<u8>, field: i32, wire_type: u64) {
+pub(super) fn put_tag(out: &mut Vec<u8>, field: i32, wire_type: u64) {
     put_varint(out, ((field as u64) << 3) | wire_type);
 }
 
-pub fn put_delimited(out: &mut Vec<u8>, field: i32, payload: &[u8]) {
+pub(super) fn put_delimited(out: &mut Vec<u8>, field: i32, payload: &[u8]) {
     put_tag(out, field, 2);
     put_varint(out, payload.len() as u64);
     out.extend_from_slice(payload);

@@ -16,11 +16,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// `defaultLowerBoundCapacity`.
-pub const LOWER_BOUND: usize = 100;
+pub(super) const LOWER_BOUND: usize = 100;
 /// `defaultUpperBoundCapacity`.
-pub const UPPER_BOUND: usize = 100 * 1024;
+pub(super) const UPPER_BOUND: usize = 100 * 1024;
 /// `DefaultEventFreshDuration`.
-pub const EVENT_FRESH: Duration = Duration::from_secs(75);
+pub(super) const EVENT_FRESH: Duration = Duration::from_secs(75);
 
 pub(super) struct History {
     per_resource: HashMap<GroupResource, Window>,

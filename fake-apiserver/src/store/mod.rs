@@ -17,10 +17,10 @@ mod prepare;
 mod write;
 
 use object::Objects;
-pub use object::{Event, EventType, Filter, StoredObject};
-pub use prepare::Subresource;
+pub(crate) use object::{Event, EventType, Filter, StoredObject};
+pub(crate) use prepare::Subresource;
 pub(crate) use write::require_resource_version;
-pub use write::{DeleteOutcome, Preconditions};
+pub(crate) use write::{DeleteOutcome, Preconditions};
 
 use crate::error::ApiError;
 use crate::resource::{GroupResource, Registry, ResourceInfo};

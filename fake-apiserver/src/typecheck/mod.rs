@@ -17,7 +17,7 @@ use types::{KINDS, OBJECT_META, OWNER_REFERENCE, TOP_LEVEL, Ty};
 
 /// A field whose JSON type contradicts its Go type; `Display` is Go's message.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TypeError {
+pub(crate) struct TypeError {
     /// Go's `encoding/json` message, e.g. `json: cannot unmarshal string into Go struct field
     /// ObjectMeta.metadata.labels of type map[string]string`.
     pub message: String,
@@ -33,7 +33,7 @@ impl std::fmt::Display for TypeError {
 
 /// Check `object`, a body of built-in `kind`, against the kind's Go types. Kinds not in the
 /// table pass.
-pub fn check_builtin(kind: &str, object: &Value) -> Result<(), TypeError> {
+pub(crate) fn check_builtin(kind: &str, object: &Value) -> Result<(), TypeError> {
     let Some((_, fields)) = KINDS.iter().find(|(k, _)| *k == kind) else {
         return Ok(());
     };
@@ -149,7 +149,7 @@ fn base64_message(e: &base64::DecodeError) -> String {
 /// several, the last in `ObjectMeta`'s field order is the one named (checked against a real
 /// 1.36: `labels: {"a": 5}` beside `annotations: "x"` names the annotations). Older servers
 /// dropped such fields (`schema/objectmeta/coerce.go`); 1.36 does not.
-pub fn coerce_custom_metadata(object: &mut Value) -> Result<(), String> {
+pub(crate) fn coerce_custom_metadata(object: &mut Value) -> Result<(), String> {
     let Some(metadata) = object.get_mut("metadata") else {
         return Ok(());
     };
@@ -178,7 +178,7 @@ pub fn coerce_custom_metadata(object: &mut Value) -> Result<(), String> {
 /// top level and in `metadata`, as a strict decode names them (`foo`, `metadata.foo`), in the
 /// order of their names; removed from `object`, as the typed decode drops them. Kinds not in
 /// the table keep everything.
-pub fn take_unknown_fields(group: &str, kind: &str, object: &mut Value) -> Vec<String> {
+pub(crate) fn take_unknown_fields(group: &str, kind: &str, object: &mut Value) -> Vec<String> {
     let Some((_, _, fields)) = TOP_LEVEL.iter().find(|(g, k, _)| *g == group && *k == kind) else {
         return Vec::new();
     };
@@ -207,7 +207,7 @@ pub fn take_unknown_fields(group: &str, kind: &str, object: &mut Value) -> Vec<S
 /// Keep only what `metav1.ObjectMeta` (and each `OwnerReference` in it) declares: the typed
 /// decode a built-in object goes through, and the coercion a custom resource's metadata goes
 /// through, drop every other field. Call after the types check.
-pub fn prune_metadata(object: &mut Value) {
+pub(crate) fn prune_metadata(object: &mut Value) {
     let Some(Value::Object(meta)) = object.get_mut("metadata") else {
         return;
     };

@@ -9,7 +9,7 @@ use serde_json::Value;
 pub(super) struct Causes(pub Vec<Cause>);
 
 impl Causes {
-    pub fn invalid(&mut self, field: &str, value: &str, detail: &str) {
+    pub(super) fn invalid(&mut self, field: &str, value: &str, detail: &str) {
         self.0.push(Cause {
             reason: "FieldValueInvalid",
             message: format!("Invalid value: {value:?}: {detail}"),
@@ -18,7 +18,7 @@ impl Causes {
     }
 
     /// An invalid value that is not a string, shown as its JSON (`field.ErrorBody`).
-    pub fn invalid_json(&mut self, field: &str, value: &Value, detail: &str) {
+    pub(super) fn invalid_json(&mut self, field: &str, value: &Value, detail: &str) {
         self.0.push(Cause {
             reason: "FieldValueInvalid",
             message: format!("Invalid value: {value}: {detail}"),
@@ -26,7 +26,7 @@ impl Causes {
         });
     }
 
-    pub fn too_long(&mut self, field: &str, limit: usize) {
+    pub(super) fn too_long(&mut self, field: &str, limit: usize) {
         self.0.push(Cause {
             reason: "FieldValueTooLong",
             message: format!("Too long: may not be more than {limit} bytes"),
@@ -35,7 +35,7 @@ impl Causes {
     }
 
     /// `field.Required(path, "")`.
-    pub fn required(&mut self, field: &str) {
+    pub(super) fn required(&mut self, field: &str) {
         self.0.push(Cause {
             reason: "FieldValueRequired",
             message: "Required value".into(),
@@ -44,7 +44,7 @@ impl Causes {
     }
 
     /// `field.Forbidden(path, detail)`.
-    pub fn forbidden(&mut self, field: &str, detail: &str) {
+    pub(super) fn forbidden(&mut self, field: &str, detail: &str) {
         self.0.push(Cause {
             reason: "FieldValueForbidden",
             message: format!("Forbidden: {detail}"),

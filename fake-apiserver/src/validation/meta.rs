@@ -20,7 +20,7 @@ const CONFIG_KEY_MSG: &str = "a valid config key must consist of alphanumeric ch
 /// `TotalAnnotationSizeLimitB`.
 const ANNOTATIONS_LIMIT: usize = 256 * 1024;
 /// `core.MaxSecretSize`: what a ConfigMap's or a Secret's data may total.
-pub const MAX_DATA_SIZE: usize = 1024 * 1024;
+pub(crate) const MAX_DATA_SIZE: usize = 1024 * 1024;
 /// `helper.IsStandardFinalizerName`: the finalizers a built-in object may carry unqualified.
 const STANDARD_FINALIZERS: &[&str] = &["kubernetes", "orphan", "foregroundDeletion"];
 

@@ -12,14 +12,13 @@ mod crd;
 mod gojson;
 mod meta;
 mod names;
-pub mod schema;
+pub(crate) mod schema;
 mod secret;
 mod update;
 
 pub use gojson::syntax_error as go_json_syntax_error;
-pub use meta::MAX_DATA_SIZE;
 pub(crate) use names::SUBDOMAIN_MSG;
-pub use names::{is_dns1123_label, is_dns1123_subdomain};
+pub(crate) use names::{is_dns1123_label, is_dns1123_subdomain};
 
 use causes::Causes;
 use names::{LABEL_MSG, is_label};
@@ -55,8 +54,9 @@ fn name_causes(kind: &str, name: &str) -> Vec<Cause> {
         .collect()
 }
 
-/// Check `metadata.name` for `kind` of `group`.
-pub fn validate_name(group: &str, kind: &str, name: &str) -> Result<(), ApiError> {
+/// Check `metadata.name` for `kind` of `group` (the tests' way in).
+#[cfg(test)]
+pub(crate) fn validate_name(group: &str, kind: &str, name: &str) -> Result<(), ApiError> {
     invalid_if_any(group, kind, name, name_causes(kind, name))
 }
 
@@ -78,7 +78,11 @@ fn invalid_if_any(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> Re
 /// own rules (a CRD's, a ConfigMap's, a Secret's), as one 422 listing every broken rule in
 /// upstream's order (`ValidateSecretUpdate` and `ValidateConfigMapUpdate`: the update's rules,
 /// then the create rules on the new object).
-pub fn validate_object(info: &ResourceInfo, object: &Value, old: Option<&Value>) -> Result<(), ApiError> {
+pub(crate) fn validate_object(
+    info: &ResourceInfo,
+    object: &Value,
+    old: Option<&Value>,
+) -> Result<(), ApiError> {
     let name = object
         .pointer("/metadata/name")
         .and_then(Value::as_str)
@@ -118,8 +122,10 @@ pub fn validate_object(info: &ResourceInfo, object: &Value, old: Option<&Value>)
     invalid_if_any(&info.group, &info.kind, name, causes.0)
 }
 
-/// A CRD's rules, metadata's included; every broken one is a cause of one 422.
-pub fn validate_crd(crd: &Value) -> Result<(), ApiError> {
+/// A CRD's rules, metadata's included; every broken one is a cause of one 422 (the tests' way
+/// in: the store validates a CRD as any object).
+#[cfg(test)]
+pub(crate) fn validate_crd(crd: &Value) -> Result<(), ApiError> {
     let registry = crate::resource::Registry::default();
     let info = registry
         .get("apiextensions.k8s.io", "v1", "customresourcedefinitions")

@@ -6,7 +6,7 @@ pub(crate) const SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must cons
 pub(super) const LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
 
 /// A DNS-1123 label (`validation.IsDNS1123Label`).
-pub fn is_dns1123_label(s: &str) -> bool {
+pub(crate) fn is_dns1123_label(s: &str) -> bool {
     is_label(s)
 }
 
@@ -20,6 +20,6 @@ pub(super) fn is_label(s: &str) -> bool {
         && b[b.len() - 1] != b'-'
 }
 
-pub fn is_dns1123_subdomain(s: &str) -> bool {
+pub(crate) fn is_dns1123_subdomain(s: &str) -> bool {
     s.len() <= 253 && s.split('.').all(is_label)
 }

@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 
 /// Drop what the schema does not declare (see the module docs); `object` is the whole custom
 /// resource.
-pub fn prune(schema: &Value, object: &mut Value) {
+pub(crate) fn prune(schema: &Value, object: &mut Value) {
     let Some(map) = object.as_object_mut() else {
         return;
     };
@@ -127,7 +127,7 @@ fn quote(s: &str) -> String {
 }
 
 /// Every schema violation of the (pruned) custom resource, as causes of a 422.
-pub fn causes(schema: &Value, object: &Value) -> Vec<Cause> {
+pub(crate) fn causes(schema: &Value, object: &Value) -> Vec<Cause> {
     let mut out = Vec::new();
     if let (Some(map), Some(properties)) = (object.as_object(), schema["properties"].as_object()) {
         check_required(schema, map, "", &mut out);

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-pub struct TestCluster {
+pub(crate) struct TestCluster {
     pub client: kube::Client,
     /// The fake, when the tests started one; `None` against an external API server.
     pub server: Option<ServerHandle>,
@@ -22,13 +22,13 @@ pub struct TestCluster {
     external: Option<String>,
 }
 
-pub fn init_crypto() {
+pub(crate) fn init_crypto() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
 /// True, with the printed reason, when a test that needs the fake itself must skip because
 /// `APISERVER_KUBECONFIG` names another server.
-pub fn skip_external(what: &str, why: &str) -> bool {
+pub(crate) fn skip_external(what: &str, why: &str) -> bool {
     let external = std::env::var_os("APISERVER_KUBECONFIG").is_some();
     if external {
         println!("SKIP {what}: {why} (APISERVER_KUBECONFIG is set)");
@@ -36,7 +36,7 @@ pub fn skip_external(what: &str, why: &str) -> bool {
     external
 }
 
-pub async fn cluster() -> TestCluster {
+pub(crate) async fn cluster() -> TestCluster {
     init_crypto();
     let (client, server, external) = match std::env::var("APISERVER_KUBECONFIG") {
         Ok(path) => {
@@ -81,7 +81,7 @@ pub async fn cluster() -> TestCluster {
 impl TestCluster {
     /// The URL path of `resource` in this test's namespace, in `group_version` ("v1" for the
     /// core group).
-    pub fn path(&self, group_version: &str, resource: &str) -> String {
+    pub(crate) fn path(&self, group_version: &str, resource: &str) -> String {
         let root = if group_version.contains('/') {
             "apis"
         } else {
@@ -91,14 +91,14 @@ impl TestCluster {
     }
 
     /// POST `object` to `path`, which must create it; what the server stored.
-    pub async fn create(&self, path: &str, object: Value) -> Value {
+    pub(crate) async fn create(&self, path: &str, object: Value) -> Value {
         let r = self.write("POST", path, "application/json", &object).await;
         assert_eq!(r.code, 201, "creating a fixture at {path}: {}", r.body);
         r.body
     }
 
     /// Send `body` as `content_type` (a write or a patch).
-    pub async fn write(&self, method: &str, path: &str, content_type: &str, body: &Value) -> Reply {
+    pub(crate) async fn write(&self, method: &str, path: &str, content_type: &str, body: &Value) -> Reply {
         send(
             &self.client,
             method,
@@ -109,17 +109,17 @@ impl TestCluster {
         .await
     }
 
-    pub fn configmaps(&self) -> Api<ConfigMap> {
+    pub(crate) fn configmaps(&self) -> Api<ConfigMap> {
         Api::namespaced(self.client.clone(), &self.ns)
     }
 
     /// The fake, or a printed reason why this part of a test does not apply.
-    pub fn fake(&self, what: &str) -> Option<&ServerHandle> {
+    pub(crate) fn fake(&self, what: &str) -> Option<&ServerHandle> {
         self.fake_because(what, "needs the fake API server's fault injection")
     }
 
     /// The fake, or a printed `why` this part of a test does not apply to an external server.
-    pub fn fake_because(&self, what: &str, why: &str) -> Option<&ServerHandle> {
+    pub(crate) fn fake_because(&self, what: &str, why: &str) -> Option<&ServerHandle> {
         if self.server.is_none() {
             println!("SKIP {what}: {why} (APISERVER_KUBECONFIG is set)");
         }
@@ -128,7 +128,7 @@ impl TestCluster {
 
     /// A client acting as `user` in `groups`: on the fake, a client certificate with that CN and
     /// O; on an external server, the admin's kubeconfig impersonating them (`--as`, `--as-group`).
-    pub async fn client_as(&self, user: &str, groups: &[&str]) -> kube::Client {
+    pub(crate) async fn client_as(&self, user: &str, groups: &[&str]) -> kube::Client {
         match (&self.server, &self.external) {
             (Some(server), _) => server
                 .client(&server.identity(user, groups).expect("identity"))
@@ -150,13 +150,13 @@ impl TestCluster {
         }
     }
 
-    pub async fn cleanup(self) {
+    pub(crate) async fn cleanup(self) {
         let namespaces: Api<Namespace> = Api::all(self.client.clone());
         let _ = namespaces.delete(&self.ns, &DeleteParams::default()).await;
     }
 }
 
-pub fn configmap(name: &str, data: &[(&str, &str)]) -> ConfigMap {
+pub(crate) fn configmap(name: &str, data: &[(&str, &str)]) -> ConfigMap {
     ConfigMap {
         metadata: kube::api::ObjectMeta {
             name: Some(name.into()),
@@ -171,11 +171,11 @@ pub fn configmap(name: &str, data: &[(&str, &str)]) -> ConfigMap {
     }
 }
 
-pub const WIDGET_GROUP: &str = "conformance.mco.test";
+pub(crate) const WIDGET_GROUP: &str = "conformance.mco.test";
 
 /// A namespaced test CRD with a status subresource, created if missing and awaited until
 /// Established.
-pub async fn ensure_widget_crd(client: &kube::Client) {
+pub(crate) async fn ensure_widget_crd(client: &kube::Client) {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     let name = format!("widgets.{WIDGET_GROUP}");
     let crd = serde_json::from_value(json!({
@@ -202,7 +202,7 @@ pub async fn ensure_widget_crd(client: &kube::Client) {
 }
 
 /// Delete the CRD `name` and wait until it is gone (a real server first removes its objects).
-pub async fn remove_crd(client: &kube::Client, name: &str) {
+pub(crate) async fn remove_crd(client: &kube::Client, name: &str) {
     let crds: kube::Api<CustomResourceDefinition> = kube::Api::all(client.clone());
     let Ok(crd) = crds.get(name).await else {
         return;
@@ -219,7 +219,7 @@ pub async fn remove_crd(client: &kube::Client, name: &str) {
 }
 
 /// Wait until the CRD `name` is Established (a real server takes a moment; the fake none).
-pub async fn await_established(client: &kube::Client, name: &str) {
+pub(crate) async fn await_established(client: &kube::Client, name: &str) {
     let crds: kube::Api<CustomResourceDefinition> = kube::Api::all(client.clone());
     tokio::time::timeout(
         std::time::Duration::from_secs(30),
@@ -231,18 +231,18 @@ pub async fn await_established(client: &kube::Client, name: &str) {
 }
 
 /// A dynamic API for widgets in `ns`.
-pub fn widgets(client: &kube::Client, ns: &str) -> Api<kube::api::DynamicObject> {
+pub(crate) fn widgets(client: &kube::Client, ns: &str) -> Api<kube::api::DynamicObject> {
     let gvk = kube::api::GroupVersionKind::gvk(WIDGET_GROUP, "v1", "Widget");
     let resource = kube::api::ApiResource::from_gvk_with_plural(&gvk, "widgets");
     Api::namespaced_with(client.clone(), ns, &resource)
 }
 
 /// One cause of a 422: field, reason, message.
-pub type Cause<'a> = (&'a str, &'a str, &'a str);
+pub(crate) type Cause<'a> = (&'a str, &'a str, &'a str);
 
 /// The whole 422 Status for `kind` `name` with `causes`, as apimachinery's `errors.NewInvalid`
 /// builds it (the message lists the causes, once each, in brackets when there are several).
-pub fn invalid(kind: &str, name: &str, causes: &[Cause]) -> Value {
+pub(crate) fn invalid(kind: &str, name: &str, causes: &[Cause]) -> Value {
     let mut each: Vec<String> = Vec::new();
     for (f, _, m) in causes {
         let text = format!("{f}: {m}");
@@ -262,7 +262,7 @@ pub fn invalid(kind: &str, name: &str, causes: &[Cause]) -> Value {
 }
 
 /// The Status of a failed kube call.
-pub fn status_of<T: std::fmt::Debug>(result: kube::Result<T>) -> (u16, String) {
+pub(crate) fn status_of<T: std::fmt::Debug>(result: kube::Result<T>) -> (u16, String) {
     match result {
         Err(kube::Error::Api(s)) => (s.code, s.reason.clone()),
         other => panic!("expected an API error Status, got {other:?}"),
@@ -271,14 +271,14 @@ pub fn status_of<T: std::fmt::Debug>(result: kube::Result<T>) -> (u16, String) {
 
 /// A raw reply: the status code, the body as JSON (`Null` when it is not JSON, or nests past
 /// serde_json's limit) and as bytes.
-pub struct Reply {
+pub(crate) struct Reply {
     pub code: u16,
     pub body: Value,
     pub bytes: bytes::Bytes,
 }
 
 /// Send one raw request through `client` (its TLS and credentials, none of its typing).
-pub async fn send(
+pub(crate) async fn send(
     client: &kube::Client,
     method: &str,
     path: &str,
@@ -289,7 +289,7 @@ pub async fn send(
 }
 
 /// `send` with extra request headers (each pair one header line, so a name may repeat).
-pub async fn send_with(
+pub(crate) async fn send_with(
     client: &kube::Client,
     method: &str,
     path: &str,

@@ -44,10 +44,10 @@ async fn server(body_limit: usize) -> ServerHandle {
         .unwrap()
 }
 
-pub type Tls = tokio_rustls::client::TlsStream<tokio::net::TcpStream>;
+pub(crate) type Tls = tokio_rustls::client::TlsStream<tokio::net::TcpStream>;
 
 /// A raw HTTP/1.1 connection over TLS, so a test controls what is sent and when.
-pub async fn connect(server: &ServerHandle) -> Tls {
+pub(crate) async fn connect(server: &ServerHandle) -> Tls {
     let mut roots = rustls::RootCertStore::empty();
     for cert in CertificateDer::pem_slice_iter(server.ca_pem().as_bytes()) {
         roots.add(cert.unwrap()).unwrap();

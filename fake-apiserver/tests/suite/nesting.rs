@@ -7,7 +7,7 @@
 use crate::common::{
     TestCluster, WIDGET_GROUP, await_established, cluster, ensure_widget_crd, remove_crd, send,
 };
-use fake_apiserver::depth::MAX_DEPTH;
+use fake_apiserver::MAX_DEPTH;
 use serde_json::json;
 
 const JSON: Option<&str> = Some("application/json");

@@ -6,7 +6,7 @@ use super::types::{
     Message, Ty, field,
 };
 
-pub static CONFIG_MAP: Message = Message {
+pub(crate) static CONFIG_MAP: Message = Message {
     go: "ConfigMap",
     fields: &[
         METADATA,
@@ -16,7 +16,7 @@ pub static CONFIG_MAP: Message = Message {
     ],
 };
 
-pub static SECRET: Message = Message {
+pub(super) static SECRET: Message = Message {
     go: "Secret",
     fields: &[
         METADATA,
@@ -27,7 +27,7 @@ pub static SECRET: Message = Message {
     ],
 };
 
-pub static NAMESPACE: Message = Message {
+pub(super) static NAMESPACE: Message = Message {
     go: "Namespace",
     fields: &[
         METADATA,
@@ -36,12 +36,12 @@ pub static NAMESPACE: Message = Message {
     ],
 };
 
-pub static NAMESPACE_SPEC: Message = Message {
+pub(super) static NAMESPACE_SPEC: Message = Message {
     go: "NamespaceSpec",
     fields: &[field(1, "finalizers", "Finalizers", Ty::Strings, OmitEmpty)],
 };
 
-pub static NAMESPACE_STATUS: Message = Message {
+pub(super) static NAMESPACE_STATUS: Message = Message {
     go: "NamespaceStatus",
     fields: &[
         field(1, "phase", "Phase", Ty::String, OmitEmpty),
@@ -55,7 +55,7 @@ pub static NAMESPACE_STATUS: Message = Message {
     ],
 };
 
-pub static NAMESPACE_CONDITION: Message = Message {
+pub(super) static NAMESPACE_CONDITION: Message = Message {
     go: "NamespaceCondition",
     fields: &[
         field(1, "type", "Type", Ty::String, Always),
@@ -66,7 +66,7 @@ pub static NAMESPACE_CONDITION: Message = Message {
     ],
 };
 
-pub static SERVICE_ACCOUNT: Message = Message {
+pub(super) static SERVICE_ACCOUNT: Message = Message {
     go: "ServiceAccount",
     fields: &[
         METADATA,
@@ -94,7 +94,7 @@ pub static SERVICE_ACCOUNT: Message = Message {
     ],
 };
 
-pub static OBJECT_REFERENCE: Message = Message {
+pub(super) static OBJECT_REFERENCE: Message = Message {
     go: "ObjectReference",
     fields: &[
         field(1, "kind", "Kind", Ty::String, OmitEmpty),
@@ -107,12 +107,12 @@ pub static OBJECT_REFERENCE: Message = Message {
     ],
 };
 
-pub static LOCAL_OBJECT_REFERENCE: Message = Message {
+pub(super) static LOCAL_OBJECT_REFERENCE: Message = Message {
     go: "LocalObjectReference",
     fields: &[field(1, "name", "Name", Ty::String, OmitEmpty)],
 };
 
-pub static EVENT: Message = Message {
+pub(super) static EVENT: Message = Message {
     go: "Event",
     fields: &[
         field(1, "metadata", "ObjectMeta", Ty::Message(&OBJECT_META), Always),
@@ -145,7 +145,7 @@ pub static EVENT: Message = Message {
     ],
 };
 
-pub static EVENT_SOURCE: Message = Message {
+pub(super) static EVENT_SOURCE: Message = Message {
     go: "EventSource",
     fields: &[
         field(1, "component", "Component", Ty::String, OmitEmpty),
@@ -153,7 +153,7 @@ pub static EVENT_SOURCE: Message = Message {
     ],
 };
 
-pub static EVENT_SERIES: Message = Message {
+pub(super) static EVENT_SERIES: Message = Message {
     go: "EventSeries",
     fields: &[
         field(1, "count", "Count", Ty::Int32, OmitEmpty),
@@ -168,7 +168,7 @@ pub static EVENT_SERIES: Message = Message {
 };
 
 /// What a kubelet registers, and what agents that write Nodes whole send.
-pub static NODE: Message = Message {
+pub(super) static NODE: Message = Message {
     go: "Node",
     fields: &[
         METADATA,
@@ -177,7 +177,7 @@ pub static NODE: Message = Message {
     ],
 };
 
-pub static NODE_SPEC: Message = Message {
+pub(super) static NODE_SPEC: Message = Message {
     go: "NodeSpec",
     fields: &[
         field(1, "podCIDR", "PodCIDR", Ty::String, OmitEmpty),
@@ -196,7 +196,7 @@ pub static NODE_SPEC: Message = Message {
     ],
 };
 
-pub static TAINT: Message = Message {
+pub(super) static TAINT: Message = Message {
     go: "Taint",
     fields: &[
         field(1, "key", "Key", Ty::String, Always),
@@ -206,7 +206,7 @@ pub static TAINT: Message = Message {
     ],
 };
 
-pub static NODE_CONFIG_SOURCE: Message = Message {
+pub(super) static NODE_CONFIG_SOURCE: Message = Message {
     go: "NodeConfigSource",
     fields: &[field(
         2,
@@ -217,7 +217,7 @@ pub static NODE_CONFIG_SOURCE: Message = Message {
     )],
 };
 
-pub static CONFIG_MAP_NODE_CONFIG_SOURCE: Message = Message {
+pub(super) static CONFIG_MAP_NODE_CONFIG_SOURCE: Message = Message {
     go: "ConfigMapNodeConfigSource",
     fields: &[
         field(1, "namespace", "Namespace", Ty::String, Always),
@@ -228,7 +228,7 @@ pub static CONFIG_MAP_NODE_CONFIG_SOURCE: Message = Message {
     ],
 };
 
-pub static NODE_STATUS: Message = Message {
+pub(super) static NODE_STATUS: Message = Message {
     go: "NodeStatus",
     fields: &[
         field(1, "capacity", "Capacity", Ty::QuantityMap, OmitEmpty),
@@ -284,7 +284,7 @@ pub static NODE_STATUS: Message = Message {
     ],
 };
 
-pub static NODE_CONDITION: Message = Message {
+pub(super) static NODE_CONDITION: Message = Message {
     go: "NodeCondition",
     fields: &[
         field(1, "type", "Type", Ty::String, Always),
@@ -296,7 +296,7 @@ pub static NODE_CONDITION: Message = Message {
     ],
 };
 
-pub static NODE_ADDRESS: Message = Message {
+pub(super) static NODE_ADDRESS: Message = Message {
     go: "NodeAddress",
     fields: &[
         field(1, "type", "Type", Ty::String, Always),
@@ -304,7 +304,7 @@ pub static NODE_ADDRESS: Message = Message {
     ],
 };
 
-pub static NODE_DAEMON_ENDPOINTS: Message = Message {
+pub(super) static NODE_DAEMON_ENDPOINTS: Message = Message {
     go: "NodeDaemonEndpoints",
     fields: &[field(
         1,
@@ -316,12 +316,12 @@ pub static NODE_DAEMON_ENDPOINTS: Message = Message {
 };
 
 /// Its JSON name is `Port`, capital P, as upstream spells it.
-pub static DAEMON_ENDPOINT: Message = Message {
+pub(super) static DAEMON_ENDPOINT: Message = Message {
     go: "DaemonEndpoint",
     fields: &[field(1, "Port", "Port", Ty::Int32, Always)],
 };
 
-pub static NODE_SYSTEM_INFO: Message = Message {
+pub(super) static NODE_SYSTEM_INFO: Message = Message {
     go: "NodeSystemInfo",
     fields: &[
         field(1, "machineID", "MachineID", Ty::String, Always),
@@ -344,12 +344,12 @@ pub static NODE_SYSTEM_INFO: Message = Message {
     ],
 };
 
-pub static NODE_SWAP_STATUS: Message = Message {
+pub(super) static NODE_SWAP_STATUS: Message = Message {
     go: "NodeSwapStatus",
     fields: &[field(1, "capacity", "Capacity", Ty::Int64, Pointer)],
 };
 
-pub static CONTAINER_IMAGE: Message = Message {
+pub(super) static CONTAINER_IMAGE: Message = Message {
     go: "ContainerImage",
     fields: &[
         field(1, "names", "Names", Ty::Strings, Always),
@@ -357,7 +357,7 @@ pub static CONTAINER_IMAGE: Message = Message {
     ],
 };
 
-pub static ATTACHED_VOLUME: Message = Message {
+pub(super) static ATTACHED_VOLUME: Message = Message {
     go: "AttachedVolume",
     fields: &[
         field(1, "name", "Name", Ty::String, Always),
@@ -365,7 +365,7 @@ pub static ATTACHED_VOLUME: Message = Message {
     ],
 };
 
-pub static NODE_CONFIG_STATUS: Message = Message {
+pub(super) static NODE_CONFIG_STATUS: Message = Message {
     go: "NodeConfigStatus",
     fields: &[
         field(
@@ -387,7 +387,7 @@ pub static NODE_CONFIG_STATUS: Message = Message {
     ],
 };
 
-pub static NODE_RUNTIME_HANDLER: Message = Message {
+pub(super) static NODE_RUNTIME_HANDLER: Message = Message {
     go: "NodeRuntimeHandler",
     fields: &[
         field(1, "name", "Name", Ty::String, Always),
@@ -401,7 +401,7 @@ pub static NODE_RUNTIME_HANDLER: Message = Message {
     ],
 };
 
-pub static NODE_RUNTIME_HANDLER_FEATURES: Message = Message {
+pub(super) static NODE_RUNTIME_HANDLER_FEATURES: Message = Message {
     go: "NodeRuntimeHandlerFeatures",
     fields: &[
         field(
@@ -415,7 +415,7 @@ pub static NODE_RUNTIME_HANDLER_FEATURES: Message = Message {
     ],
 };
 
-pub static NODE_FEATURES: Message = Message {
+pub(super) static NODE_FEATURES: Message = Message {
     go: "NodeFeatures",
     fields: &[field(
         1,

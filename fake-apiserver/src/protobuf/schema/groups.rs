@@ -8,7 +8,7 @@ use super::types::{
     Message, Ty, field,
 };
 
-pub static LEASE: Message = Message {
+pub(super) static LEASE: Message = Message {
     go: "Lease",
     fields: &[
         METADATA,
@@ -16,7 +16,7 @@ pub static LEASE: Message = Message {
     ],
 };
 
-pub static LEASE_SPEC: Message = Message {
+pub(super) static LEASE_SPEC: Message = Message {
     go: "LeaseSpec",
     fields: &[
         field(1, "holderIdentity", "HolderIdentity", Ty::String, Pointer),
@@ -35,7 +35,7 @@ pub static LEASE_SPEC: Message = Message {
     ],
 };
 
-pub static CERTIFICATE_SIGNING_REQUEST: Message = Message {
+pub(super) static CERTIFICATE_SIGNING_REQUEST: Message = Message {
     go: "CertificateSigningRequest",
     fields: &[
         METADATA,
@@ -44,7 +44,7 @@ pub static CERTIFICATE_SIGNING_REQUEST: Message = Message {
     ],
 };
 
-pub static CSR_SPEC: Message = Message {
+pub(super) static CSR_SPEC: Message = Message {
     go: "CertificateSigningRequestSpec",
     fields: &[
         field(1, "request", "Request", Ty::Bytes, Always),
@@ -59,12 +59,12 @@ pub static CSR_SPEC: Message = Message {
 };
 
 /// The value of a CSR's `extra` map on the wire.
-pub static EXTRA_VALUE: Message = Message {
+pub(crate) static EXTRA_VALUE: Message = Message {
     go: "ExtraValue",
     fields: &[field(1, "items", "Items", Ty::Strings, OmitEmpty)],
 };
 
-pub static CSR_STATUS: Message = Message {
+pub(super) static CSR_STATUS: Message = Message {
     go: "CertificateSigningRequestStatus",
     fields: &[
         field(
@@ -78,7 +78,7 @@ pub static CSR_STATUS: Message = Message {
     ],
 };
 
-pub static CSR_CONDITION: Message = Message {
+pub(super) static CSR_CONDITION: Message = Message {
     go: "CertificateSigningRequestCondition",
     fields: &[
         field(1, "type", "Type", Ty::String, Always),
@@ -91,7 +91,7 @@ pub static CSR_CONDITION: Message = Message {
 };
 
 /// events.k8s.io/v1 `Event`, which client-go's newer event recorder writes.
-pub static EVENTS_EVENT: Message = Message {
+pub(super) static EVENTS_EVENT: Message = Message {
     go: "Event",
     fields: &[
         field(1, "metadata", "ObjectMeta", Ty::Message(&OBJECT_META), Always),
@@ -142,7 +142,7 @@ pub static EVENTS_EVENT: Message = Message {
     ],
 };
 
-pub static EVENTS_EVENT_SERIES: Message = Message {
+pub(super) static EVENTS_EVENT_SERIES: Message = Message {
     go: "EventSeries",
     fields: &[
         field(1, "count", "Count", Ty::Int32, Always),

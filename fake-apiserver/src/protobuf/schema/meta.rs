@@ -8,7 +8,7 @@ use super::types::{
 };
 
 /// `runtime.Unknown`, the envelope after the `k8s\0` magic.
-pub static UNKNOWN: Message = Message {
+pub(crate) static UNKNOWN: Message = Message {
     go: "Unknown",
     fields: &[
         field(1, "typeMeta", "TypeMeta", Ty::Message(&TYPE_META), OmitEmpty),
@@ -18,7 +18,7 @@ pub static UNKNOWN: Message = Message {
     ],
 };
 
-pub static TYPE_META: Message = Message {
+pub(crate) static TYPE_META: Message = Message {
     go: "TypeMeta",
     fields: &[
         field(1, "apiVersion", "APIVersion", Ty::String, OmitEmpty),
@@ -27,13 +27,13 @@ pub static TYPE_META: Message = Message {
 };
 
 /// A `resource.Quantity` on the wire (apimachinery `pkg/api/resource`).
-pub static QUANTITY: Message = Message {
+pub(crate) static QUANTITY: Message = Message {
     go: "Quantity",
     fields: &[field(1, "string", "String_", Ty::String, OmitEmpty)],
 };
 
 /// The wire form of `Time` and `MicroTime`.
-pub static TIMESTAMP: Message = Message {
+pub(crate) static TIMESTAMP: Message = Message {
     go: "Timestamp",
     fields: &[
         field(1, "seconds", "Seconds", Ty::Int64, OmitEmpty),
@@ -41,7 +41,7 @@ pub static TIMESTAMP: Message = Message {
     ],
 };
 
-pub static OBJECT_META: Message = Message {
+pub(super) static OBJECT_META: Message = Message {
     go: "ObjectMeta",
     fields: &[
         field(1, "name", "Name", Ty::String, OmitEmpty),
@@ -74,7 +74,7 @@ pub static OBJECT_META: Message = Message {
     ],
 };
 
-pub static OWNER_REFERENCE: Message = Message {
+pub(super) static OWNER_REFERENCE: Message = Message {
     go: "OwnerReference",
     fields: &[
         field(5, "apiVersion", "APIVersion", Ty::String, Always),
@@ -86,10 +86,10 @@ pub static OWNER_REFERENCE: Message = Message {
     ],
 };
 
-pub const METADATA: Field = field(1, "metadata", "ObjectMeta", Ty::Message(&OBJECT_META), OmitEmpty);
+pub(super) const METADATA: Field = field(1, "metadata", "ObjectMeta", Ty::Message(&OBJECT_META), OmitEmpty);
 
 /// The body of a DELETE (`meta.k8s.io/v1`).
-pub static DELETE_OPTIONS: Message = Message {
+pub(crate) static DELETE_OPTIONS: Message = Message {
     go: "DeleteOptions",
     fields: &[
         field(1, "gracePeriodSeconds", "GracePeriodSeconds", Ty::Int64, Pointer),
@@ -113,7 +113,7 @@ pub static DELETE_OPTIONS: Message = Message {
     ],
 };
 
-pub static PRECONDITIONS: Message = Message {
+pub(super) static PRECONDITIONS: Message = Message {
     go: "Preconditions",
     fields: &[
         field(1, "uid", "UID", Ty::String, Pointer),
@@ -122,7 +122,7 @@ pub static PRECONDITIONS: Message = Message {
 };
 
 /// Errors and a DELETE's success, when an answer is written in protobuf.
-pub static STATUS: Message = Message {
+pub(crate) static STATUS: Message = Message {
     go: "Status",
     fields: &[
         field(1, "metadata", "ListMeta", Ty::Message(&LIST_META), OmitEmpty),
@@ -134,7 +134,7 @@ pub static STATUS: Message = Message {
     ],
 };
 
-pub static STATUS_DETAILS: Message = Message {
+pub(super) static STATUS_DETAILS: Message = Message {
     go: "StatusDetails",
     fields: &[
         field(1, "name", "Name", Ty::String, OmitEmpty),
@@ -146,7 +146,7 @@ pub static STATUS_DETAILS: Message = Message {
     ],
 };
 
-pub static STATUS_CAUSE: Message = Message {
+pub(super) static STATUS_CAUSE: Message = Message {
     go: "StatusCause",
     fields: &[
         field(1, "reason", "Type", Ty::String, OmitEmpty),
@@ -156,7 +156,7 @@ pub static STATUS_CAUSE: Message = Message {
 };
 
 /// A list's metadata; a list is this (field 1) and its items (field 2, each its kind's message).
-pub static LIST_META: Message = Message {
+pub(crate) static LIST_META: Message = Message {
     go: "ListMeta",
     fields: &[
         field(1, "selfLink", "SelfLink", Ty::String, OmitEmpty),

@@ -17,19 +17,19 @@ mod groups;
 mod meta;
 mod types;
 
-pub use self::core::CONFIG_MAP;
+pub(super) use self::core::CONFIG_MAP;
 use self::core::*;
-pub use groups::EXTRA_VALUE;
+pub(super) use groups::EXTRA_VALUE;
 use groups::*;
-pub use meta::{DELETE_OPTIONS, LIST_META, QUANTITY, STATUS, TIMESTAMP, TYPE_META, UNKNOWN};
+pub(super) use meta::{DELETE_OPTIONS, LIST_META, QUANTITY, STATUS, TIMESTAMP, TYPE_META, UNKNOWN};
 #[cfg(test)]
 use meta::{OBJECT_META, OWNER_REFERENCE, PRECONDITIONS, STATUS_CAUSE, STATUS_DETAILS};
 #[cfg(test)]
-pub use types::Field;
-pub use types::{Json, Message, Ty};
+pub(crate) use types::Field;
+pub(super) use types::{Json, Message, Ty};
 
 /// The built-in kinds read in protobuf, by API group and kind.
-pub static KINDS: &[(&str, &str, &Message)] = &[
+pub(super) static KINDS: &[(&str, &str, &Message)] = &[
     ("", "ConfigMap", &CONFIG_MAP),
     ("", "Secret", &SECRET),
     ("", "Namespace", &NAMESPACE),
@@ -48,7 +48,7 @@ pub static KINDS: &[(&str, &str, &Message)] = &[
 /// Every table of a Go struct in Kubernetes' API packages, with the package that declares it
 /// (relative to `k8s.io/`): what `tests::tables_match_the_upstream_sources` checks.
 #[cfg(test)]
-pub static UPSTREAM: &[(&str, &Message)] = &[
+pub(super) static UPSTREAM: &[(&str, &Message)] = &[
     ("apimachinery/pkg/apis/meta/v1", &OBJECT_META),
     ("apimachinery/pkg/apis/meta/v1", &OWNER_REFERENCE),
     ("apimachinery/pkg/apis/meta/v1", &DELETE_OPTIONS),
@@ -98,7 +98,7 @@ pub static UPSTREAM: &[(&str, &Message)] = &[
 ];
 
 /// The message of a built-in kind this server reads in protobuf.
-pub fn kind(group: &str, kind: &str) -> Option<&'static Message> {
+pub(super) fn kind(group: &str, kind: &str) -> Option<&'static Message> {
     KINDS
         .iter()
         .find(|(g, k, _)| *g == group && *k == kind)

@@ -4,12 +4,12 @@
 
 /// One protobuf message: its Go type name (what the generated decoder's errors name) and its
 /// fields in the Go struct's order (the order `encoding/json` writes them).
-pub struct Message {
+pub(crate) struct Message {
     pub go: &'static str,
     pub fields: &'static [Field],
 }
 
-pub struct Field {
+pub(crate) struct Field {
     pub number: i32,
     pub json: &'static str,
     /// The Go struct field, as `proto: wrong wireType = 0 for field ObjectMeta` names it.
@@ -19,7 +19,7 @@ pub struct Field {
 }
 
 #[derive(Clone, Copy)]
-pub enum Ty {
+pub(crate) enum Ty {
     String,
     Bool,
     Int32,
@@ -49,7 +49,7 @@ pub enum Ty {
 
 /// How `encoding/json` writes a field, from its Go type and tag.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Json {
+pub(crate) enum Json {
     /// `omitempty` on a value: left out when zero; a struct (and a `Time`) is always written.
     OmitEmpty,
     /// No `omitempty`: always written, `null` for a nil slice or map.

@@ -383,7 +383,7 @@ fn first_overflowing_number(input: &[u8]) -> Option<&str> {
 
 /// The error `json.Unmarshal(input, &map[string]interface{}{})` returns, in Go's words, or
 /// `None` when it returns nil.
-pub fn unmarshal_map_error(input: &[u8]) -> Option<String> {
+pub(super) fn unmarshal_map_error(input: &[u8]) -> Option<String> {
     if let Some(e) = syntax_error(input) {
         return Some(e);
     }
