@@ -29,6 +29,21 @@ Feature: Registry trust written from ControllerConfig
     And every node is Done
     And no node has rebooted
 
+  # Only the directories that no CA names leave (os.ReadDir's entries that are directories:
+  # release-4.14 certificate_writer.go:144-159, release-4.16 :251-266); a named host's directory
+  # stays as it is while its ca.crt is written again, so what else a registry needs beside it
+  # stays too, such as a client certificate and key for a registry that asks for one (CRI-O
+  # reads certs.d/<host>/*.cert and *.key, containers-certs.d(5)).
+  @ocp-4.14 @ocp-4.16
+  Scenario: A registry's client certificate beside its CA stays when the CAs are written again
+    Given a fresh cluster with 1 worker node
+    When the image registry CA "registry.example.com" is published
+    And the file /etc/docker/certs.d/registry.example.com/client.cert is written on every node
+    And the image registry CAs "registry.example.com" and "mirror.example.com" are published
+    Then every node has the path /etc/docker/certs.d/registry.example.com/client.cert
+    And every node has the registry CA "registry.example.com" in /etc/docker/certs.d/registry.example.com/ca.crt
+    And every node has the registry CA "mirror.example.com" in /etc/docker/certs.d/mirror.example.com/ca.crt
+
   # The template controller lists the registry CAs in ControllerConfig status.controllerCertificates
   # after the four CA fields, each under its file name as bundleFile, and drops one whose entry
   # left the spec (release-4.14 and 4.16 template_controller.go updateControllerConfigCerts; 4.12
