@@ -7,9 +7,9 @@
 # still differs; 4.12: currentConfig still differs from desiredConfig).
 #
 # How the agent is crashed (strace, SIGKILL at a system call) and where the crash points are:
-# docs/crash-consistency.md. The crash injection traces the agent as a process of this host, so
-# the feature runs on embedded nodes and is skipped, saying so, on container nodes (@embedded).
-@crash-consistency @embedded
+# docs/crash-consistency.md. strace wraps the agent where it runs: on this host for an embedded
+# node, inside the container (the node image carries this host's strace) for a container node.
+@crash-consistency
 Feature: A crashed agent leaves every file the kubelet reads whole
   Agents in the field are killed in the middle of a write (the OOM killer, a node drained with
   `kill -9`, a pod evicted). The kubelet reads its client CA bundle and its kubeconfig whenever

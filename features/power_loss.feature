@@ -7,9 +7,9 @@
 # Never a part of a file, never an empty one.
 #
 # How the states are made (strace's record of the sync, the persistence model after ALICE and
-# CrashMonkey) and what the model can and cannot find: docs/crash-consistency.md. The record
-# traces the agent as a process of this host, so the feature runs on embedded nodes (@embedded).
-@crash-consistency @embedded
+# CrashMonkey) and what the model can and cannot find: docs/crash-consistency.md. strace records
+# the agent where it runs: on this host for an embedded node, inside a container node.
+@crash-consistency
 Feature: A power loss leaves every file the kubelet reads whole
   A node loses power (a host reset, a hypervisor's hard stop) whenever it likes: what the agent
   wrote and did not fsync may be gone, a rename not followed by an fsync of its directory may be
@@ -40,15 +40,29 @@ Feature: A power loss leaves every file the kubelet reads whole
       | bundle                   |
       | kube-apiserver-client-ca |
 
-  # One record over twelve syncs a minute apart: the first synced as the agent starts, each
+  # One record over several syncs a minute apart: the first synced as the agent starts, each
   # later one as the running agent sees its change. Upstream fsyncs no directory, so a power
   # loss late in the record may undo any number of the renames before it, latest first: the
   # file goes back to an older version, whole (stale until the next sync). Any version the syncs
   # left counts as whole; a part of one, or an empty file, does not. Each sync has at least the
-  # seven states of one alone (above), so twelve have at least 84; the reference daemon's counts
-  # per profile are in docs/crash-consistency.md.
-  Scenario: A power loss at any point of twelve syncs leaves every file a version it had whole
+  # seven states of one alone (above). On 4.12 a sync is a rendered config's update, which
+  # writes every file of the config (release-4.12 update.go:1233 updateFiles), each renamed into
+  # place with no directory fsync to make the rename durable, so the states grow faster with the
+  # syncs there: release-4.12's own daemon leaves more over twelve than the model judges in one
+  # record (20,000), and six of its syncs leave 9,275. The reference daemon's counts per profile
+  # are in docs/crash-consistency.md.
+  Scenario Outline: A power loss at any point of several syncs leaves every file a version it had whole
     Given a fresh cluster with 1 worker node
-    When the node loses power at each point of the agent's syncs of 12 forced rotations of the kube-apiserver-to-kubelet-signer
+    When the node loses power at each point of the agent's syncs of <syncs> forced rotations of the kube-apiserver-to-kubelet-signer
     Then every file the kubelet and CRI-O read is whole in every state a power loss can leave
-    And at least 84 crash states were judged
+    And at least <floor> crash states were judged
+
+    @ocp-4.12
+    Examples:
+      | syncs | floor |
+      | 6     | 42    |
+
+    @ocp-4.14 @ocp-4.16
+    Examples:
+      | syncs | floor |
+      | 12    | 84    |

@@ -45,7 +45,8 @@ pub struct ContainerNode {
     /// The instant the node's own clock was last set to, or why it could not be.
     clock_set: tokio::sync::watch::Receiver<Result<time::OffsetDateTime, String>>,
     _follower: ClockFollower,
-    _control_dir: tempfile::TempDir,
+    /// The control directory, bind-mounted at `CONTROL_DIR` (the init's socket, shared files).
+    control_dir: tempfile::TempDir,
 }
 
 fn start_error(name: &str, message: String) -> NodeError {
@@ -136,8 +137,35 @@ impl ContainerNode {
             container: tokio::sync::Mutex::new(Some(container)),
             clock_set,
             _follower: follower,
-            _control_dir: dir,
+            control_dir: dir,
         })
+    }
+
+    /// Wrap the agent's next start in `wrapper` (a tracer), once, over the init's socket.
+    pub async fn arm_agent_launch(&self, wrapper: Vec<String>) -> Result<(), NodeError> {
+        self.call::<serde_json::Value>("<agent launch>", Request::ArmAgentLaunch { wrapper })
+            .await
+            .map(drop)
+    }
+
+    /// How the armed start stands, waiting up to `wait` on the node for it to end.
+    pub async fn agent_launch_state(&self, wait: Duration) -> Result<super::crash::LaunchState, NodeError> {
+        let timeout_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+        self.call("<agent launch>", Request::AgentLaunchState { timeout_ms })
+            .await
+    }
+
+    /// The armed start over: its service manager may restart the agent.
+    pub async fn end_agent_launch(&self) -> Result<(), NodeError> {
+        self.call::<serde_json::Value>("<agent launch>", Request::EndAgentLaunch)
+            .await
+            .map(drop)
+    }
+
+    /// A directory this host and the node both see (the control directory's bind mount): its
+    /// path here, and on the node.
+    pub fn shared_dir(&self) -> (&std::path::Path, &'static str) {
+        (self.control_dir.path(), CONTROL_DIR)
     }
 
     async fn call<T: serde::de::DeserializeOwned>(
@@ -154,6 +182,10 @@ impl ContainerNode {
 
 #[async_trait::async_trait]
 impl Node for ContainerNode {
+    fn as_container(&self) -> Option<&ContainerNode> {
+        Some(self)
+    }
+
     async fn follow_clock(&self, now: time::OffsetDateTime) -> Result<(), NodeError> {
         let error = |reason: String| NodeError::Clock {
             node: self.name.clone(),

@@ -105,6 +105,16 @@ pub enum Request {
     SetNow {
         now: String,
     },
+    /// Wrap the agent's next start in `wrapper` (a tracer), once (`crate::node::crash`).
+    ArmAgentLaunch {
+        wrapper: Vec<String>,
+    },
+    /// How the armed start stands (`LaunchState`), waiting up to `timeout_ms` for it to end.
+    AgentLaunchState {
+        timeout_ms: u64,
+    },
+    /// The armed start over: the agent's service manager may restart it.
+    EndAgentLaunch,
     /// First boot: start the enabled units.
     Boot,
     /// Stop every service; the init exits.

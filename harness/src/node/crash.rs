@@ -114,6 +114,84 @@ pub struct AgentLaunch {
     pub resume: tokio::sync::oneshot::Receiver<()>,
 }
 
+/// What the harness learns of a launch it armed over a container node's control socket.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "launch", rename_all = "kebab-case")]
+pub enum LaunchState {
+    /// The wrapped agent runs still (or has not started yet).
+    Waiting,
+    /// It ended: how, as the service manager saw it; `None` when it ended otherwise (stopped
+    /// by its service manager, or the launch was never taken).
+    Ended { status: Option<String> },
+}
+
+/// The far ends of a launch armed over the control socket, which the node's init keeps until
+/// the harness asks how the agent ended and lets its service manager restart it. How it ended
+/// is kept once known, so a question the harness gave up on loses nothing.
+#[derive(Default)]
+pub struct RemoteLaunch {
+    ended: Option<tokio::sync::oneshot::Receiver<String>>,
+    outcome: Option<Option<String>>,
+    resume: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl RemoteLaunch {
+    /// A launch wrapped in `wrapper`, for the node's agent service, and this side of it.
+    pub fn arm(wrapper: Vec<String>) -> (AgentLaunch, RemoteLaunch) {
+        let (ended, ended_rx) = tokio::sync::oneshot::channel();
+        let (resume_tx, resume) = tokio::sync::oneshot::channel();
+        let launch = AgentLaunch {
+            wrapper,
+            ended,
+            resume,
+        };
+        let remote = RemoteLaunch {
+            ended: Some(ended_rx),
+            outcome: None,
+            resume: Some(resume_tx),
+        };
+        (launch, remote)
+    }
+
+    /// The receiver of the agent's end to wait on (one waiter at a time), or how it ended
+    /// already (`None` there: nothing was armed).
+    pub fn wait_on(&mut self) -> Result<tokio::sync::oneshot::Receiver<String>, LaunchState> {
+        match (self.ended.take(), &self.outcome) {
+            (Some(ended), _) => Ok(ended),
+            (None, outcome) => Err(LaunchState::Ended {
+                status: outcome.clone().flatten(),
+            }),
+        }
+    }
+
+    /// What came of a wait: the receiver back while the agent runs, its end kept once it came.
+    pub fn waited(
+        &mut self,
+        ended: tokio::sync::oneshot::Receiver<String>,
+        came: Option<Result<String, tokio::sync::oneshot::error::RecvError>>,
+    ) -> LaunchState {
+        match came {
+            None => {
+                self.ended = Some(ended);
+                LaunchState::Waiting
+            }
+            Some(status) => {
+                let status = status.ok();
+                self.outcome = Some(status.clone());
+                LaunchState::Ended { status }
+            }
+        }
+    }
+
+    /// Let the service manager restart the agent (it waits for this once a wrapped start ended).
+    pub fn resume(&mut self) {
+        if let Some(resume) = self.resume.take() {
+            let _ = resume.send(());
+        }
+        self.ended = None;
+    }
+}
+
 /// One strace run of the agent: which calls it traces and writes to `trace`, and which (if any)
 /// it kills the agent at.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -360,6 +438,37 @@ pub fn crash_points(calls: &[Call], path_filtered: bool, placed: &[PathBuf]) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The init keeps how a wrapped agent ended until the harness has it: a question that timed
+    /// out leaves the launch waiting, and the answer is given again to a later one (a harness
+    /// that gave up on a question loses nothing); resuming lets the service restart the agent.
+    #[tokio::test]
+    async fn a_remote_launch_keeps_how_the_agent_ended_for_a_later_question() {
+        let (launch, mut remote) = RemoteLaunch::arm(vec!["strace".into()]);
+        let mut ended = remote.wait_on().expect("armed");
+        let came = tokio::time::timeout(std::time::Duration::from_millis(10), &mut ended)
+            .await
+            .ok();
+        assert_eq!(remote.waited(ended, came), LaunchState::Waiting);
+        launch.ended.send("signal: 9 (SIGKILL)".into()).unwrap();
+        let mut ended = remote.wait_on().expect("still waited on");
+        let came = tokio::time::timeout(std::time::Duration::from_secs(30), &mut ended)
+            .await
+            .ok();
+        let state = remote.waited(ended, came);
+        let killed = LaunchState::Ended {
+            status: Some("signal: 9 (SIGKILL)".into()),
+        };
+        assert_eq!(state, killed);
+        assert_eq!(remote.wait_on().unwrap_err(), killed);
+        remote.resume();
+        assert!(launch.resume.await.is_ok());
+        // Nothing armed: the launch ended otherwise.
+        assert_eq!(
+            RemoteLaunch::default().wait_on().unwrap_err(),
+            LaunchState::Ended { status: None }
+        );
+    }
 
     const COUNTED: &str = r#"4711 openat(AT_FDCWD</>, "/r/etc/kubernetes/.kubelet-ca.crt.1f", O_WRONLY|O_CREAT|O_TRUNC|O_CLOEXEC, 0666) = 9</r/etc/kubernetes/.kubelet-ca.crt.1f>
 4711 write(1<pipe:[1234]>, "Writing file\n", 13) = 13

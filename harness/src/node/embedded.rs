@@ -57,6 +57,8 @@ struct Inner {
     units_scanned: Mutex<[Option<(std::time::SystemTime, std::time::SystemTime)>; 2]>,
     /// How the agent service's next start is wrapped (`crate::node::crash`), once.
     agent_launch: Mutex<Option<super::crash::AgentLaunch>>,
+    /// In a container node's init: this side of a launch armed over the control socket.
+    remote_launch: Mutex<super::crash::RemoteLaunch>,
 }
 
 /// How long after the unit directory's last change a scan must have begun for the directory's
@@ -217,6 +219,7 @@ impl EmbeddedNode {
                 private_bus: std::sync::atomic::AtomicBool::new(true),
                 units_scanned: Mutex::new([None; 2]),
                 agent_launch: Mutex::new(None),
+                remote_launch: Mutex::new(Default::default()),
             }),
         }
     }
@@ -258,6 +261,33 @@ impl EmbeddedNode {
     /// the agent as it is).
     pub fn take_agent_launch(&self) -> Option<super::crash::AgentLaunch> {
         lock(&self.inner.agent_launch).take()
+    }
+
+    /// A container node's init: wrap the agent's next start in `wrapper` for a harness that
+    /// asks over the control socket how it ended (`remote_launch_state`) and lets it restart
+    /// (`end_remote_launch`).
+    pub fn arm_remote_launch(&self, wrapper: Vec<String>) {
+        let (launch, remote) = super::crash::RemoteLaunch::arm(wrapper);
+        lock(&self.inner.remote_launch).resume();
+        *lock(&self.inner.remote_launch) = remote;
+        self.arm_agent_launch(launch);
+    }
+
+    /// How the armed launch stands, waiting up to `wait` for the wrapped agent to end.
+    pub async fn remote_launch_state(&self, wait: std::time::Duration) -> super::crash::LaunchState {
+        let mut ended = match lock(&self.inner.remote_launch).wait_on() {
+            Ok(ended) => ended,
+            Err(known) => return known,
+        };
+        let came = tokio::time::timeout(wait, &mut ended).await.ok();
+        lock(&self.inner.remote_launch).waited(ended, came)
+    }
+
+    /// The armed launch over: no wrapper for the next start, and the agent's service manager
+    /// may restart it.
+    pub fn end_remote_launch(&self) {
+        drop(self.take_agent_launch());
+        lock(&self.inner.remote_launch).resume();
     }
 
     /// Published by the kubelet service once it listens.

@@ -239,12 +239,16 @@ pub fn rootfs_tar(root: &Path) -> Result<Vec<u8>, ImageError> {
 pub const NODE_BINARIES: &[&str] = &["mco-node-init", "mco-kubelet", NODE_TOOLS, "mco-reference-daemon"];
 
 /// `NODE_BINARIES` as built beside the running program (a binary in `target/<profile>/`, or a
-/// test in `target/<profile>/deps/`); an error names what is missing and how to build it.
+/// test in `target/<profile>/deps/`), an error naming what is missing and how to build it; and
+/// this host's `strace` when it has one, which the crash features run a container node's agent
+/// under (without it they say how to install it).
 pub fn harness_binaries() -> Result<Vec<PathBuf>, ImageError> {
-    NODE_BINARIES
+    let mut binaries = NODE_BINARIES
         .iter()
         .map(|name| super::programs::beside_this_program(name))
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    binaries.extend(super::crash::strace().ok());
+    Ok(binaries)
 }
 
 /// What a node image is built from: each input file's path, length and modification time. The

@@ -246,4 +246,9 @@ pub trait Node: Send + Sync {
     fn as_embedded(&self) -> Option<&EmbeddedNode> {
         None
     }
+    /// The container node behind this one (crash injection arms its agent's start over the
+    /// init's control socket: `crash`).
+    fn as_container(&self) -> Option<&container::ContainerNode> {
+        None
+    }
 }

@@ -9,8 +9,7 @@ use crate::scenario::endpoint::{IN_PROCESS_REASON, IN_PROCESS_TAG};
 pub(super) const CONTAINER_SKIP: &str = "@container: needs container nodes (--nodes container)";
 
 /// Why a container run skips an `@embedded` scenario.
-pub(super) const EMBEDDED_SKIP: &str =
-    "@embedded: needs embedded nodes (its steps run the agent as a process of this host)";
+pub(super) const EMBEDDED_SKIP: &str = "@embedded: needs embedded nodes (the scenario asks for them)";
 
 /// Why a run whose agent is not the reference daemon skips a `@light` scenario.
 pub(super) const LIGHT_SKIP: &str =

@@ -55,6 +55,10 @@ pub struct CrashRun {
     /// ControllerConfig's spec and resourceVersion, and the node's desiredConfig with its spec.
     pub controller_config: (ControllerConfigSpec, String),
     pub desired: Option<(String, MachineConfigSpec)>,
+    /// The ControllerConfig's spec and resourceVersion once the node converged: a later
+    /// resourceVersion than the change's when only its metadata moved since (the first-sync
+    /// nudge's annotation).
+    pub controller_config_after: Option<(ControllerConfigSpec, String)>,
 }
 
 /// The crash runs of one node's sync.
@@ -66,6 +70,18 @@ pub struct CrashReport {
     pub points: Vec<CrashPoint>,
     /// The two counting runs, then one run per crash point attempt.
     pub runs: Vec<CrashRun>,
+}
+
+/// Whether the sync waited for is an agent's first after its (re)start. A started agent's first
+/// sync is held to no sync bound, as at the start of a scenario (`await_first_sync`, with the
+/// first-sync nudge when the run asks for it): upstream's 4.16 daemon requeues a ControllerConfig
+/// that comes before it has read its Node for a minute (release-4.16 certificate_writer.go:30,
+/// 113-116), and a crashed agent is restarted as its pod is. A running agent's sync of a change
+/// is held to the sync bound (`converge`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum AfterStart {
+    Yes,
+    No,
 }
 
 /// How long a traced run whose node converged may still take to reach its crash point (an agent
@@ -86,55 +102,222 @@ impl CrashPlan {
     }
 }
 
-/// A node whose agent the harness runs under strace: only an embedded node's agent is a
-/// process of this host.
+/// A node whose agent the harness runs under strace.
 pub(super) struct TracedNode<'a> {
     pub(super) node: &'a dyn Node,
-    pub(super) embedded: &'a EmbeddedNode,
-    pub(super) strace: PathBuf,
+    tracer: Tracer<'a>,
+}
+
+/// Where the agent runs, and so how strace wraps it.
+enum Tracer<'a> {
+    /// An embedded node's agent: a process of this host, under this host's strace.
+    Host {
+        embedded: &'a EmbeddedNode,
+        strace: PathBuf,
+    },
+    /// A container node's agent: a process of the container, under the image's strace (the
+    /// host's, copied in), its start armed over the init's control socket.
+    Container(&'a crate::node::container::ContainerNode),
+}
+
+/// Where a container node's image has strace (`crate::node::image`: the host's, in `/usr/bin`).
+const IMAGE_STRACE: &str = "/usr/bin/strace";
+
+/// A directory for strace's output: as strace names it, and as this host reads it.
+pub(super) struct TraceDir {
+    host: tempfile::TempDir,
+    seen_as: PathBuf,
+}
+
+impl TraceDir {
+    /// The path strace writes `name` to.
+    pub(super) fn path(&self, name: &str) -> PathBuf {
+        self.seen_as.join(name)
+    }
+
+    /// A directory of this host's for work of its own (materialising states).
+    pub(super) fn scratch(&self, name: &str) -> PathBuf {
+        self.host.path().join(name)
+    }
+
+    /// The calls of a trace strace wrote to `trace` (a path of this directory's).
+    pub(super) fn read(&self, trace: &Path) -> Result<Vec<crash::Call>, ScenarioError> {
+        let relative = trace.strip_prefix(&self.seen_as).unwrap_or(trace);
+        read_trace(&self.host.path().join(relative))
+    }
+}
+
+/// The agent's next start armed under a wrapper: how it ended, and the end of the arming.
+pub(super) struct Launch<'a> {
+    tracer: &'a Tracer<'a>,
+    /// An embedded node's: the far ends of the launch.
+    ended: Option<tokio::sync::oneshot::Receiver<String>>,
+    resume: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Launch<'_> {
+    /// How the wrapped agent ended, as its service manager saw it; `None` when it ended
+    /// otherwise (stopped) or the node could not say. Safe to drop unfinished and ask again.
+    pub(super) async fn ended(&mut self) -> Option<String> {
+        match self.tracer {
+            Tracer::Host { .. } => match self.ended.as_mut() {
+                Some(ended) => ended.await.ok(),
+                None => None,
+            },
+            Tracer::Container(node) => loop {
+                match node.agent_launch_state(LAUNCH_POLL).await {
+                    Ok(crash::LaunchState::Waiting) => continue,
+                    Ok(crash::LaunchState::Ended { status }) => return status,
+                    Err(_) => return None,
+                }
+            },
+        }
+    }
+
+    /// The arming over: the next start runs the agent as it is, and the service manager may
+    /// restart this one.
+    pub(super) async fn finish(mut self) {
+        match self.tracer {
+            Tracer::Host { embedded, .. } => {
+                drop(embedded.take_agent_launch());
+                if let Some(resume) = self.resume.take() {
+                    let _ = resume.send(());
+                }
+            }
+            Tracer::Container(node) => {
+                let _ = node.end_agent_launch().await;
+            }
+        }
+    }
+}
+
+/// How long one question about a container node's armed start waits on the node.
+const LAUNCH_POLL: Duration = Duration::from_secs(5);
+
+impl TracedNode<'_> {
+    /// The node's `/` as strace's paths name it: the embedded node's root on this host, or `/`
+    /// inside a container.
+    pub(super) fn root(&self) -> PathBuf {
+        match &self.tracer {
+            Tracer::Host { embedded, .. } => embedded.root().to_path_buf(),
+            Tracer::Container(_) => PathBuf::from("/"),
+        }
+    }
+
+    /// A directory for strace's output that this host can read: a temporary one here, or one
+    /// in the directory a container node shares with this host.
+    pub(super) fn trace_dir(&self, prefix: &str) -> Result<TraceDir, String> {
+        let (host_parent, seen_parent) = match &self.tracer {
+            Tracer::Host { .. } => (crate::node::scratch_dir(), None),
+            Tracer::Container(node) => {
+                let (host, seen) = node.shared_dir();
+                (host.to_path_buf(), Some(PathBuf::from(seen)))
+            }
+        };
+        let host = tempfile::Builder::new()
+            .prefix(prefix)
+            .tempdir_in(&host_parent)
+            .map_err(|e| {
+                format!(
+                    "a directory for strace's output in {}: {e}",
+                    host_parent.display()
+                )
+            })?;
+        let seen_as = match seen_parent {
+            Some(seen) => seen.join(host.path().file_name().unwrap_or_default()),
+            None => host.path().to_path_buf(),
+        };
+        Ok(TraceDir { host, seen_as })
+    }
+
+    /// The strace command line for `run`, before the agent's own.
+    pub(super) fn wrapper(&self, run: &TraceRun) -> Vec<String> {
+        match &self.tracer {
+            Tracer::Host { strace, .. } => run.wrapper(strace),
+            Tracer::Container(_) => run.wrapper(Path::new(IMAGE_STRACE)),
+        }
+    }
+
+    /// Arm the agent's next start under `wrapper`.
+    pub(super) async fn arm(&self, wrapper: Vec<String>) -> Result<Launch<'_>, ScenarioError> {
+        match &self.tracer {
+            Tracer::Host { embedded, .. } => {
+                let (ended, ended_rx) = tokio::sync::oneshot::channel();
+                let (resume, resume_rx) = tokio::sync::oneshot::channel();
+                embedded.arm_agent_launch(AgentLaunch {
+                    wrapper,
+                    ended,
+                    resume: resume_rx,
+                });
+                Ok(Launch {
+                    tracer: &self.tracer,
+                    ended: Some(ended_rx),
+                    resume: Some(resume),
+                })
+            }
+            Tracer::Container(node) => {
+                node.arm_agent_launch(wrapper)
+                    .await
+                    .map_err(|e| ScenarioError::Node {
+                        node: self.node.name().into(),
+                        message: e.to_string(),
+                    })?;
+                Ok(Launch {
+                    tracer: &self.tracer,
+                    ended: None,
+                    resume: None,
+                })
+            }
+        }
+    }
 }
 
 impl Scenario {
-    /// The plan's node, ready for its agent to run under strace: strace found, the node an
-    /// embedded one (`embedded_only` says why it must be), and the plan's agent process, if
-    /// any, in place of the node's agent, restarted and converged.
+    /// The plan's node, ready for its agent to run under strace: an embedded node with strace
+    /// on this host, or a container node whose image has it (`what` says what needs it); and
+    /// the plan's agent process, if any, in place of an embedded node's agent, restarted and
+    /// converged.
     pub(super) async fn traced_node(
         &self,
         plan: &mut CrashPlan,
-        embedded_only: &str,
+        what: &str,
     ) -> Result<TracedNode<'_>, ScenarioError> {
-        let strace = crash::strace().map_err(|message| plan.node_error(message))?;
         let node = self
             .node(&plan.node)
             .ok_or_else(|| plan.node_error("no such node in the scenario".into()))?;
-        let embedded = node
-            .as_embedded()
-            .ok_or_else(|| plan.node_error(embedded_only.into()))?;
-        if let Some(process) = plan.process.take() {
-            embedded.set_service(AGENT_UNIT, Arc::new(process));
-            self.agent_unit(node, "restart").await?;
-            self.converge().await?;
-        }
-        Ok(TracedNode {
-            node,
-            embedded,
-            strace,
-        })
+        let tracer = if let Some(embedded) = node.as_embedded() {
+            let strace = crash::strace().map_err(|message| plan.node_error(message))?;
+            if let Some(process) = plan.process.take() {
+                embedded.set_service(AGENT_UNIT, Arc::new(process));
+                self.agent_unit(node, "restart").await?;
+                self.converge().await?;
+            }
+            Tracer::Host { embedded, strace }
+        } else if let Some(container) = node.as_container() {
+            let in_image = node
+                .stat(IMAGE_STRACE)
+                .await
+                .map_err(|e| plan.node_error(e.to_string()))?;
+            if in_image.is_none() {
+                return Err(plan.node_error(format!(
+                    "{what} runs the agent under strace, and the node image has none: it takes this host's ({})",
+                    crash::strace().err().unwrap_or_default()
+                )));
+            }
+            Tracer::Container(container)
+        } else {
+            return Err(plan.node_error(format!(
+                "{what} runs the agent under strace: it needs embedded or container nodes (a light node's agent runs in the harness's process)"
+            )));
+        };
+        Ok(TracedNode { node, tracer })
     }
 
     /// Crash `plan.node`'s agent at each crash point of the sync of a forced rotation.
     pub async fn crash_each_file_change(&self, mut plan: CrashPlan) -> Result<CrashReport, ScenarioError> {
-        let traced = self
-            .traced_node(
-                &mut plan,
-                "crash injection runs the agent under strace on this host: it needs embedded nodes (container nodes are not supported yet)",
-            )
-            .await?;
-        let traces = tempfile::Builder::new()
-            .prefix("mco-crash-")
-            .tempdir_in(crate::node::scratch_dir())
-            .map_err(|e| plan.node_error(format!("a directory for the traces: {e}")))?;
-        let root = traced.embedded.root().to_path_buf();
+        let traced = self.traced_node(&mut plan, "crash injection").await?;
+        let traces = traced.trace_dir("mco-crash-").map_err(|e| plan.node_error(e))?;
+        let root = traced.root();
         let watched_host: Vec<PathBuf> = plan
             .watched
             .iter()
@@ -144,7 +327,7 @@ impl Scenario {
         let mut runs = Vec::new();
         // Counting: every file-changing call, then those naming a watched path.
         let all = TraceRun {
-            trace: traces.path().join("count-all"),
+            trace: traces.path("count-all"),
             paths: Vec::new(),
             syscalls: FILE_CHANGING.iter().map(|s| s.to_string()).collect(),
             kill_at: None,
@@ -159,14 +342,14 @@ impl Scenario {
                 runs,
             });
         }
-        let all_calls = read_trace(&all.trace)?;
+        let all_calls = traces.read(&all.trace)?;
         let named = TraceRun {
-            trace: traces.path().join("count-named"),
+            trace: traces.path("count-named"),
             paths: filter.clone(),
             ..all.clone()
         };
         runs.push(self.crash_sync(&traced, &plan, &named).await?);
-        let named_calls = read_trace(&named.trace)?;
+        let named_calls = traces.read(&named.trace)?;
         let mut points = crash::crash_points(&named_calls, true, &[]);
         points.extend(crash::crash_points(&all_calls, false, &watched_host));
         // A node that did not converge after a crash ends the runs: what it was left in is the
@@ -175,8 +358,11 @@ impl Scenario {
             if runs.iter().any(|r| r.after.is_err()) {
                 break;
             }
-            let trace = |attempt: usize| traces.path().join(format!("crash-{i}-{attempt}"));
-            runs.extend(self.crash_at(&traced, &plan, point, &filter, trace).await?);
+            let trace = |attempt: usize| format!("crash-{i}-{attempt}");
+            runs.extend(
+                self.crash_at(&traced, &plan, point, &filter, (&traces, trace))
+                    .await?,
+            );
         }
         Ok(CrashReport {
             node: plan.node.clone(),
@@ -191,19 +377,19 @@ impl Scenario {
     }
 
     /// The runs that try one crash point: up to `ATTEMPTS` syncs, until one reaches it or the
-    /// node does not converge. `trace`: where each attempt's trace goes.
+    /// node does not converge. `traces`: where each attempt's trace goes, by its name.
     async fn crash_at(
         &self,
         traced: &TracedNode<'_>,
         plan: &CrashPlan,
         point: &CrashPoint,
         filter: &[PathBuf],
-        trace: impl Fn(usize) -> PathBuf,
+        (traces, trace): (&TraceDir, impl Fn(usize) -> String),
     ) -> Result<Vec<CrashRun>, ScenarioError> {
         let mut runs = Vec::new();
         for attempt in 0..ATTEMPTS {
             let run = TraceRun {
-                trace: trace(attempt),
+                trace: traces.path(&trace(attempt)),
                 paths: if point.path_filtered {
                     filter.to_vec()
                 } else {
@@ -215,7 +401,7 @@ impl Scenario {
             };
             let mut seen = self.crash_sync(traced, plan, &run).await?;
             seen.point = Some(point.clone());
-            seen.killed = crash::killed_call(&read_trace(&run.trace)?).map(|c| c.line.clone());
+            seen.killed = crash::killed_call(&traces.read(&run.trace)?).map(|c| c.line.clone());
             let (reached, stuck) = (seen.at_crash.is_some(), seen.after.is_err());
             runs.push(seen);
             if reached || stuck {
@@ -235,23 +421,17 @@ impl Scenario {
     ) -> Result<CrashRun, ScenarioError> {
         let node = traced.node;
         let mut seen = self.change_while_stopped(node, plan).await?;
-        let (ended_tx, mut ended) = tokio::sync::oneshot::channel();
-        let (resume, resume_rx) = tokio::sync::oneshot::channel();
-        traced.embedded.arm_agent_launch(AgentLaunch {
-            wrapper: run.wrapper(&traced.strace),
-            ended: ended_tx,
-            resume: resume_rx,
-        });
+        let mut launch = traced.arm(traced.wrapper(run)).await?;
         self.agent_unit(node, "start").await?;
         let expected = (plan.expect)(&seen).map_err(|message| plan.node_error(message))?;
         // The traced agent ends at its crash point, or the node converges without it.
         let exit = tokio::select! {
-            status = &mut ended => status.ok(),
-            converged = self.converged(node, &plan.watched, &expected) => match converged {
-                Ok(()) if run.kill_at.is_some() => tokio::time::timeout(LATE_CRASH_BOUND, &mut ended)
+            status = launch.ended() => status,
+            converged = self.converged(node, &plan.watched, &expected, AfterStart::Yes) => match converged {
+                Ok(()) if run.kill_at.is_some() => tokio::time::timeout(LATE_CRASH_BOUND, launch.ended())
                     .await
                     .ok()
-                    .and_then(Result::ok),
+                    .flatten(),
                 Ok(()) => None,
                 Err(e) => {
                     seen.after = Err(e.to_string());
@@ -267,12 +447,14 @@ impl Scenario {
             }
             None => None,
         };
-        drop(traced.embedded.take_agent_launch());
-        let _ = resume.send(());
+        launch.finish().await;
         // A node that did not converge once is not waited for again.
         let after = match &seen.after {
             Err(e) if !e.is_empty() => Err(e.clone()),
-            _ => self.converged_state(node, plan, &expected).await?,
+            _ => {
+                self.converged_state(node, plan, &expected, AfterStart::Yes)
+                    .await?
+            }
         };
         if run.kill_at.is_none() {
             // The counting run's trace is whole once its agent is gone; the next run starts
@@ -283,7 +465,20 @@ impl Scenario {
         seen.exit = exit;
         seen.at_crash = at_crash;
         seen.after = after;
+        if seen.after.is_ok() {
+            seen.controller_config_after = Some(self.controller_config_now().await?);
+        }
         Ok(seen)
+    }
+
+    /// The ControllerConfig's spec and resourceVersion as the API server has them now.
+    pub(super) async fn controller_config_now(
+        &self,
+    ) -> Result<(ControllerConfigSpec, String), ScenarioError> {
+        Ok((
+            self.controller_config_spec().await?,
+            self.controller_config_resource_version().await?,
+        ))
     }
 
     /// A run's change: the agent stopped, the watched files read, the plan's signer rotated by
@@ -306,10 +501,7 @@ impl Scenario {
         let (namespace, signer) = &plan.signer;
         crate::cluster::force_rotation(&self.admin, namespace, signer).await?;
         self.settle().await?;
-        let controller_config = (
-            self.controller_config_spec().await?,
-            self.controller_config_resource_version().await?,
-        );
+        let controller_config = self.controller_config_now().await?;
         let desired = match self.node_annotations(&plan.node).await?.get(DESIRED_CONFIG) {
             Some(name) if !name.is_empty() => Some((name.clone(), self.machine_config_spec(name).await?)),
             _ => None,
@@ -323,6 +515,7 @@ impl Scenario {
             after: Err(String::new()),
             controller_config,
             desired,
+            controller_config_after: None,
         })
     }
 
@@ -333,25 +526,33 @@ impl Scenario {
         node: &dyn Node,
         plan: &CrashPlan,
         expected: &Files,
+        after_start: AfterStart,
     ) -> Result<Result<(Files, BTreeMap<String, String>), String>, ScenarioError> {
-        Ok(match self.converged(node, &plan.watched, expected).await {
-            Ok(()) => Ok((
-                self.watched_files(node, &plan.watched).await?,
-                self.node_annotations(&plan.node).await?,
-            )),
-            Err(e) => Err(e.to_string()),
-        })
+        Ok(
+            match self.converged(node, &plan.watched, expected, after_start).await {
+                Ok(()) => Ok((
+                    self.watched_files(node, &plan.watched).await?,
+                    self.node_annotations(&plan.node).await?,
+                )),
+                Err(e) => Err(e.to_string()),
+            },
+        )
     }
 
-    /// The cluster and nodes converged (`converge`) and the node's watched files are what the
-    /// sync should leave, waited for up to the deadline.
+    /// The cluster and nodes converged (`converge`, or after the agent's start as at the start
+    /// of a scenario) and the node's watched files are what the sync should leave, waited for
+    /// up to the deadline.
     async fn converged(
         &self,
         node: &dyn Node,
         watched: &[String],
         expected: &Files,
+        after_start: AfterStart,
     ) -> Result<(), ScenarioError> {
-        self.converge().await?;
+        match after_start {
+            AfterStart::Yes => self.await_first_sync().await?,
+            AfterStart::No => self.converge().await?,
+        }
         eventually(self.options.deadline, || async {
             let files = self
                 .watched_files(node, watched)

@@ -6,9 +6,9 @@
 //! operations, the model enumerates the states, and each is materialised on a copy of the
 //! watched files and read back. What each state left is recorded here; the steps judge it.
 
-use super::crash::{TracedNode, read_trace};
+use super::crash::{AfterStart, TracedNode};
 use super::*;
-use crate::node::crash::{AgentLaunch, TraceRun};
+use crate::node::crash::TraceRun;
 use crate::node::power_loss::{self, Record, State};
 
 /// The states a power loss can leave of one node's recorded syncs.
@@ -66,19 +66,11 @@ impl Scenario {
         mut plan: CrashPlan,
         syncs: usize,
     ) -> Result<PowerLossReport, ScenarioError> {
-        let traced = self
-            .traced_node(
-                &mut plan,
-                "the power-loss record runs the agent under strace on this host: it needs embedded nodes",
-            )
-            .await?;
+        let traced = self.traced_node(&mut plan, "the power-loss record").await?;
         let node_err = |message: String| plan.node_error(message);
-        let traces = tempfile::Builder::new()
-            .prefix("mco-power-loss-")
-            .tempdir_in(crate::node::scratch_dir())
-            .map_err(|e| node_err(format!("a directory for the record: {e}")))?;
+        let traces = traced.trace_dir("mco-power-loss-").map_err(node_err)?;
         let recorded = TraceRun {
-            trace: traces.path().join("record"),
+            trace: traces.path("record"),
             paths: Vec::new(),
             syscalls: power_loss::recorded_syscalls(),
             kill_at: None,
@@ -99,8 +91,8 @@ impl Scenario {
         if report.runs.iter().any(|r| r.after.is_err()) {
             return Ok(report);
         }
-        let calls = read_trace(&recorded.trace)?;
-        let root = traced.embedded.root().to_path_buf();
+        let calls = traces.read(&recorded.trace)?;
+        let root = traced.root();
         let host = |p: &str| root.join(p.trim_start_matches('/')).display().to_string();
         let to_node: BTreeMap<String, String> = plan.watched.iter().map(|p| (host(p), p.clone())).collect();
         let initial: BTreeMap<String, Option<FileState>> = report.runs[0]
@@ -113,7 +105,7 @@ impl Scenario {
             _ => (0, 0),
         };
         let record = power_loss::record(&calls, &initial, creator).map_err(node_err)?;
-        let scratch = traces.path().join("states");
+        let scratch = traces.scratch("states");
         let started = std::time::Instant::now();
         // Materialising is file system work: off the runtime's threads.
         let done = tokio::task::spawn_blocking(move || materialise(record, &scratch, &to_node))
@@ -141,18 +133,20 @@ impl Scenario {
     ) -> Result<Vec<CrashRun>, ScenarioError> {
         let node = traced.node;
         let mut seen = self.change_while_stopped(node, plan).await?;
-        let (ended, _agent_ended) = tokio::sync::oneshot::channel();
-        let (resume, resume_rx) = tokio::sync::oneshot::channel();
-        traced.embedded.arm_agent_launch(AgentLaunch {
-            wrapper: recorded.wrapper(&traced.strace),
-            ended,
-            resume: resume_rx,
-        });
+        let launch = traced.arm(traced.wrapper(recorded)).await?;
         self.agent_unit(node, "start").await?;
         let mut runs = Vec::new();
         loop {
             let expected = (plan.expect)(&seen).map_err(|message| plan.node_error(message))?;
-            seen.after = self.converged_state(node, plan, &expected).await?;
+            let after_start = if runs.is_empty() {
+                AfterStart::Yes
+            } else {
+                AfterStart::No
+            };
+            seen.after = self.converged_state(node, plan, &expected, after_start).await?;
+            if seen.after.is_ok() {
+                seen.controller_config_after = Some(self.controller_config_now().await?);
+            }
             let stuck = seen.after.is_err();
             runs.push(seen);
             if stuck || runs.len() >= syncs {
@@ -162,8 +156,7 @@ impl Scenario {
             let before = self.watched_files(node, &plan.watched).await?;
             seen = self.change(plan, before).await?;
         }
-        drop(traced.embedded.take_agent_launch());
-        let _ = resume.send(());
+        launch.finish().await;
         self.agent_unit(node, "stop").await?;
         self.agent_unit(node, "start").await?;
         Ok(runs)

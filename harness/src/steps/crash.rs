@@ -195,7 +195,15 @@ fn not_synced(run: &CrashRun, annotations: &BTreeMap<String, String>) -> Option<
         }),
         _ => {
             let rv = &run.controller_config.1;
-            (get("lastSyncedControllerConfigResourceVersion") != Some(rv.as_str())
+            // A later resourceVersion of the same spec counts: only the ControllerConfig's
+            // metadata moved since the change (the first-sync nudge's annotation).
+            let later = run
+                .controller_config_after
+                .as_ref()
+                .filter(|(spec, _)| *spec == run.controller_config.0)
+                .map(|(_, rv)| rv.as_str());
+            let synced = get("lastSyncedControllerConfigResourceVersion");
+            ((synced != Some(rv.as_str()) && (synced.is_none() || synced != later))
                 || get("currentConfig").is_none()
                 || get("desiredConfig").is_none())
             .then(|| {

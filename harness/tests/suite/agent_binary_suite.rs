@@ -64,8 +64,8 @@ async fn the_whole_suite_passes_with_the_reference_daemon_binary_on_both_node_ki
         (0, 0),
         "{container:?}"
     );
-    // @embedded scenarios (the crash injection runs the agent as a host process) wait for
-    // embedded nodes, as @container ones wait for container nodes.
+    // @embedded scenarios wait for embedded nodes, as @container ones wait for container nodes
+    // (the crash features run on both: strace runs inside a container node).
     let tagged = |skipped: &[String], tag: &str| skipped.iter().filter(|s| s.contains(tag)).count();
     assert!(
         container

@@ -113,6 +113,13 @@ async fn carry_out(
         Request::KubeletEndpoint => to_json(&node.kubelet_endpoint().await.map_err(node_err)?),
         Request::BootId => to_json(&node.boot_id().await.map_err(node_err)?),
         Request::SetNow { now } if scope == Scope::Init => set_now(node, &now).await?,
+        launch @ (Request::ArmAgentLaunch { .. }
+        | Request::AgentLaunchState { .. }
+        | Request::EndAgentLaunch)
+            if scope == Scope::Init =>
+        {
+            launch_request(node, launch).await
+        }
         Request::Boot if scope == Scope::Init => {
             node.boot().await;
             Value::Null
@@ -123,6 +130,9 @@ async fn carry_out(
             Value::Null
         }
         Request::SetNow { .. } => return Err(refused("set-now")),
+        Request::ArmAgentLaunch { .. } | Request::AgentLaunchState { .. } | Request::EndAgentLaunch => {
+            return Err(refused("an agent launch"));
+        }
         Request::Boot => return Err(refused("boot")),
         Request::Shutdown => return Err(refused("shutdown")),
         files @ (Request::Read { .. }
@@ -132,6 +142,27 @@ async fn carry_out(
         | Request::List { .. }
         | Request::Stat { .. }) => file_request(node, files).await?,
     })
+}
+
+/// A request about the agent's next start, which the harness arms for crash injection
+/// (`crate::node::crash`): arm it, ask how it stands, end it.
+async fn launch_request(node: &EmbeddedNode, request: Request) -> Value {
+    match request {
+        Request::ArmAgentLaunch { wrapper } => {
+            node.arm_remote_launch(wrapper);
+            Value::Null
+        }
+        Request::AgentLaunchState { timeout_ms } => {
+            let wait = Duration::from_millis(timeout_ms.min(MAX_WAIT_MS));
+            to_json(&node.remote_launch_state(wait).await)
+        }
+        Request::EndAgentLaunch => {
+            node.end_remote_launch();
+            Value::Null
+        }
+        // Only the three above are sent here (`carry_out`).
+        _ => Value::Null,
+    }
 }
 
 /// A request about the node's journal: a mark, the lines or entries since one, a wait for a line.
@@ -287,6 +318,9 @@ fn run_transient(
     });
     Ok(())
 }
+
+/// The longest a request waits on the node before it answers (the client gives up at 30 s).
+const MAX_WAIT_MS: u64 = 10_000;
 
 fn failure(e: &NodeError) -> ControlFailure {
     let kind = match e {

@@ -12,7 +12,6 @@ use harness::world::ConformanceWorld;
 /// the node's kubelet and CRI-O read, and what each may hold (`expected_files`, from the API
 /// objects the run read). Shared by the process-kill and the power-loss steps.
 pub(crate) async fn plans(world: &ConformanceWorld, signer: &SignerName) -> anyhow::Result<Vec<CrashPlan>> {
-    let process = agent_process(world)?;
     let root = root_owner(world).await?;
     let expect: harness::scenario::Expectation =
         std::sync::Arc::new(move |run: &CrashRun| expected_files(run, root).map_err(|e| format!("{e:#}")));
@@ -20,19 +19,25 @@ pub(crate) async fn plans(world: &ConformanceWorld, signer: &SignerName) -> anyh
     let name = c.certificate_name(signer)?;
     let mut plans = Vec::new();
     for node in &c.nodes {
+        // A container node's agent is a process of the container already, whichever it is.
+        let process = match node.as_embedded() {
+            Some(_) => agent_process(world)?,
+            None => None,
+        };
         plans.push(CrashPlan {
             node: node.name().to_string(),
             watched: watched_files(c, node.name()).await?,
             signer: (name.namespace.clone(), name.name.clone()),
-            process: process.clone(),
+            process,
             expect: expect.clone(),
         });
     }
     Ok(plans)
 }
 
-/// The reference daemon runs in the harness's process, where no tracer reaches it: for the crash
-/// runs it runs as its binary (a mutant too); a binary agent runs as it is.
+/// On an embedded node the reference daemon runs in the harness's process, where no tracer
+/// reaches it: for the crash runs it runs as its binary (a mutant too); a binary agent runs as
+/// it is.
 pub(super) fn agent_process(
     world: &ConformanceWorld,
 ) -> anyhow::Result<Option<harness::node::agent_service::AgentProcess>> {
@@ -41,9 +46,7 @@ pub(super) fn agent_process(
         AgentKind::Mutant(m) => Some(*m),
         AgentKind::Binary { .. } => return Ok(None),
         AgentKind::Image { image, .. } => {
-            bail!(
-                "the agent image {image} runs on container nodes, where crash injection is not supported yet"
-            )
+            bail!("the agent image {image} runs on container nodes only")
         }
     };
     let daemon = harness::node::programs::reference_daemon()?;

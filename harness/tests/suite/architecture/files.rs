@@ -69,8 +69,15 @@ const ALLOWED: &[(&str, &str, &str, &str)] = &[
         "harness",
         "node",
         "node::embedded",
-        "the Node trait's as_embedded names the embedded backend, which implements Node: the \
-         one downcast crash injection needs",
+        "the Node trait's as_embedded names the embedded backend, which implements Node: one \
+         of the two downcasts crash injection needs",
+    ),
+    (
+        "harness",
+        "node",
+        "node::container",
+        "the Node trait's as_container names the container backend, which implements Node: the \
+         other downcast crash injection needs (the agent's start armed over the init's socket)",
     ),
     (
         "harness",
