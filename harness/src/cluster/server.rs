@@ -23,20 +23,7 @@ use base64::Engine;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 
-/// What a machine booting into a pool is served.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Served {
-    /// The rendered config it boots, which its first annotations name.
-    pub rendered: String,
-    /// That config's spec as served (`/etc/mcs-machine-config-content.json`): the node's
-    /// current config on disk once its first boot is done.
-    pub config: MachineConfigSpec,
-    /// What Ignition writes: the rendered config's files and units with the server's additions.
-    pub boot: MachineConfigSpec,
-    /// The CA its `/etc/kubernetes/kubeconfig` trusts, where the server took it from the cluster
-    /// (`kubeconfig-data`); `None`: the bootstrap token's, the API server's CA as installed.
-    pub kubeconfig_ca: Option<String>,
-}
+pub use crate::mco::served::Served;
 
 /// The rendered config the server picks for `pool`.
 pub fn pool_config(pool: &MachineConfigPool) -> &str {

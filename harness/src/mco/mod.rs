@@ -14,6 +14,7 @@ pub mod machine_config;
 pub mod machine_config_node;
 pub mod names;
 pub mod pool;
+pub mod served;
 
 /// The `spec` of an MCO object as its typed struct, zero values where the object has none or
 /// it is `null` (as Go's decoder leaves a missing struct).

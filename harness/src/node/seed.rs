@@ -16,10 +16,10 @@
 //!   serve from, so the agent outlives a serving CA rotation as the pod does.
 
 use super::{Node, NodeError};
-use crate::cluster::server::Served;
 use crate::mco::CURRENT_CONFIG_FILE;
 use crate::mco::api::mco_api;
 use crate::mco::machine_config_node::MachineConfigNode;
+use crate::mco::served::Served;
 use crate::mco::{
     CURRENT_CONFIG, DESIRED_CONFIG, DESIRED_DRAIN, INITIAL_NODE_ANNOTATIONS, LAST_APPLIED_DRAIN, STATE,
     STATE_DONE,
